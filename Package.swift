@@ -1,0 +1,57 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+/// Hearth: a realtime JSON database server. One target per layer; a lower layer never imports a
+/// higher one (see docs/architecture.md).
+let package = Package(
+    name: "Hearth",
+    platforms: [.macOS(.v14)],
+    products: [
+        .executable(name: "hearthd", targets: ["hearthd"]),
+        .library(name: "HearthCore", targets: ["HearthCore"]),
+        .library(name: "HearthServer", targets: ["HearthServer"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+    ],
+    targets: [
+        .target(name: "HearthJSON"),
+        .target(name: "HearthCore", dependencies: ["HearthJSON"]),
+        .target(
+            name: "HearthProtocol",
+            dependencies: [
+                "HearthCore", "HearthJSON",
+                .product(name: "NIOCore", package: "swift-nio"),
+            ]),
+        .target(
+            name: "HearthServer",
+            dependencies: [
+                "HearthCore", "HearthJSON", "HearthProtocol",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]),
+        .executableTarget(
+            name: "hearthd",
+            dependencies: [
+                "HearthServer", "HearthJSON",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ]),
+        .testTarget(name: "HearthJSONTests", dependencies: ["HearthJSON"]),
+        .testTarget(name: "HearthCoreTests", dependencies: ["HearthCore", "HearthJSON"]),
+        .testTarget(
+            name: "HearthServerTests",
+            dependencies: [
+                "HearthServer", "HearthCore", "HearthJSON", "HearthProtocol",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,33 @@
+/// An error a request can fail with: a stable wire code (protocol.md "Error codes") and a human
+/// sentence that says what was wrong.
+public struct DatabaseError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The stable error codes of the wire protocol.
+    public enum Code: String, Sendable, CaseIterable {
+        case badRequest = "bad_request"
+        case unknownOp = "unknown_op"
+        case invalidPath = "invalid_path"
+        case invalidKey = "invalid_key"
+        case invalidValue = "invalid_value"
+        case invalidQuery = "invalid_query"
+        case tooLarge = "too_large"
+        case tooDeep = "too_deep"
+        case permissionDenied = "permission_denied"
+        case invalidToken = "invalid_token"
+        case indexNotDefined = "index_not_defined"
+        case notFound = "not_found"
+        case overloaded = "overloaded"
+        case slowConsumer = "slow_consumer"
+        case unavailable = "unavailable"
+        case `internal` = "internal"
+    }
+
+    public let code: Code
+    public let message: String
+
+    public init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    public var description: String { "\(code.rawValue): \(message)" }
+}

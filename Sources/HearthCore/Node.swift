@@ -1,0 +1,184 @@
+/// A leaf's value: boolean, number or string. Strings compare by their code units, never by
+/// Unicode canonical equivalence.
+public enum LeafValue: Sendable, Equatable {
+    case bool(Bool)
+    case number(Number)
+    case string(String)
+
+    public static func == (a: LeafValue, b: LeafValue) -> Bool {
+        switch (a, b) {
+        case (.bool(let x), .bool(let y)): return x == y
+        case (.number(let x), .number(let y)): return x == y
+        case (.string(let x), .string(let y)): return x.utf8.elementsEqual(y.utf8)
+        default: return false
+        }
+    }
+}
+
+/// A node's priority: a number or a string (semantics §1.5).
+public enum Priority: Sendable, Equatable {
+    case number(Number)
+    case string(String)
+
+    public static func == (a: Priority, b: Priority) -> Bool {
+        switch (a, b) {
+        case (.number(let x), .number(let y)): return x == y
+        case (.string(let x), .string(let y)): return x.utf8.elementsEqual(y.utf8)
+        default: return false
+        }
+    }
+
+    /// Priority order: numbers (numerically) before strings (UTF-16); `nil` (no priority) first.
+    public static func compare(_ a: Priority?, _ b: Priority?) -> Int {
+        switch (a, b) {
+        case (nil, nil): return 0
+        case (nil, _): return -1
+        case (_, nil): return 1
+        case (.number(let x)?, .number(let y)?): return Number.compare(x, y)
+        case (.number?, .string?): return -1
+        case (.string?, .number?): return 1
+        case (.string(let x)?, .string(let y)?): return compareUTF16(x, y)
+        }
+    }
+}
+
+/// The children of an object node, in key order.
+public typealias ChildMap = SortedTree<Key, Node>
+
+/// An immutable node of the JSON tree: empty, a leaf, or a non-empty object; leaves and objects
+/// may carry a priority. Copies share structure, so a copy of the root is an O(1) snapshot.
+public struct Node: Sendable {
+    public enum Content: Sendable {
+        case leaf(LeafValue)
+        case children(ChildMap)
+    }
+
+    public let content: Content
+    public let priority: Priority?
+
+    /// The empty node (JSON null, "does not exist").
+    public static let empty = Node(content: .children(ChildMap()), priority: nil)
+
+    init(content: Content, priority: Priority?) {
+        self.content = content
+        self.priority = priority
+    }
+
+    /// A leaf, with an optional priority.
+    public static func leaf(_ value: LeafValue, priority: Priority? = nil) -> Node {
+        Node(content: .leaf(value), priority: priority)
+    }
+
+    /// An object from its children; empty children are dropped, and no children means empty.
+    public static func object(_ children: ChildMap, priority: Priority? = nil) -> Node {
+        children.isEmpty ? .empty : Node(content: .children(children), priority: priority)
+    }
+
+    public var isEmpty: Bool {
+        if case .children(let c) = content { return c.isEmpty }
+        return false
+    }
+
+    public var isLeaf: Bool {
+        if case .leaf = content { return true }
+        return false
+    }
+
+    /// The leaf value, when this is a leaf.
+    public var leafValue: LeafValue? {
+        if case .leaf(let v) = content { return v }
+        return nil
+    }
+
+    /// The children (empty for leaves and the empty node).
+    public var children: ChildMap {
+        if case .children(let c) = content { return c }
+        return ChildMap()
+    }
+
+    public var childCount: Int { children.count }
+
+    /// The child named `key`; empty when absent or when this is a leaf.
+    public func child(_ key: Key) -> Node {
+        if case .children(let c) = content { return c[key] ?? .empty }
+        return .empty
+    }
+
+    /// The descendant at `path`; empty when any step is absent or a leaf.
+    public func child(at path: Path) -> Node {
+        var node = self
+        for key in path.segments {
+            node = node.child(key)
+            if node.isEmpty { return .empty }
+        }
+        return node
+    }
+
+    /// This node with its priority replaced (dropped on the empty node, which cannot carry one).
+    public func withPriority(_ priority: Priority?) -> Node {
+        isEmpty ? self : Node(content: content, priority: priority)
+    }
+
+    /// This node with the child `key` replaced by `child` (semantics §1.4): an empty child is
+    /// removed and an object left without children becomes empty (losing its priority); a
+    /// non-empty child written below a leaf turns it into an object that keeps the priority.
+    public func settingChild(_ key: Key, _ child: Node) -> Node {
+        switch content {
+        case .leaf:
+            if child.isEmpty { return self }
+            return Node(content: .children(ChildMap().inserting(key, child)), priority: priority)
+        case .children(let map):
+            if child.isEmpty {
+                guard map[key] != nil else { return self }
+                let rest = map.removing(key)
+                return rest.isEmpty ? .empty : Node(content: .children(rest), priority: priority)
+            }
+            return Node(content: .children(map.inserting(key, child)), priority: priority)
+        }
+    }
+
+    /// This node with the descendant at `path` replaced by `node`; a last segment `.priority`
+    /// sets the priority of its parent instead.
+    public func setting(_ path: Path, to node: Node) -> Node {
+        setting(path.segments[...], to: node)
+    }
+
+    func setting(_ segments: ArraySlice<Key>, to node: Node) -> Node {
+        guard let first = segments.first else { return node }
+        if segments.count == 1, first == Key.priority {
+            return withPriority(node.asPriority)
+        }
+        let rest = segments.dropFirst()
+        if node.isEmpty, isEmpty { return self }
+        return settingChild(first, child(first).setting(rest, to: node))
+    }
+
+    /// This node read as a priority (a string or number leaf), else nil.
+    public var asPriority: Priority? {
+        switch leafValue {
+        case .number(let n)?: return .number(n)
+        case .string(let s)?: return .string(s)
+        default: return nil
+        }
+    }
+}
+
+extension Node: Equatable {
+    /// Deep equality: values, children and priorities; numbers compare numerically.
+    public static func == (a: Node, b: Node) -> Bool {
+        guard a.priority == b.priority else { return false }
+        switch (a.content, b.content) {
+        case (.leaf(let x), .leaf(let y)): return x == y
+        case (.children(let x), .children(let y)):
+            if x.root === y.root { return true }
+            guard x.count == y.count else { return false }
+            var ix = x.makeIterator()
+            var iy = y.makeIterator()
+            while let ex = ix.next(), let ey = iy.next() {
+                guard ex.key == ey.key, ex.value == ey.value else { return false }
+            }
+            return true
+        default: return false
+        }
+    }
+}

@@ -1,0 +1,56 @@
+public import HearthCore
+public import HearthJSON
+
+/// A request id as the client sent it: a number or a string, echoed in the response; `null`
+/// when absent.
+public typealias RequestID = JSONValue
+
+/// One decoded request line.
+public struct Request: Sendable {
+    public let id: RequestID
+    public let operation: Operation
+
+    public init(id: RequestID, operation: Operation) {
+        self.id = id
+        self.operation = operation
+    }
+}
+
+/// What a request asks for, validated and ready for the engine.
+public enum Operation: Sendable {
+    /// Read the node at `path` (see `ReadOptions`).
+    case get(path: Path, options: ReadOptions)
+    /// A write (set, update, remove, setPriority, transaction).
+    case write(Write, kind: WriteKind)
+    /// Store `value` under a new push id below `path` (validated for that depth).
+    case push(path: Path, value: PreparedValue)
+    /// Register, edit or cancel an onDisconnect operation for this connection.
+    case onDisconnect(OnDisconnectAction)
+    /// Answer with the server time.
+    case ping
+}
+
+/// Which write op a request was, for its response shape.
+public enum WriteKind: Sendable {
+    case set, update, remove, setPriority, transaction
+}
+
+/// Options of a `get`.
+public struct ReadOptions: Sendable {
+    public var shallow = false
+    public var format: Node.Format = .plain
+    public var hash = false
+
+    public init(shallow: Bool = false, format: Node.Format = .plain, hash: Bool = false) {
+        self.shallow = shallow
+        self.format = format
+        self.hash = hash
+    }
+}
+
+/// An onDisconnect request.
+public enum OnDisconnectAction: Sendable {
+    case set(Path, JSONValue)
+    case update(Path, [(path: Path, value: JSONValue)])
+    case cancel(Path)
+}

@@ -1,0 +1,253 @@
+public import HearthCore
+public import HearthJSON
+
+/// Decodes request lines into validated `Request`s. Runs on the I/O threads: everything that
+/// can be checked without the data is checked here, so the engine only applies.
+public struct RequestDecoder: Sendable {
+    public let limits: Limits
+
+    public init(limits: Limits) { self.limits = limits }
+
+    /// A line that could not be turned into a request: the id (when it could be read) and why.
+    public struct Failure: Error, Sendable {
+        public let id: RequestID
+        public let error: DatabaseError
+    }
+
+    /// Parser limits: deep enough for any value the data limits allow inside a request envelope
+    /// (values deeper than `maxDepth` are rejected with a precise message by the importer).
+    var jsonLimits: JSONLimits {
+        var l = JSONLimits()
+        l.maxDepth = limits.maxDepth * 2 + 16
+        return l
+    }
+
+    /// Decodes one line (without its terminator).
+    public func decode(_ line: UnsafeRawBufferPointer) -> Result<Request, Failure> {
+        let json: JSONValue
+        do {
+            json = try JSONParser.parse(line, limits: jsonLimits)
+        } catch {
+            let code: DatabaseError.Code = error.kind == .tooDeep ? .tooDeep : .badRequest
+            return .failure(Failure(id: .null, error: DatabaseError(code, "malformed JSON: \(error.message)")))
+        }
+        guard case .object = json else {
+            return .failure(Failure(id: .null, error: DatabaseError(.badRequest, "a request must be a JSON object")))
+        }
+        var id: RequestID = .null
+        switch json["id"] {
+        case nil, .null?: break
+        case let value? where value.isNumber: id = value
+        case .string(let s)?: id = .string(s)
+        default:
+            return .failure(Failure(id: .null, error: DatabaseError(.badRequest, "field \"id\" must be a number or a string")))
+        }
+        do {
+            return .success(Request(id: id, operation: try operation(json)))
+        } catch {
+            return .failure(Failure(id: id, error: error))
+        }
+    }
+
+    func operation(_ json: JSONValue) throws(DatabaseError) -> Operation {
+        let fields = Fields(json)
+        guard let op = json["op"] else { throw DatabaseError(.badRequest, "missing field \"op\"") }
+        guard case .string(let name) = op else { throw DatabaseError(.badRequest, "field \"op\" must be a string") }
+        switch name {
+        case "get":
+            let path = try readPath(fields)
+            if fields.has("query") {
+                throw DatabaseError(.invalidQuery, "queries are not supported by this server version")
+            }
+            var options = ReadOptions()
+            options.shallow = try fields.bool("shallow") ?? false
+            options.hash = try fields.bool("hash") ?? false
+            switch try fields.string("format") {
+            case nil: break
+            case "export": options.format = .export
+            case let other?:
+                throw DatabaseError(.badRequest, "field \"format\" must be \"export\" when present, not \"\(other)\"")
+            }
+            return .get(path: path, options: options)
+        case "set":
+            let path = try writePath(fields, allowPriority: true)
+            var value = try fields.required("value")
+            if let priority = try fields.optionalPriority() {
+                value = Self.attaching(priority: priority, to: value)
+            }
+            return .write(.set(path: path, value: try PreparedValue(value, at: path, limits: limits)), kind: .set)
+        case "remove":
+            let path = try writePath(fields, allowPriority: true)
+            return .write(.set(path: path, value: PreparedValue(node: .empty)), kind: .remove)
+        case "setPriority":
+            let path = try writePath(fields)
+            guard fields.has("priority") else { throw DatabaseError(.badRequest, "missing field \"priority\"") }
+            let priority = try fields.optionalPriority() ?? .null
+            let target = path.appending(Key.priority)
+            return .write(.set(path: target, value: try PreparedValue(priority, at: path, limits: limits)), kind: .setPriority)
+        case "update":
+            let path = try writePath(fields)
+            let values = try relativeValues(fields, base: path)
+            let prepared = try values.map { entry throws(DatabaseError) in
+                (path: entry.path, value: try PreparedValue(entry.value, at: path.appending(entry.path), limits: limits))
+            }
+            return .write(try Write.update(at: path, values: prepared), kind: .update)
+        case "push":
+            let path = try writePath(fields)
+            let value = try fields.required("value")
+            // Prepared for the depth of the pushed child; its key is chosen by the engine.
+            return .push(path: path, value: try PreparedValue(value, at: path.appending(Key("-")), limits: limits))
+        case "transaction":
+            let path = try writePath(fields)
+            let value = try fields.required("value")
+            let prepared = try PreparedValue(value, at: path, limits: limits)
+            let expectation: TransactionExpectation
+            switch (fields.has("expect"), fields.has("expectHash")) {
+            case (true, false):
+                let expected = try fields.required("expect")
+                let node = try PreparedValue(expected, at: path, limits: limits).node
+                expectation = .value(node, comparePriorities: expected.containsPriority)
+            case (false, true):
+                guard let hash = try fields.string("expectHash") else {
+                    throw DatabaseError(.badRequest, "field \"expectHash\" must be a string")
+                }
+                expectation = .hash(hash)
+            case (true, true):
+                throw DatabaseError(.badRequest, "give either \"expect\" or \"expectHash\", not both")
+            case (false, false):
+                throw DatabaseError(.badRequest, "missing field \"expect\" or \"expectHash\"")
+            }
+            return .write(
+                .transaction(path: path, value: prepared, expectation: expectation, valueHasPriority: value[".priority"] != nil),
+                kind: .transaction)
+        case "onDisconnect":
+            guard let action = try fields.string("action") else { throw DatabaseError(.badRequest, "missing field \"action\"") }
+            let path = try writePath(fields)
+            switch action {
+            case "set":
+                let value = try fields.required("value")
+                _ = try PreparedValue(value, at: path, limits: limits)
+                return .onDisconnect(.set(path, value))
+            case "remove":
+                return .onDisconnect(.set(path, .null))
+            case "update":
+                let values = try relativeValues(fields, base: path)
+                for entry in values { _ = try PreparedValue(entry.value, at: path.appending(entry.path), limits: limits) }
+                return .onDisconnect(.update(path, values))
+            case "cancel":
+                return .onDisconnect(.cancel(path))
+            default:
+                throw DatabaseError(.badRequest, "field \"action\" must be one of set, update, remove, cancel")
+            }
+        case "ping":
+            return .ping
+        case "subscribe", "unsubscribe":
+            throw DatabaseError(.unknownOp, "op \"\(name)\" is not supported by this server version yet")
+        case "auth", "unauth":
+            throw DatabaseError(.unknownOp, "op \"\(name)\" is not supported by this server version yet (no security rules)")
+        default:
+            throw DatabaseError(.unknownOp, "unknown op \"\(name)\"")
+        }
+    }
+
+    func readPath(_ fields: Fields) throws(DatabaseError) -> Path {
+        guard let string = try fields.string("path") else { throw DatabaseError(.badRequest, "missing field \"path\"") }
+        return try Path.parse(string, limits: limits, allowInfo: true)
+    }
+
+    func writePath(_ fields: Fields, allowPriority: Bool = false) throws(DatabaseError) -> Path {
+        guard let string = try fields.string("path") else { throw DatabaseError(.badRequest, "missing field \"path\"") }
+        let path = try Path.parse(string, limits: limits, allowInfo: true, allowPriority: allowPriority)
+        if path.isInfo { throw DatabaseError(.invalidPath, "can't modify data under /.info") }
+        return path
+    }
+
+    /// The `values` object of an update: relative path → value, in document order.
+    func relativeValues(_ fields: Fields, base: Path) throws(DatabaseError) -> [(path: Path, value: JSONValue)] {
+        guard let values = fields.json["values"] else { throw DatabaseError(.badRequest, "missing field \"values\"") }
+        guard case .object(let members) = values else {
+            throw DatabaseError(.badRequest, "field \"values\" must be an object of relative paths to values")
+        }
+        var result: [(path: Path, value: JSONValue)] = []
+        result.reserveCapacity(members.count)
+        for member in members {
+            let relative = try Path.parse(member.key, limits: limits, allowPriority: true)
+            if base.count + relative.count > limits.maxDepth + (relative.last == Key.priority ? 1 : 0) {
+                throw DatabaseError(.tooDeep, "path \(base.appending(relative)) exceeds the maximum depth of \(limits.maxDepth)")
+            }
+            result.append((relative, member.value))
+        }
+        return result
+    }
+
+    /// `value` with a `.priority` member (or `{".value": v, ".priority": p}` for a leaf).
+    static func attaching(priority: JSONValue, to value: JSONValue) -> JSONValue {
+        switch value {
+        case .object(var members):
+            if members.count == 1, members[0].key == ".sv" {
+                return .object([JSONMember(".value", value), JSONMember(".priority", priority)])
+            }
+            members.removeAll { $0.key == ".priority" }
+            members.append(JSONMember(".priority", priority))
+            return .object(members)
+        case .null:
+            return .null
+        default:
+            return .object([JSONMember(".value", value), JSONMember(".priority", priority)])
+        }
+    }
+}
+
+/// Typed access to a request's fields with clear errors.
+struct Fields {
+    let json: JSONValue
+
+    init(_ json: JSONValue) { self.json = json }
+
+    func has(_ name: String) -> Bool { json[name] != nil }
+
+    func required(_ name: String) throws(DatabaseError) -> JSONValue {
+        guard let value = json[name] else { throw DatabaseError(.badRequest, "missing field \"\(name)\"") }
+        return value
+    }
+
+    func string(_ name: String) throws(DatabaseError) -> String? {
+        switch json[name] {
+        case nil: return nil
+        case .string(let s)?: return s
+        default: throw DatabaseError(.badRequest, "field \"\(name)\" must be a string")
+        }
+    }
+
+    func bool(_ name: String) throws(DatabaseError) -> Bool? {
+        switch json[name] {
+        case nil: return nil
+        case .bool(let b)?: return b
+        default: throw DatabaseError(.badRequest, "field \"\(name)\" must be a boolean")
+        }
+    }
+
+    /// The `priority` field: a number, a string, null, or a timestamp server value.
+    func optionalPriority() throws(DatabaseError) -> JSONValue? {
+        guard let value = json["priority"] else { return nil }
+        switch value {
+        case .null, .int, .double, .string: return value
+        case .object(let m) where m.count == 1 && m[0].key == ".sv": return value
+        default: throw DatabaseError(.invalidValue, "priority must be a string, a number or null")
+        }
+    }
+}
+
+extension JSONValue {
+    /// Whether a `.priority` member appears anywhere in this value.
+    var containsPriority: Bool {
+        switch self {
+        case .object(let members):
+            return members.contains { $0.key == ".priority" || $0.value.containsPriority }
+        case .array(let elements):
+            return elements.contains { $0.containsPriority }
+        default:
+            return false
+        }
+    }
+}

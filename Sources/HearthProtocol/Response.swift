@@ -1,0 +1,104 @@
+public import HearthCore
+public import HearthJSON
+
+/// The result of one request, encoded into its response line on the connection's I/O thread.
+public enum ResponseBody: Sendable {
+    /// A write committed as `rev`.
+    case committed(rev: UInt64)
+    /// A push committed as `rev` under `key`.
+    case pushed(key: String, rev: UInt64)
+    /// A read: the node (rendered per `options`) at revision `rev`.
+    case value(Node, rev: UInt64, options: ReadOptions)
+    /// A transaction that committed as `rev`.
+    case transactionCommitted(rev: UInt64)
+    /// A transaction that did not commit: the current node (export format) and its hash.
+    case stale(current: Node)
+    /// A request that succeeds with no fields.
+    case done
+    /// The server time, for `ping`.
+    case pong(serverTime: Int64)
+    /// A failed request.
+    case failure(DatabaseError)
+}
+
+/// Encodes responses and server-initiated lines.
+public enum ResponseEncoder {
+    /// Appends `{"id":…,"ok":…}` and a newline to `buffer`.
+    public static func encode(id: RequestID, _ body: ResponseBody, into buffer: inout [UInt8]) {
+        buffer.append(contentsOf: #"{"id":"#.utf8)
+        id.serialize(into: &buffer)
+        switch body {
+        case .committed(let rev):
+            buffer.append(contentsOf: #","ok":true,"rev":"#.utf8)
+            JSONWriter.writeInt(Int64(truncatingIfNeeded: rev), into: &buffer)
+        case .pushed(let key, let rev):
+            buffer.append(contentsOf: #","ok":true,"key":"#.utf8)
+            JSONWriter.writeString(key, into: &buffer)
+            buffer.append(contentsOf: #","rev":"#.utf8)
+            JSONWriter.writeInt(Int64(truncatingIfNeeded: rev), into: &buffer)
+        case .value(let node, let rev, let options):
+            buffer.append(contentsOf: #","ok":true,"value":"#.utf8)
+            if options.shallow {
+                node.shallowJSONValue().serialize(into: &buffer)
+            } else {
+                node.writeJSON(into: &buffer, format: options.format)
+            }
+            buffer.append(contentsOf: #","rev":"#.utf8)
+            JSONWriter.writeInt(Int64(truncatingIfNeeded: rev), into: &buffer)
+            if options.hash {
+                buffer.append(contentsOf: #","hash":"#.utf8)
+                JSONWriter.writeString(node.hash, into: &buffer)
+            }
+        case .transactionCommitted(let rev):
+            buffer.append(contentsOf: #","ok":true,"committed":true,"rev":"#.utf8)
+            JSONWriter.writeInt(Int64(truncatingIfNeeded: rev), into: &buffer)
+        case .stale(let current):
+            buffer.append(contentsOf: #","ok":true,"committed":false,"value":"#.utf8)
+            current.writeJSON(into: &buffer, format: .export)
+            buffer.append(contentsOf: #","hash":"#.utf8)
+            JSONWriter.writeString(current.hash, into: &buffer)
+        case .done:
+            buffer.append(contentsOf: #","ok":true"#.utf8)
+        case .pong(let serverTime):
+            buffer.append(contentsOf: #","ok":true,"serverTime":"#.utf8)
+            JSONWriter.writeInt(serverTime, into: &buffer)
+        case .failure(let error):
+            buffer.append(contentsOf: #","ok":false,"error":"#.utf8)
+            writeError(error, into: &buffer)
+        }
+        buffer.append(contentsOf: "}\n".utf8)
+    }
+
+    /// `{"code":"…","message":"…"}`
+    public static func writeError(_ error: DatabaseError, into buffer: inout [UInt8]) {
+        buffer.append(contentsOf: #"{"code":"#.utf8)
+        JSONWriter.writeString(error.code.rawValue, into: &buffer)
+        buffer.append(contentsOf: #","message":"#.utf8)
+        JSONWriter.writeString(error.message, into: &buffer)
+        buffer.append(UInt8(ascii: "}"))
+    }
+
+    /// The line sent on connect.
+    public static func hello(server: String, serverTime: Int64, connection: String) -> [UInt8] {
+        var buffer: [UInt8] = []
+        buffer.append(contentsOf: #"{"event":"hello","protocol":1,"server":"#.utf8)
+        JSONWriter.writeString(server, into: &buffer)
+        buffer.append(contentsOf: #","serverTime":"#.utf8)
+        JSONWriter.writeInt(serverTime, into: &buffer)
+        buffer.append(contentsOf: #","connection":"#.utf8)
+        JSONWriter.writeString(connection, into: &buffer)
+        buffer.append(contentsOf: "}\n".utf8)
+        return buffer
+    }
+
+    /// The line sent before a shutting-down server closes a connection.
+    public static let goaway: [UInt8] = Array("{\"event\":\"goaway\"}\n".utf8)
+
+    /// A connection-level error event (e.g. `slow_consumer`), sent before closing.
+    public static func errorEvent(_ error: DatabaseError) -> [UInt8] {
+        var buffer: [UInt8] = Array(#"{"event":"error","error":"#.utf8)
+        writeError(error, into: &buffer)
+        buffer.append(contentsOf: "}\n".utf8)
+        return buffer
+    }
+}

@@ -1,0 +1,238 @@
+import HearthCore
+import HearthJSON
+import HearthProtocol
+import Logging
+import NIOCore
+
+/// One client connection: decodes request lines, hands them to the engine, and writes
+/// responses in request order and events as they come, within a bounded outbox.
+///
+/// Responses are kept in order with a queue of slots: a request the engine must answer takes a
+/// waiting slot; a line rejected here takes a slot that is ready at once. The engine answers a
+/// connection's requests in order, so each engine response fills the front waiting slot.
+final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
+    typealias InboundIn = LineFrame
+    typealias OutboundIn = Never
+    typealias OutboundOut = ByteBuffer
+
+    private enum Slot {
+        case awaitingEngine
+        case ready([UInt8])
+    }
+
+    private let id: UInt64
+    private let engine: Engine
+    private let decoder: RequestDecoder
+    private let configuration: ServerConfiguration
+    private let logger: Logger
+    private let registry: ConnectionRegistry
+    private let clock: @Sendable () -> Int64
+
+    private var slots = CircularBuffer<Slot>()
+    private var waitingForEngine = 0
+    private var batch: [Submission] = []
+    private var readPaused = false
+    private var outstandingBytes = 0
+    private var closing = false
+    private var closeWhenIdle = false
+    private var context: ChannelHandlerContext?
+    private var sessionLink: SessionLink?
+
+    init(
+        id: UInt64, engine: Engine, configuration: ServerConfiguration, registry: ConnectionRegistry,
+        logger: Logger, clock: @escaping @Sendable () -> Int64
+    ) {
+        self.id = id
+        self.engine = engine
+        self.configuration = configuration
+        self.decoder = RequestDecoder(limits: configuration.limits)
+        self.registry = registry
+        self.clock = clock
+        var logger = logger
+        logger[metadataKey: "connection"] = "\(id)"
+        self.logger = logger
+    }
+
+    // MARK: Lifecycle
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        let loop = context.eventLoop
+        sessionLink = SessionLink(id: id) { outputs in
+            loop.execute { bound.value.receive(outputs) }
+        }
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        // Breaks the cycle handler → link → handler.
+        self.context = nil
+        sessionLink = nil
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        logger.debug("connected", metadata: ["peer": "\(context.remoteAddress.map { "\($0)" } ?? "?")"])
+        let hello = ResponseEncoder.hello(
+            server: configuration.serverName, serverTime: clock(), connection: String(id))
+        send(hello, context: context)
+        context.flush()
+        registry.add(id: id, channel: context.channel, handler: NIOLoopBound(self, eventLoop: context.eventLoop))
+        context.fireChannelActive()
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        closing = true
+        submitBatch()
+        engine.submit(.disconnected(sessionID: id))
+        registry.remove(id: id)
+        logger.debug("disconnected")
+        context.fireChannelInactive()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        logger.debug("connection error", metadata: ["error": "\(error)"])
+        context.close(promise: nil)
+    }
+
+    // MARK: Inbound
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard !closing, !closeWhenIdle else { return }
+        switch unwrapInboundIn(data) {
+        case .tooLarge:
+            let error = DatabaseError(
+                .tooLarge, "line exceeds the maximum message size of \(configuration.maxMessageBytes) bytes")
+            var bytes: [UInt8] = []
+            ResponseEncoder.encode(id: .null, .failure(error), into: &bytes)
+            enqueueReady(bytes, context: context)
+            submitBatch()
+            context.flush()
+            closeAfterPendingResponses(context: context)
+        case .line(let line):
+            let result = line.withUnsafeReadableBytes { decoder.decode($0) }
+            switch result {
+            case .success(let request):
+                slots.append(.awaitingEngine)
+                waitingForEngine += 1
+                guard let sessionLink else { return }
+                batch.append(.request(sessionLink, request))
+            case .failure(let failure):
+                var bytes: [UInt8] = []
+                ResponseEncoder.encode(id: failure.id, .failure(failure.error), into: &bytes)
+                enqueueReady(bytes, context: context)
+            }
+        }
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        submitBatch()
+        context.flush()
+    }
+
+    /// Hands everything read in this turn to the engine at once.
+    private func submitBatch() {
+        guard !batch.isEmpty else { return }
+        engine.submit(batch)
+        batch.removeAll(keepingCapacity: true)
+    }
+
+    // MARK: Backpressure on reads
+
+    func read(context: ChannelHandlerContext) {
+        if waitingForEngine >= configuration.maxPipelinedRequests {
+            readPaused = true
+        } else {
+            context.read()
+        }
+    }
+
+    private func resumeReadingIfNeeded(context: ChannelHandlerContext) {
+        if readPaused, waitingForEngine < configuration.maxPipelinedRequests / 2 {
+            readPaused = false
+            context.read()
+        }
+    }
+
+    // MARK: Outbound
+
+    /// Output from the engine, on this connection's event loop.
+    func receive(_ outputs: [Outbound]) {
+        guard let context, !closing else { return }
+        for output in outputs {
+            switch output {
+            case .line(let bytes):
+                send(bytes, context: context)
+            case .response(let id, let body):
+                var bytes: [UInt8] = []
+                ResponseEncoder.encode(id: id, body, into: &bytes)
+                fillFrontSlot(bytes, context: context)
+            }
+        }
+        context.flush()
+        resumeReadingIfNeeded(context: context)
+        if closeWhenIdle, slots.isEmpty { context.close(promise: nil) }
+    }
+
+    private func enqueueReady(_ bytes: [UInt8], context: ChannelHandlerContext) {
+        if slots.isEmpty {
+            send(bytes, context: context)
+        } else {
+            slots.append(.ready(bytes))
+        }
+    }
+
+    private func fillFrontSlot(_ bytes: [UInt8], context: ChannelHandlerContext) {
+        // The engine answers in request order, and ready slots are flushed eagerly, so the
+        // front slot is the one waiting for this response.
+        guard case .awaitingEngine? = slots.first else {
+            logger.error("response without a waiting request; closing the connection")
+            context.close(promise: nil)
+            return
+        }
+        slots.removeFirst()
+        waitingForEngine -= 1
+        send(bytes, context: context)
+        while case .ready(let next)? = slots.first {
+            slots.removeFirst()
+            send(next, context: context)
+        }
+    }
+
+    /// Writes bytes within the outbox bound; a reader too slow to keep it under
+    /// `maxOutboundBytes` is told `slow_consumer` and disconnected.
+    private func send(_ bytes: [UInt8], context: ChannelHandlerContext) {
+        guard !closing else { return }
+        if outstandingBytes + bytes.count > configuration.maxOutboundBytes {
+            closing = true
+            logger.warning("closing a slow consumer", metadata: ["outstandingBytes": "\(outstandingBytes)"])
+            let error = DatabaseError(
+                .slowConsumer,
+                "the connection's unsent output exceeded \(configuration.maxOutboundBytes) bytes")
+            let line = ResponseEncoder.errorEvent(error)
+            context.writeAndFlush(wrapOutboundOut(context.channel.allocator.buffer(bytes: line)), promise: nil)
+            context.close(promise: nil)
+            return
+        }
+        outstandingBytes += bytes.count
+        let count = bytes.count
+        let promise = context.eventLoop.makePromise(of: Void.self)
+        promise.futureResult.assumeIsolated().whenComplete { [self] _ in outstandingBytes -= count }
+        context.write(wrapOutboundOut(context.channel.allocator.buffer(bytes: bytes)), promise: promise)
+    }
+
+    // MARK: Shutdown
+
+    /// Stops reading, sends `goaway`, and closes once every accepted request is answered.
+    func beginShutdown() {
+        guard let context, !closing else { return }
+        submitBatch()
+        send(ResponseEncoder.goaway, context: context)
+        context.flush()
+        closeAfterPendingResponses(context: context)
+    }
+
+    private func closeAfterPendingResponses(context: ChannelHandlerContext) {
+        closeWhenIdle = true
+        if slots.isEmpty { context.close(promise: nil) }
+    }
+}

@@ -1,0 +1,157 @@
+public import HearthCore
+import HearthProtocol
+public import Logging
+import NIOConcurrencyHelpers
+public import NIOCore
+import NIOPosix
+
+/// The running database server: a TCP listener, its connections and the engine.
+///
+/// `start` binds and returns once connections are accepted; `shutdown` is graceful: it stops
+/// accepting, sends `goaway` to every connection, answers what is in flight, runs the
+/// connections' onDisconnect operations, and stops the threads.
+public final class HearthServer: Sendable {
+    public let configuration: ServerConfiguration
+    /// The bound address (with the actual port when 0 was asked for).
+    public let localAddress: SocketAddress
+    let engine: Engine
+    private let ioGroup: MultiThreadedEventLoopGroup
+    private let engineGroup: MultiThreadedEventLoopGroup
+    private let listener: any Channel
+    private let registry: ConnectionRegistry
+    private let logger: Logger
+    private let shutdownTask = NIOLockedValueBox<Task<Void, Never>?>(nil)
+
+    /// The bound TCP port.
+    public var port: Int { localAddress.port ?? configuration.port }
+
+    private init(
+        configuration: ServerConfiguration, localAddress: SocketAddress, engine: Engine,
+        ioGroup: MultiThreadedEventLoopGroup, engineGroup: MultiThreadedEventLoopGroup,
+        listener: any Channel, registry: ConnectionRegistry, logger: Logger
+    ) {
+        self.configuration = configuration
+        self.localAddress = localAddress
+        self.engine = engine
+        self.ioGroup = ioGroup
+        self.engineGroup = engineGroup
+        self.listener = listener
+        self.registry = registry
+        self.logger = logger
+    }
+
+    /// Starts a server with `configuration` and returns once it accepts connections.
+    public static func start(configuration: ServerConfiguration, logger: Logger) async throws -> HearthServer {
+        let engineGroup = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let ioGroup = MultiThreadedEventLoopGroup(numberOfThreads: System.coreCount)
+        let clock = wallClockMilliseconds
+        let engine = Engine(
+            loop: engineGroup.next(), database: Database(limits: configuration.limits), logger: logger,
+            clock: clock)
+        let registry = ConnectionRegistry()
+        let nextID = ManagedAtomicCounter()
+        let bootstrap = ServerBootstrap(group: ioGroup)
+            .serverChannelOption(.backlog, value: 1024)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+            .childChannelOption(.autoRead, value: true)
+            .childChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    let handler = ConnectionHandler(
+                        id: nextID.next(), engine: engine, configuration: configuration, registry: registry,
+                        logger: logger, clock: clock)
+                    try channel.pipeline.syncOperations.addHandler(
+                        ByteToMessageHandler(LineFrameDecoder(maxLength: configuration.maxMessageBytes)))
+                    try channel.pipeline.syncOperations.addHandler(handler)
+                }
+            }
+        let listener: any Channel
+        do {
+            listener = try await bootstrap.bind(host: configuration.host, port: configuration.port).get()
+        } catch {
+            try? await ioGroup.shutdownGracefully()
+            try? await engineGroup.shutdownGracefully()
+            throw error
+        }
+        guard let address = listener.localAddress else {
+            throw DatabaseError(.internal, "the listening socket has no local address")
+        }
+        return HearthServer(
+            configuration: configuration, localAddress: address, engine: engine, ioGroup: ioGroup,
+            engineGroup: engineGroup, listener: listener, registry: registry, logger: logger)
+    }
+
+    /// Graceful shutdown; safe to call more than once (later calls wait for the first).
+    public func shutdown() async {
+        // A task, not the caller's context, runs the shutdown: concurrent callers share it, and
+        // it outlives the event loops it stops.
+        let task = shutdownTask.withLockedValue { task in
+            if let task { return task }
+            let newTask = Task { await self.performShutdown() }
+            task = newTask
+            return newTask
+        }
+        await task.value
+    }
+
+    private func performShutdown() async {
+        logger.info("shutting down", metadata: ["connections": "\(registry.count)"])
+        try? await listener.close()
+        // Everything already read has been submitted by the time each connection handles
+        // `beginShutdown`; connections close once their responses are out.
+        let closed = registry.beginShutdownOfAll()
+        for future in closed { try? await future.get() }
+        // The connections' onDisconnect writes run before the engine stops.
+        try? await engine.barrier().get()
+        try? await ioGroup.shutdownGracefully()
+        try? await engineGroup.shutdownGracefully()
+        logger.info("stopped")
+    }
+
+    /// The whole tree and its revision (for tests and tools).
+    public func snapshot() async throws -> (root: Node, rev: UInt64) {
+        let (root, rev) = try await engine.snapshot().get()
+        return (root, rev)
+    }
+}
+
+/// A thread-safe counter for connection ids.
+final class ManagedAtomicCounter: Sendable {
+    private let value = NIOLockedValueBox<UInt64>(0)
+
+    func next() -> UInt64 {
+        value.withLockedValue { v in
+            v += 1
+            return v
+        }
+    }
+}
+
+/// The live connections, so that shutdown can reach each one on its own event loop.
+final class ConnectionRegistry: Sendable {
+    private struct Entry: Sendable {
+        let channel: any Channel
+        let handler: NIOLoopBound<ConnectionHandler>
+    }
+
+    private let entries = NIOLockedValueBox<[UInt64: Entry]>([:])
+
+    var count: Int { entries.withLockedValue { $0.count } }
+
+    func add(id: UInt64, channel: any Channel, handler: NIOLoopBound<ConnectionHandler>) {
+        entries.withLockedValue { $0[id] = Entry(channel: channel, handler: handler) }
+    }
+
+    func remove(id: UInt64) {
+        _ = entries.withLockedValue { $0.removeValue(forKey: id) }
+    }
+
+    /// Asks every connection to shut down; returns their close futures.
+    func beginShutdownOfAll() -> [EventLoopFuture<Void>] {
+        let all = entries.withLockedValue { Array($0.values) }
+        return all.map { entry in
+            entry.channel.eventLoop.execute { entry.handler.value.beginShutdown() }
+            return entry.channel.closeFuture
+        }
+    }
+}

@@ -1,0 +1,48 @@
+public import HearthCore
+public import Logging
+
+/// When the write-ahead log is forced to disk.
+public enum FsyncPolicy: String, Sendable, CaseIterable {
+    /// Before any acknowledgement or event of a batch leaves the server (the default).
+    case always
+    /// About once per second; a crash may lose the last second of acknowledged writes.
+    case everysec
+    /// Never explicitly; the operating system decides.
+    case never
+}
+
+/// Every setting of `hearthd`, with its default. `config/hearth.json` documents each one;
+/// precedence is defaults < config file < environment (`HEARTH_*`) < command-line flags.
+public struct ServerConfiguration: Sendable, Equatable {
+    /// Address to bind (`host`, `HEARTH_HOST`, `--host`).
+    public var host = "127.0.0.1"
+    /// TCP port; 0 picks a free one (`port`, `HEARTH_PORT`, `--port`).
+    public var port = 9000
+    /// Directory holding the data files (`dataDir`, `HEARTH_DATA_DIR`, `--data-dir`).
+    public var dataDirectory = "./data"
+    /// When the log is forced to disk (`fsync`, `HEARTH_FSYNC`, `--fsync`).
+    public var fsync = FsyncPolicy.always
+    /// Log level (`logLevel`, `HEARTH_LOG_LEVEL`, `--log-level`).
+    public var logLevel = Logger.Level.info
+    /// Rules file with `.indexOn` declarations (`rulesFile`); relative to the config file.
+    public var rulesFile: String?
+    /// Longest accepted request line in bytes (`maxMessageBytes`).
+    public var maxMessageBytes = 16 * 1024 * 1024
+    /// Unsent output a connection may accumulate before it is closed as a slow consumer
+    /// (`maxOutboundBytes`).
+    public var maxOutboundBytes = 64 * 1024 * 1024
+    /// Requests one connection may have waiting for the engine before the server stops reading
+    /// from it (`maxPipelinedRequests`).
+    public var maxPipelinedRequests = 16_384
+    /// Data limits: key bytes, depth, string bytes (`maxKeyBytes`, `maxDepth`, `maxStringBytes`).
+    public var limits = Limits.default
+    /// Reject queries on children without `.indexOn` instead of warning (`strictIndexes`).
+    public var strictIndexes = false
+    /// The name and version sent in `hello`.
+    public var serverName = "hearthd/\(hearthVersion)"
+
+    public init() {}
+}
+
+/// The version of this build.
+public let hearthVersion = "0.1.0"
