@@ -43,7 +43,9 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]),
         .testTarget(name: "HearthJSONTests", dependencies: ["HearthJSON"]),
-        .testTarget(name: "HearthCoreTests", dependencies: ["HearthCore", "HearthJSON"]),
+        .testTarget(
+            name: "HearthCoreTests", dependencies: ["HearthCore", "HearthJSON"],
+            exclude: ["Resources"]),
         .testTarget(
             name: "HearthServerTests",
             dependencies: [

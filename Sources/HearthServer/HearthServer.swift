@@ -21,6 +21,8 @@ public final class HearthServer: Sendable {
     private let registry: ConnectionRegistry
     private let logger: Logger
     private let shutdownTask = NIOLockedValueBox<Task<Void, Never>?>(nil)
+    /// The state captured when the engine stopped, so that it can still be read afterwards.
+    private let finalState = NIOLockedValueBox<(Node, UInt64)?>(nil)
 
     /// The bound TCP port.
     public var port: Int { localAddress.port ?? configuration.port }
@@ -103,13 +105,17 @@ public final class HearthServer: Sendable {
         for future in closed { try? await future.get() }
         // The connections' onDisconnect writes run before the engine stops.
         try? await engine.barrier().get()
+        if let state = try? await engine.snapshot().get() {
+            finalState.withLockedValue { $0 = state }
+        }
         try? await ioGroup.shutdownGracefully()
         try? await engineGroup.shutdownGracefully()
         logger.info("stopped")
     }
 
-    /// The whole tree and its revision (for tests and tools).
+    /// The whole tree and its revision (for tests and tools); after shutdown, the final state.
     public func snapshot() async throws -> (root: Node, rev: UInt64) {
+        if let (root, rev) = finalState.withLockedValue({ $0 }) { return (root, rev) }
         let (root, rev) = try await engine.snapshot().get()
         return (root, rev)
     }

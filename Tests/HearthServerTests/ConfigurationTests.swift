@@ -1,0 +1,53 @@
+import Foundation
+import HearthJSON
+import HearthServer
+import XCTest
+
+/// Precedence: defaults < file < environment < flags; typos are errors, not silence.
+final class ConfigurationTests: XCTestCase {
+    func testDefaults() {
+        let c = ServerConfiguration()
+        XCTAssertEqual(c.host, "127.0.0.1")
+        XCTAssertEqual(c.port, 9000)
+        XCTAssertEqual(c.dataDirectory, "./data")
+        XCTAssertEqual(c.fsync, .always)
+        XCTAssertEqual(c.maxMessageBytes, 16 * 1024 * 1024)
+        XCTAssertEqual(c.maxOutboundBytes, 64 * 1024 * 1024)
+        XCTAssertEqual(c.limits.maxDepth, 32)
+        XCTAssertEqual(c.limits.maxKeyBytes, 768)
+    }
+
+    func testPrecedenceFileThenEnvironmentThenFlags() throws {
+        var c = ServerConfiguration()
+        try c.apply(file: json(#"{"//port":"comment","port":9100,"host":"0.0.0.0","fsync":"never","maxDepth":20}"#), source: "test")
+        XCTAssertEqual(c.port, 9100)
+        XCTAssertEqual(c.limits.maxDepth, 20)
+        try c.apply(environment: ["HEARTH_PORT": "9200", "HEARTH_FSYNC": "everysec", "UNRELATED": "x"])
+        XCTAssertEqual(c.port, 9200)
+        XCTAssertEqual(c.host, "0.0.0.0")
+        XCTAssertEqual(c.fsync, .everysec)
+        try c.apply(setting: "port", text: "9300", source: "flag --port")
+        XCTAssertEqual(c.port, 9300)
+    }
+
+    func testBadSettingsAreErrors() {
+        var c = ServerConfiguration()
+        XCTAssertThrowsError(try c.apply(file: json(#"{"prot":9000}"#), source: "f")) {
+            XCTAssertTrue("\($0)".contains("unknown setting \"prot\""))
+        }
+        XCTAssertThrowsError(try c.apply(environment: ["HEARTH_PORT": "ninety"]))
+        XCTAssertThrowsError(try c.apply(environment: ["HEARTH_FSYNC": "sometimes"]))
+        XCTAssertThrowsError(try c.apply(file: json(#"{"port":70000}"#), source: "f"))
+        XCTAssertThrowsError(try c.apply(file: json(#"[1]"#), source: "f"))
+    }
+
+    func testShippedConfigFileLoadsAndEqualsTheDefaults() throws {
+        let path = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .appendingPathComponent("../../config/hearth.json").standardized.path
+        var c = ServerConfiguration()
+        try c.apply(fileAt: path)
+        var expected = ServerConfiguration()
+        expected.rulesFile = c.rulesFile
+        XCTAssertEqual(c, expected, "config/hearth.json must document the defaults")
+    }
+}
