@@ -261,21 +261,17 @@ struct _JSONByteParser {
         var members = [JSONMember]()
         members.reserveCapacity(n)
         for i in 0..<n {
-            members.append(
-                JSONMember(
-                    swap(&keys[keyStart + i], ""),
-                    swap(&values[valueStart + i], .null)))
+            // Take each key and value out of its slot (no retain/release pair), leaving a
+            // trivially destroyable placeholder for `removeLast`.
+            var key = ""
+            var value = JSONValue.null
+            Swift.swap(&key, &keys[keyStart + i])
+            Swift.swap(&value, &values[valueStart + i])
+            members.append(JSONMember(key, value))
         }
         keys.removeLast(n)
         values.removeLast(n)
         return .object(members)
-    }
-
-    @inline(__always)
-    private func swap<T>(_ slot: inout T, _ replacement: T) -> T {
-        var replacement = replacement
-        Swift.swap(&slot, &replacement)
-        return replacement
     }
 
     // MARK: Literals
