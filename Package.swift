@@ -8,6 +8,7 @@ let package = Package(
     platforms: [.macOS(.v14)],
     products: [
         .executable(name: "hearthd", targets: ["hearthd"]),
+        .executable(name: "hearth-bench", targets: ["hearth-bench"]),
         .library(name: "HearthCore", targets: ["HearthCore"]),
         .library(name: "HearthServer", targets: ["HearthServer"]),
     ],
@@ -36,11 +37,17 @@ let package = Package(
         .executableTarget(
             name: "hearthd",
             dependencies: [
-                "HearthServer", "HearthJSON",
+                "HearthServer", "HearthCore", "HearthJSON",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
+            ]),
+        .executableTarget(
+            name: "hearth-bench",
+            dependencies: [
+                "HearthCore", "HearthJSON",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]),
         .testTarget(name: "HearthJSONTests", dependencies: ["HearthJSON"]),
         .testTarget(

@@ -15,8 +15,9 @@ public struct Database: Sendable {
 
     /// The outcome of one write.
     public enum Outcome: Sendable {
-        /// The write was applied as revision `rev`; `previousRoot` is the tree before it.
-        case committed(rev: UInt64, previousRoot: Node)
+        /// The write was applied; `previousRoot` is the tree before it and `logged` what the
+        /// write-ahead log must record to replay it.
+        case committed(logged: CommittedWrite, previousRoot: Node)
         /// A transaction whose expectation did not match; nothing changed.
         case stale(current: Node)
     }
@@ -24,36 +25,59 @@ public struct Database: Sendable {
     /// Applies `write` atomically at time `now` (ms since the epoch, for server values).
     public mutating func apply(_ write: Write, now: Int64) -> Outcome {
         let before = root
+        var overwrites: [(path: Path, node: Node)] = []
         switch write {
         case .set(let path, let value):
-            root = root.setting(path, to: value.resolved(at: path, in: before, now: now, limits: limits))
+            overwrites = [(path, value.resolved(at: path, in: before, now: now, limits: limits))]
         case .update(let base, let values):
-            var next = root
-            for (relative, value) in values {
+            overwrites = values.map { relative, value in
                 let path = base.appending(relative)
-                next = next.setting(path, to: value.resolved(at: path, in: before, now: now, limits: limits))
+                return (path, value.resolved(at: path, in: before, now: now, limits: limits))
             }
-            root = next
         case .overwrites(let entries):
+            // Each entry resolves against the state left by the ones before it.
             var next = root
             for (path, value) in entries {
-                next = next.setting(path, to: value.resolved(at: path, in: next, now: now, limits: limits))
+                let node = value.resolved(at: path, in: next, now: now, limits: limits)
+                next = next.setting(path, to: node)
+                overwrites.append((path, node))
             }
-            root = next
         case .transaction(let path, let value, let expectation, let valueHasPriority):
             let current = root.child(at: path)
             guard expectation.matches(current) else { return .stale(current: current) }
             var node = value.resolved(at: path, in: before, now: now, limits: limits)
             if !valueHasPriority { node = node.withPriority(current.priority) }
-            root = root.setting(path, to: node)
+            overwrites = [(path, node)]
         }
-        rev += 1
-        return .committed(rev: rev, previousRoot: before)
+        let logged = CommittedWrite(rev: rev + 1, overwrites: overwrites)
+        replay(logged)
+        return .committed(logged: logged, previousRoot: before)
+    }
+
+    /// Applies a logged write (recovery), making its revision current.
+    public mutating func replay(_ write: CommittedWrite) {
+        var next = root
+        for (path, node) in write.overwrites { next = next.setting(path, to: node) }
+        root = next
+        rev = write.rev
     }
 
     /// Replaces the whole state (recovery from storage).
     public mutating func restore(root: Node, rev: UInt64) {
         self.root = root
         self.rev = rev
+    }
+}
+
+/// A committed write as the write-ahead log records it: the overwrites it made, in order, with
+/// every server value resolved and every push id chosen, so that replaying it is deterministic.
+public struct CommittedWrite: Sendable {
+    public let rev: UInt64
+    /// Paths may end in `.priority` (the node is then the priority, or empty for none).
+    public let overwrites: [(path: Path, node: Node)]
+
+    public init(rev: UInt64, overwrites: [(path: Path, node: Node)]) {
+        self.rev = rev
+        self.overwrites = overwrites
     }
 }

@@ -19,7 +19,7 @@ public struct Key: Sendable, Hashable, Comparable, CustomStringConvertible {
     public var description: String { string }
 
     public static func == (lhs: Key, rhs: Key) -> Bool {
-        lhs.string.utf8.elementsEqual(rhs.string.utf8)
+        compareUTF16(lhs.string, rhs.string) == 0
     }
 
     public func hash(into hasher: inout Hasher) {
@@ -80,12 +80,36 @@ public struct Key: Sendable, Hashable, Comparable, CustomStringConvertible {
 ///
 /// UTF-8 byte order equals code point order, which differs from UTF-16 order only when one side
 /// is in U+E000–U+FFFF and the other is a supplementary character (a surrogate pair in UTF-16).
-/// So compare bytes, and fix up the first differing position when that case arises.
+/// So compare the UTF-8 bytes, and decide by code points only when the first difference is in a
+/// non-ASCII character.
 @inlinable
 public func compareUTF16(_ a: String, _ b: String) -> Int {
+    var a = a
+    var b = b
+    let fast: Int? = a.withUTF8 { x in
+        b.withUTF8 { y in
+            let n = Swift.min(x.count, y.count)
+            var i = 0
+            while i < n {
+                let p = x[i]
+                let q = y[i]
+                if p != q {
+                    if p < 0x80 && q < 0x80 { return p < q ? -1 : 1 }
+                    return nil
+                }
+                i += 1
+            }
+            return x.count == y.count ? 0 : (x.count < y.count ? -1 : 1)
+        }
+    }
+    if let fast { return fast }
+    return compareUTF16Scalars(a, b)
+}
+
+@usableFromInline
+func compareUTF16Scalars(_ a: String, _ b: String) -> Int {
     var ia = a.unicodeScalars.makeIterator()
     var ib = b.unicodeScalars.makeIterator()
-    // Fast path over UTF-8 would need scalar boundaries; scalars keep it simple and exact.
     while true {
         switch (ia.next(), ib.next()) {
         case (nil, nil): return 0

@@ -182,3 +182,16 @@ extension Node: Equatable {
         }
     }
 }
+
+extension Node {
+    /// A constant-time check that two nodes are certainly equal: the same children storage, or
+    /// equal leaves, with equal priorities. False means "maybe different".
+    public func isIdentical(to other: Node) -> Bool {
+        guard priority == other.priority else { return false }
+        switch (content, other.content) {
+        case (.leaf(let x), .leaf(let y)): return x == y
+        case (.children(let x), .children(let y)): return x.root === y.root
+        default: return false
+        }
+    }
+}

@@ -39,6 +39,10 @@ public struct NodeImporter {
         switch json {
         case .null: return .empty
         case .bool, .int, .double, .string:
+            if baseDepth + path.count > limits.maxDepth {
+                throw DatabaseError(
+                    .tooDeep, "a value written at depth \(baseDepth + path.count) exceeds the maximum depth of \(limits.maxDepth)")
+            }
             return try .leaf(leaf(json))
         case .array(let elements):
             var entries: [(Key, Node)] = []

@@ -67,7 +67,7 @@ extension Path {
             throw DatabaseError(
                 .invalidPath, "path \"\(string)\" is invalid: .priority may only be the last segment")
         }
-        if segments.count > limits.maxDepth {
+        if segments.count - (segments.last == Key.priority ? 1 : 0) > limits.maxDepth {
             throw DatabaseError(
                 .tooDeep,
                 "path \"\(string)\" has \(segments.count) segments; the maximum depth is \(limits.maxDepth)"

@@ -21,7 +21,9 @@ public struct PushIDGenerator: Sendable {
     }
 
     /// The next id for time `ms`, drawing randomness from `rng`.
-    public mutating func next<R: RandomNumberGenerator>(now ms: Int64, using rng: inout R) -> String {
+    /// A clock that steps back is treated as standing still, so ids stay in creation order.
+    public mutating func next<R: RandomNumberGenerator>(now clock: Int64, using rng: inout R) -> String {
+        let ms = max(clock, lastTime)
         if ms == lastTime {
             var i = 11
             while i >= 0, lastRandom[i] == 63 {

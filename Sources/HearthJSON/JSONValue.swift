@@ -31,10 +31,11 @@ extension JSONValue {
         .object(pairs.map { JSONMember($0.key, $0.value) })
     }
 
-    /// The value of the first member named `key`, when this is an object.
+    /// The value of the member named `key` (the last one, when a key repeats, as in
+    /// JavaScript's `JSON.parse`), when this is an object.
     public subscript(key: String) -> JSONValue? {
         guard case .object(let members) = self else { return nil }
-        for member in members where member.key.utf8.elementsEqual(key.utf8) {
+        for member in members.reversed() where member.key.utf8.elementsEqual(key.utf8) {
             return member.value
         }
         return nil

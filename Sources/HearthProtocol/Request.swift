@@ -24,6 +24,10 @@ public enum Operation: Sendable {
     case write(Write, kind: WriteKind)
     /// Store `value` under a new push id below `path` (validated for that depth).
     case push(path: Path, value: PreparedValue)
+    /// Subscribe to the view (`path`, `query`) for the given event types.
+    case subscribe(path: Path, query: QuerySpec, events: EventMask)
+    /// End a subscription of this connection.
+    case unsubscribe(sub: Int)
     /// Register, edit or cancel an onDisconnect operation for this connection.
     case onDisconnect(OnDisconnectAction)
     /// Answer with the server time.
@@ -37,6 +41,8 @@ public enum WriteKind: Sendable {
 
 /// Options of a `get`.
 public struct ReadOptions: Sendable {
+    /// Ordering, range and limit; nil reads the node as it is.
+    public var query: QuerySpec?
     public var shallow = false
     public var format: Node.Format = .plain
     public var hash = false
@@ -53,4 +59,28 @@ public enum OnDisconnectAction: Sendable {
     case set(Path, JSONValue)
     case update(Path, [(path: Path, value: JSONValue)])
     case cancel(Path)
+}
+
+/// A set of event types a subscription asked for.
+public struct EventMask: OptionSet, Sendable, Hashable {
+    public let rawValue: UInt8
+    public init(rawValue: UInt8) { self.rawValue = rawValue }
+
+    public init(_ type: EventType) {
+        switch type {
+        case .value: self = .value
+        case .childAdded: self = .childAdded
+        case .childChanged: self = .childChanged
+        case .childRemoved: self = .childRemoved
+        case .childMoved: self = .childMoved
+        }
+    }
+
+    public static let value = EventMask(rawValue: 1)
+    public static let childAdded = EventMask(rawValue: 2)
+    public static let childChanged = EventMask(rawValue: 4)
+    public static let childRemoved = EventMask(rawValue: 8)
+    public static let childMoved = EventMask(rawValue: 16)
+
+    public func contains(_ type: EventType) -> Bool { contains(EventMask(type)) }
 }

@@ -56,10 +56,10 @@ public struct RequestDecoder: Sendable {
         switch name {
         case "get":
             let path = try readPath(fields)
-            if fields.has("query") {
-                throw DatabaseError(.invalidQuery, "queries are not supported by this server version")
-            }
             var options = ReadOptions()
+            if let query = fields.json["query"] {
+                options.query = try QuerySpec(json: query, limits: limits)
+            }
             options.shallow = try fields.bool("shallow") ?? false
             options.hash = try fields.bool("hash") ?? false
             switch try fields.string("format") {
@@ -72,6 +72,7 @@ public struct RequestDecoder: Sendable {
         case "set":
             let path = try writePath(fields, allowPriority: true)
             var value = try fields.required("value")
+            if path.last == Key.priority { try Self.checkPriority(value) }
             if let priority = try fields.optionalPriority() {
                 value = Self.attaching(priority: priority, to: value)
             }
@@ -141,13 +142,38 @@ public struct RequestDecoder: Sendable {
             }
         case "ping":
             return .ping
-        case "subscribe", "unsubscribe":
-            throw DatabaseError(.unknownOp, "op \"\(name)\" is not supported by this server version yet")
+        case "subscribe":
+            let path = try readPath(fields)
+            let query = try fields.json["query"].map { q throws(DatabaseError) in try QuerySpec(json: q, limits: limits) }
+            return .subscribe(path: path, query: query ?? .default, events: try eventMask(fields))
+        case "unsubscribe":
+            guard let sub = fields.json["sub"]?.int64Value, sub > 0, sub <= Int64(Int32.max) else {
+                throw DatabaseError(.badRequest, "field \"sub\" must be a subscription id (a positive integer)")
+            }
+            return .unsubscribe(sub: Int(sub))
         case "auth", "unauth":
             throw DatabaseError(.unknownOp, "op \"\(name)\" is not supported by this server version yet (no security rules)")
         default:
             throw DatabaseError(.unknownOp, "unknown op \"\(name)\"")
         }
+    }
+
+    /// The `events` of a subscribe: a non-empty subset of the five event types; default value.
+    func eventMask(_ fields: Fields) throws(DatabaseError) -> EventMask {
+        guard let events = fields.json["events"] else { return .value }
+        guard case .array(let names) = events, !names.isEmpty else {
+            throw DatabaseError(.badRequest, "field \"events\" must be a non-empty array of event types")
+        }
+        var mask: EventMask = []
+        for name in names {
+            guard case .string(let text) = name, let type = EventType(rawValue: text) else {
+                throw DatabaseError(
+                    .badRequest,
+                    "unknown event type \(name.jsonString); use value, child_added, child_changed, child_removed or child_moved")
+            }
+            mask.insert(EventMask(type))
+        }
+        return mask
     }
 
     func readPath(_ fields: Fields) throws(DatabaseError) -> Path {
@@ -172,12 +198,22 @@ public struct RequestDecoder: Sendable {
         result.reserveCapacity(members.count)
         for member in members {
             let relative = try Path.parse(member.key, limits: limits, allowPriority: true)
+            if relative.last == Key.priority { try Self.checkPriority(member.value) }
             if base.count + relative.count > limits.maxDepth + (relative.last == Key.priority ? 1 : 0) {
                 throw DatabaseError(.tooDeep, "path \(base.appending(relative)) exceeds the maximum depth of \(limits.maxDepth)")
             }
             result.append((relative, member.value))
         }
         return result
+    }
+
+    /// A value written to a `.priority` path must be a valid priority.
+    static func checkPriority(_ value: JSONValue) throws(DatabaseError) {
+        switch value {
+        case .null, .int, .double, .string: return
+        case .object(let m) where m.count == 1 && m[0].key == ".sv": return
+        default: throw DatabaseError(.invalidValue, "priority must be a string, a number or null")
+        }
     }
 
     /// `value` with a `.priority` member (or `{".value": v, ".priority": p}` for a leaf).
@@ -230,11 +266,8 @@ struct Fields {
     /// The `priority` field: a number, a string, null, or a timestamp server value.
     func optionalPriority() throws(DatabaseError) -> JSONValue? {
         guard let value = json["priority"] else { return nil }
-        switch value {
-        case .null, .int, .double, .string: return value
-        case .object(let m) where m.count == 1 && m[0].key == ".sv": return value
-        default: throw DatabaseError(.invalidValue, "priority must be a string, a number or null")
-        }
+        try RequestDecoder.checkPriority(value)
+        return value
     }
 }
 

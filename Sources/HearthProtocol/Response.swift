@@ -9,6 +9,11 @@ public enum ResponseBody: Sendable {
     case pushed(key: String, rev: UInt64)
     /// A read: the node (rendered per `options`) at revision `rev`.
     case value(Node, rev: UInt64, options: ReadOptions)
+    /// A read with a query: the selected children in query order (or the location itself for a
+    /// leaf under an unfiltered query), plus an index warning when there is one.
+    case window(QueryResult, rev: UInt64, format: Node.Format, warning: String?)
+    /// A subscription was created.
+    case subscribed(sub: Int, rev: UInt64, warning: String?)
     /// A transaction that committed as `rev`.
     case transactionCommitted(rev: UInt64)
     /// A transaction that did not commit: the current node (export format) and its hash.
@@ -49,6 +54,18 @@ public enum ResponseEncoder {
                 buffer.append(contentsOf: #","hash":"#.utf8)
                 JSONWriter.writeString(node.hash, into: &buffer)
             }
+        case .window(let result, let rev, let format, let warning):
+            buffer.append(contentsOf: #","ok":true,"value":"#.utf8)
+            result.writeJSON(into: &buffer, format: format)
+            buffer.append(contentsOf: #","rev":"#.utf8)
+            JSONWriter.writeInt(Int64(truncatingIfNeeded: rev), into: &buffer)
+            writeWarning(warning, into: &buffer)
+        case .subscribed(let sub, let rev, let warning):
+            buffer.append(contentsOf: #","ok":true,"sub":"#.utf8)
+            JSONWriter.writeInt(Int64(sub), into: &buffer)
+            buffer.append(contentsOf: #","rev":"#.utf8)
+            JSONWriter.writeInt(Int64(truncatingIfNeeded: rev), into: &buffer)
+            writeWarning(warning, into: &buffer)
         case .transactionCommitted(let rev):
             buffer.append(contentsOf: #","ok":true,"committed":true,"rev":"#.utf8)
             JSONWriter.writeInt(Int64(truncatingIfNeeded: rev), into: &buffer)
@@ -67,6 +84,12 @@ public enum ResponseEncoder {
             writeError(error, into: &buffer)
         }
         buffer.append(contentsOf: "}\n".utf8)
+    }
+
+    static func writeWarning(_ warning: String?, into buffer: inout [UInt8]) {
+        guard let warning else { return }
+        buffer.append(contentsOf: #","warning":"#.utf8)
+        JSONWriter.writeString(warning, into: &buffer)
     }
 
     /// `{"code":"…","message":"…"}`
@@ -100,5 +123,32 @@ public enum ResponseEncoder {
         writeError(error, into: &buffer)
         buffer.append(contentsOf: "}\n".utf8)
         return buffer
+    }
+}
+
+/// The value of a query read: selected children in query order, or a whole node.
+public enum QueryResult: Sendable {
+    case children([(key: Key, node: Node)])
+    case node(Node)
+
+    /// Writes the children as one object in query order (`null` when there are none).
+    public func writeJSON(into buffer: inout [UInt8], format: Node.Format) {
+        switch self {
+        case .node(let node):
+            node.writeJSON(into: &buffer, format: format)
+        case .children(let entries):
+            guard !entries.isEmpty else {
+                buffer.append(contentsOf: "null".utf8)
+                return
+            }
+            buffer.append(UInt8(ascii: "{"))
+            for (i, entry) in entries.enumerated() {
+                if i > 0 { buffer.append(UInt8(ascii: ",")) }
+                JSONWriter.writeString(entry.key.string, into: &buffer)
+                buffer.append(UInt8(ascii: ":"))
+                entry.node.writeJSON(into: &buffer, format: format)
+            }
+            buffer.append(UInt8(ascii: "}"))
+        }
     }
 }

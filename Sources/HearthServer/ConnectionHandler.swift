@@ -35,6 +35,8 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
     private var outstandingBytes = 0
     private var closing = false
     private var closeWhenIdle = false
+    /// Close as soon as every written byte has reached the socket.
+    private var closeWhenDrained = false
     private var context: ChannelHandlerContext?
     private var sessionLink: SessionLink?
 
@@ -87,6 +89,16 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
         registry.remove(id: id)
         logger.debug("disconnected")
         context.fireChannelInactive()
+    }
+
+    /// A client that shuts down its sending side still gets every answer, then the close.
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if let event = event as? ChannelEvent, event == .inputClosed {
+            submitBatch()
+            closeAfterPendingResponses(context: context)
+        } else {
+            context.fireUserInboundEventTriggered(event)
+        }
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
@@ -160,8 +172,11 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
         guard let context, !closing else { return }
         for output in outputs {
             switch output {
-            case .line(let bytes):
-                send(bytes, context: context)
+            case .event(let sub, let body):
+                var line = context.channel.allocator.buffer(capacity: 16 + body.readableBytes)
+                line.writeBytes(EventEncoder.prefix(sub: sub))
+                line.writeImmutableBuffer(body)
+                send(line, context: context)
             case .response(let id, let body):
                 var bytes: [UInt8] = []
                 ResponseEncoder.encode(id: id, body, into: &bytes)
@@ -170,7 +185,7 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
         }
         context.flush()
         resumeReadingIfNeeded(context: context)
-        if closeWhenIdle, slots.isEmpty { context.close(promise: nil) }
+        if closeWhenIdle, slots.isEmpty { closeOnceDrained(context: context) }
     }
 
     private func enqueueReady(_ bytes: [UInt8], context: ChannelHandlerContext) {
@@ -201,8 +216,13 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
     /// Writes bytes within the outbox bound; a reader too slow to keep it under
     /// `maxOutboundBytes` is told `slow_consumer` and disconnected.
     private func send(_ bytes: [UInt8], context: ChannelHandlerContext) {
+        send(context.channel.allocator.buffer(bytes: bytes), context: context)
+    }
+
+    private func send(_ buffer: ByteBuffer, context: ChannelHandlerContext) {
         guard !closing else { return }
-        if outstandingBytes + bytes.count > configuration.maxOutboundBytes {
+        let count = buffer.readableBytes
+        if outstandingBytes + count > configuration.maxOutboundBytes {
             closing = true
             logger.warning("closing a slow consumer", metadata: ["outstandingBytes": "\(outstandingBytes)"])
             let error = DatabaseError(
@@ -213,11 +233,13 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
             context.close(promise: nil)
             return
         }
-        outstandingBytes += bytes.count
-        let count = bytes.count
+        outstandingBytes += count
         let promise = context.eventLoop.makePromise(of: Void.self)
-        promise.futureResult.assumeIsolated().whenComplete { [self] _ in outstandingBytes -= count }
-        context.write(wrapOutboundOut(context.channel.allocator.buffer(bytes: bytes)), promise: promise)
+        promise.futureResult.assumeIsolated().whenComplete { [self] _ in
+            outstandingBytes -= count
+            if closeWhenDrained, outstandingBytes == 0 { context.close(promise: nil) }
+        }
+        context.write(wrapOutboundOut(buffer), promise: promise)
     }
 
     // MARK: Shutdown
@@ -233,6 +255,16 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
 
     private func closeAfterPendingResponses(context: ChannelHandlerContext) {
         closeWhenIdle = true
-        if slots.isEmpty { context.close(promise: nil) }
+        if slots.isEmpty { closeOnceDrained(context: context) }
+    }
+
+    /// Closes after the bytes already written have left, so that the last answers arrive.
+    private func closeOnceDrained(context: ChannelHandlerContext) {
+        context.flush()
+        if outstandingBytes == 0 {
+            context.close(promise: nil)
+        } else {
+            closeWhenDrained = true
+        }
     }
 }

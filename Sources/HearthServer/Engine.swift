@@ -6,10 +6,11 @@ import NIOConcurrencyHelpers
 import NIOCore
 
 /// What the engine sends back to a connection, in order: responses to its requests (encoded on
-/// the connection's thread) and pre-encoded lines (events).
+/// the connection's thread) and events (a body encoded once and shared by all subscribers of a
+/// view, behind each subscriber's own `{"sub":S,` prefix).
 enum Outbound: Sendable {
     case response(RequestID, ResponseBody)
-    case line([UInt8])
+    case event(sub: Int, body: ByteBuffer)
 }
 
 /// How the engine reaches a connection: its id and a function that hands a batch of output to
@@ -41,6 +42,12 @@ final class Engine: @unchecked Sendable {
     private var database: Database
     private var onDisconnect: [UInt64: OnDisconnectQueue] = [:]
     private var pushIDs = PushIDGenerator()
+    private let views = ViewRegistry()
+    private let rules: IndexRules
+    private let strictIndexes: Bool
+    /// Locations already warned about (one log line per location and order).
+    private var warnedIndexes: Set<String> = []
+    private let allocator = ByteBufferAllocator()
     private let logger: Logger
     private let clock: @Sendable () -> Int64
 
@@ -49,9 +56,14 @@ final class Engine: @unchecked Sendable {
         var scheduled = false
     }
 
-    init(loop: any EventLoop, database: Database, logger: Logger, clock: @escaping @Sendable () -> Int64) {
+    init(
+        loop: any EventLoop, database: Database, rules: IndexRules, strictIndexes: Bool, logger: Logger,
+        clock: @escaping @Sendable () -> Int64
+    ) {
         self.loop = loop
         self.database = database
+        self.rules = rules
+        self.strictIndexes = strictIndexes
         self.logger = logger
         self.clock = clock
     }
@@ -98,10 +110,10 @@ final class Engine: @unchecked Sendable {
         for item in items {
             switch item {
             case .request(let session, let request):
-                let body = handle(request.operation, session: session.id, now: now)
-                outputs[session.id, default: (session, [])].1.append(.response(request.id, body))
+                handle(request, session: session, now: now, outputs: &outputs)
             case .disconnected(let sessionID):
-                runOnDisconnect(sessionID, now: now)
+                views.removeSession(sessionID)
+                runOnDisconnect(sessionID, now: now, outputs: &outputs)
             case .barrier(let promise):
                 barriers.append(promise)
             }
@@ -110,42 +122,121 @@ final class Engine: @unchecked Sendable {
         for promise in barriers { promise.succeed() }
     }
 
-    private func handle(_ operation: HearthProtocol.Operation, session: UInt64, now: Int64) -> ResponseBody {
-        switch operation {
+    private func handle(
+        _ request: Request, session: SessionLink, now: Int64, outputs: inout [UInt64: (SessionLink, [Outbound])]
+    ) {
+        func respond(_ body: ResponseBody) {
+            outputs[session.id, default: (session, [])].1.append(.response(request.id, body))
+        }
+        switch request.operation {
         case .get(let path, let options):
-            return .value(database.root.child(at: path), rev: database.rev, options: options)
+            guard let query = options.query else {
+                respond(.value(database.root.child(at: path), rev: database.rev, options: options))
+                return
+            }
+            switch indexCheck(query.order, at: path) {
+            case .failure(let error):
+                respond(.failure(error))
+            case .success(let warning):
+                let location = database.root.child(at: path)
+                let result: QueryResult
+                if query.isUnfiltered, location.isLeaf {
+                    result = .node(location)
+                } else {
+                    // A declared index is built on first use and maintained from then on.
+                    if warning == nil, views.index(for: query.order, at: path) == nil, query.order != .key {
+                        views.declareIndex(query.order, at: path, data: database.root)
+                    }
+                    let index = views.index(for: query.order, at: path)
+                    result = .children(QueryEvaluator.window(query, of: location, index: index))
+                }
+                respond(.window(result, rev: database.rev, format: options.format, warning: warning))
+            }
         case .write(let write, let kind):
             switch database.apply(write, now: now) {
-            case .committed(let rev, _):
-                return kind == .transaction ? .transactionCommitted(rev: rev) : .committed(rev: rev)
+            case .committed(let logged, let before):
+                let rev = logged.rev
+                views.apply(paths: write.paths, before: before, after: database.root, rev: rev, outputs: &outputs)
+                respond(kind == .transaction ? .transactionCommitted(rev: rev) : .committed(rev: rev))
             case .stale(let current):
-                return .stale(current: current)
+                respond(.stale(current: current))
             }
         case .push(let path, let value):
             let key = pushIDs.next(now: now)
-            switch database.apply(.set(path: path.appending(Key(key)), value: value), now: now) {
-            case .committed(let rev, _): return .pushed(key: key, rev: rev)
-            case .stale: return .failure(DatabaseError(.internal, "push did not commit"))
+            let write = Write.set(path: path.appending(Key(key)), value: value)
+            switch database.apply(write, now: now) {
+            case .committed(let logged, let before):
+                let rev = logged.rev
+                views.apply(paths: write.paths, before: before, after: database.root, rev: rev, outputs: &outputs)
+                respond(.pushed(key: key, rev: rev))
+            case .stale:
+                respond(.failure(DatabaseError(.internal, "push did not commit")))
+            }
+        case .subscribe(let path, let query, let events):
+            switch indexCheck(query.order, at: path) {
+            case .failure(let error):
+                respond(.failure(error))
+            case .success(let warning):
+                let (sub, view) = views.subscribe(
+                    session: session, path: path, query: query, events: events, data: database.root,
+                    declared: rules.isDeclared(query.order, at: path))
+                respond(.subscribed(sub: sub, rev: database.rev, warning: warning))
+                for event in view.initialEvents() where events.contains(event.type) {
+                    let body =
+                        event.type == .value
+                        ? EventEncoder.valueEventBody(view, rev: database.rev)
+                        : EventEncoder.childEventBody(event, rev: database.rev)
+                    outputs[session.id, default: (session, [])].1.append(
+                        .event(sub: sub, body: allocator.buffer(bytes: body)))
+                }
+            }
+        case .unsubscribe(let sub):
+            if views.unsubscribe(session: session.id, sub: sub) {
+                respond(.done)
+            } else {
+                respond(.failure(DatabaseError(.notFound, "this connection has no subscription \(sub)")))
             }
         case .onDisconnect(let action):
-            var queue = onDisconnect[session] ?? OnDisconnectQueue()
+            var queue = onDisconnect[session.id] ?? OnDisconnectQueue()
             switch action {
             case .set(let path, let value): queue.set(path, value)
             case .update(let path, let values): queue.update(path, values)
             case .cancel(let path): queue.cancel(path)
             }
-            onDisconnect[session] = queue.isEmpty ? nil : queue
-            return .done
+            onDisconnect[session.id] = queue.isEmpty ? nil : queue
+            respond(.done)
         case .ping:
-            return .pong(serverTime: now)
+            respond(.pong(serverTime: now))
         }
     }
 
-    private func runOnDisconnect(_ sessionID: UInt64, now: Int64) {
+    /// Whether a query ordered by `order` at `path` may run: declared indexes pass; others pass
+    /// with a warning (logged once per location), or fail under `strictIndexes`.
+    private func indexCheck(_ order: QueryOrder, at path: Path) -> Result<String?, DatabaseError> {
+        if rules.isDeclared(order, at: path) { return .success(nil) }
+        let name: String
+        switch order {
+        case .value: name = ".value"
+        case .child(let child): name = child.segments.map(\.string).joined(separator: "/")
+        case .key, .priority: return .success(nil)
+        }
+        let advice = "add \".indexOn\": \"\(name)\" at \(path) to the rules"
+        if strictIndexes {
+            return .failure(DatabaseError(.indexNotDefined, "no index for this query: \(advice)"))
+        }
+        if warnedIndexes.insert("\(path) \(name)").inserted {
+            logger.warning("query on an undeclared index", metadata: ["path": "\(path)", "orderBy": "\(name)"])
+        }
+        return .success("index_not_defined: \(advice)")
+    }
+
+    private func runOnDisconnect(_ sessionID: UInt64, now: Int64, outputs: inout [UInt64: (SessionLink, [Outbound])]) {
         guard let queue = onDisconnect.removeValue(forKey: sessionID),
             let write = queue.write(limits: database.limits)
         else { return }
-        if case .committed(let rev, _) = database.apply(write, now: now) {
+        if case .committed(let logged, let before) = database.apply(write, now: now) {
+            let rev = logged.rev
+            views.apply(paths: write.paths, before: before, after: database.root, rev: rev, outputs: &outputs)
             logger.debug("ran onDisconnect operations", metadata: ["connection": "\(sessionID)", "rev": "\(rev)"])
         }
     }

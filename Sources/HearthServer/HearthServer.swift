@@ -43,13 +43,15 @@ public final class HearthServer: Sendable {
     }
 
     /// Starts a server with `configuration` and returns once it accepts connections.
-    public static func start(configuration: ServerConfiguration, logger: Logger) async throws -> HearthServer {
+    public static func start(
+        configuration: ServerConfiguration, rules: IndexRules = IndexRules(), logger: Logger
+    ) async throws -> HearthServer {
         let engineGroup = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let ioGroup = MultiThreadedEventLoopGroup(numberOfThreads: System.coreCount)
         let clock = wallClockMilliseconds
         let engine = Engine(
-            loop: engineGroup.next(), database: Database(limits: configuration.limits), logger: logger,
-            clock: clock)
+            loop: engineGroup.next(), database: Database(limits: configuration.limits), rules: rules,
+            strictIndexes: configuration.strictIndexes, logger: logger, clock: clock)
         let registry = ConnectionRegistry()
         let nextID = ManagedAtomicCounter()
         let bootstrap = ServerBootstrap(group: ioGroup)
@@ -57,6 +59,7 @@ public final class HearthServer: Sendable {
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
             .childChannelOption(.autoRead, value: true)
+            .childChannelOption(.allowRemoteHalfClosure, value: true)
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     let handler = ConnectionHandler(

@@ -1,3 +1,4 @@
+public import HearthCore
 public import HearthJSON
 import Logging
 
@@ -98,8 +99,14 @@ extension ServerConfiguration {
         }
     }
 
-    /// Reads and applies a configuration file.
+    /// Reads and applies a configuration file; a relative `rulesFile` in it is taken relative
+    /// to the file's directory.
     public mutating func apply(fileAt path: String) throws(ConfigurationError) {
+        defer {
+            if let rules = rulesFile, !rules.hasPrefix("/"), let slash = path.lastIndex(of: "/") {
+                rulesFile = String(path[...slash]) + rules
+            }
+        }
         guard let bytes = readWholeFile(path) else {
             throw ConfigurationError("can't read the configuration file \(path)")
         }
@@ -126,4 +133,20 @@ func readWholeFile(_ path: String) -> [UInt8]? {
         }
     }
     return bytes
+}
+
+extension IndexRules {
+    /// Reads a rules file (Firebase format).
+    public init(fileAt path: String) throws(ConfigurationError) {
+        guard let bytes = readWholeFile(path) else { throw ConfigurationError("can't read the rules file \(path)") }
+        do {
+            self = try IndexRules(json: try JSONParser.parse(bytes))
+        } catch let error as JSONError {
+            throw ConfigurationError("\(path): \(error.message)")
+        } catch let error as DatabaseError {
+            throw ConfigurationError("\(path): \(error.message)")
+        } catch {
+            throw ConfigurationError("\(path): \(error)")
+        }
+    }
 }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Dispatch
+import HearthCore
 import HearthServer
 import Logging
 
@@ -50,15 +51,15 @@ struct HearthDaemon: AsyncParsableCommand {
                 try settings.apply(fileAt: path)
             }
             try settings.apply(environment: environment)
-            let flags: [(String, String?)] = [
-                ("host", host), ("port", port.map(String.init)), ("dataDir", dataDir), ("fsync", fsync),
-                ("logLevel", logLevel),
+            let flags: [(String, String, String?)] = [
+                ("host", "--host", host), ("port", "--port", port.map(String.init)), ("dataDir", "--data-dir", dataDir),
+                ("fsync", "--fsync", fsync), ("logLevel", "--log-level", logLevel),
             ]
-            for case (let setting, let text?) in flags {
-                try settings.apply(setting: setting, text: text, source: "flag --\(setting)")
+            for case (let setting, let flag, let text?) in flags {
+                try settings.apply(setting: setting, text: text, source: "flag \(flag)")
             }
         } catch {
-            throw ValidationError(error.message)
+            throw StartupError(message: error.message)
         }
         let level = settings.logLevel
         LoggingSystem.bootstrap { label in
@@ -67,27 +68,19 @@ struct HearthDaemon: AsyncParsableCommand {
             return handler
         }
         let logger = Logger(label: "hearthd")
-        let server = try await HearthServer.start(configuration: settings, logger: logger)
+        var rules = IndexRules()
+        if let rulesFile = settings.rulesFile {
+            do { rules = try IndexRules(fileAt: rulesFile) } catch { throw StartupError(message: error.message) }
+            logger.info("loaded index rules", metadata: ["file": "\(rulesFile)"])
+        }
+        // Signals are caught from before the server starts, so an early SIGTERM is graceful too.
+        let termination = TerminationSignal()
+        let server = try await HearthServer.start(configuration: settings, rules: rules, logger: logger)
         logger.info(
             "hearthd \(hearthVersion) serving \(settings.dataDirectory) on \(settings.host):\(server.port) (fsync \(settings.fsync.rawValue))"
         )
-        await Self.waitForTerminationSignal()
+        await termination.wait()
         await server.shutdown()
-    }
-
-    /// Suspends until SIGTERM or SIGINT arrives.
-    static func waitForTerminationSignal() async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let queue = DispatchQueue(label: "hearthd.signals")
-            let resumed = SignalLatch(continuation)
-            for sig in [SIGTERM, SIGINT] {
-                signal(sig, SIG_IGN)
-                let source = DispatchSource.makeSignalSource(signal: sig, queue: queue)
-                source.setEventHandler { resumed.fire() }
-                source.resume()
-                resumed.keep(source)
-            }
-        }
     }
 
     static func environment() -> [String: String] {
@@ -104,18 +97,44 @@ struct HearthDaemon: AsyncParsableCommand {
     }
 }
 
-/// Resumes a continuation once, from the signal queue; keeps the signal sources alive.
-final class SignalLatch: @unchecked Sendable {
-    // Mutated only on the serial queue "hearthd.signals" (and during setup, before any signal).
-    private var continuation: CheckedContinuation<Void, Never>?
+/// SIGTERM and SIGINT, caught from the moment this is created until `wait` returns.
+final class TerminationSignal: @unchecked Sendable {
+    // `fired` and `continuation` are only touched on `queue`.
+    private let queue = DispatchQueue(label: "hearthd.signals")
     private var sources: [any DispatchSourceSignal] = []
+    private var fired = false
+    private var continuation: CheckedContinuation<Void, Never>?
 
-    init(_ continuation: CheckedContinuation<Void, Never>) { self.continuation = continuation }
-
-    func keep(_ source: any DispatchSourceSignal) { sources.append(source) }
-
-    func fire() {
-        continuation?.resume()
-        continuation = nil
+    init() {
+        for sig in [SIGTERM, SIGINT] {
+            signal(sig, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: sig, queue: queue)
+            source.setEventHandler { [unowned self] in
+                fired = true
+                continuation?.resume()
+                continuation = nil
+            }
+            source.resume()
+            sources.append(source)
+        }
     }
+
+    /// Suspends until a termination signal has arrived (returns at once if one already has).
+    func wait() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            queue.async {
+                if self.fired {
+                    continuation.resume()
+                } else {
+                    self.continuation = continuation
+                }
+            }
+        }
+    }
+}
+
+/// A configuration problem found at startup: reported in one line, without the usage text.
+struct StartupError: Error, CustomStringConvertible {
+    let message: String
+    var description: String { message }
 }

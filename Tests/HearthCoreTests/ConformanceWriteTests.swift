@@ -70,7 +70,7 @@ final class ConformanceWriteTests: XCTestCase {
             return .set(path: target, value: PreparedValue(node: .empty))
         case "setPriority":
             let priorityPath = target.appending(Key.priority)
-            return .set(path: priorityPath, value: try PreparedValue(op["priority"] ?? .null, at: target, limits: .default))
+            return .set(path: priorityPath, value: try PreparedValue(op["priority"] ?? value, at: target, limits: .default))
         case "update":
             let members = value.objectMembers ?? []
             let values = try members.map { member in

@@ -126,12 +126,39 @@ final class BadInputTests: XCTestCase {
         }
     }
 
-    func testQueriesAndSubscriptionsAreRefusedUntilImplemented() async throws {
+    func testInvalidQueriesAndAuthAreRefused() async throws {
         try await withLiveServer { server in
             let c = try TestClient(port: server.port)
-            try self.assertError(c, #"{"op":"get","path":"/","query":{"limitToFirst":1}}"#, code: "invalid_query")
-            try self.assertError(c, #"{"op":"subscribe","path":"/"}"#, code: "unknown_op")
+            try self.assertError(c, #"{"op":"get","path":"/","query":{"limitToFirst":0}}"#, code: "invalid_query")
+            try self.assertError(c, #"{"op":"get","path":"/","query":{"orderBy":"$key","startAt":1}}"#, code: "invalid_query")
+            try self.assertError(c, #"{"op":"subscribe","path":"/","query":{"bogus":1}}"#, code: "invalid_query")
+            try self.assertError(c, #"{"op":"get","path":"/","query":[1]}"#, code: "invalid_query")
             try self.assertError(c, #"{"op":"auth","token":"t"}"#, code: "unknown_op")
+        }
+    }
+
+    func testPriorityPathsAcceptOnlyPriorities() async throws {
+        try await withLiveServer { server in
+            let c = try TestClient(port: server.port)
+            try c.request(#"{"op":"set","path":"/p","value":1,"priority":3}"#)
+            try self.assertError(c, #"{"op":"set","path":"/p/.priority","value":true}"#, code: "invalid_value")
+            try self.assertError(c, #"{"op":"update","path":"/","values":{"p/.priority":{"x":1}}}"#, code: "invalid_value")
+            XCTAssertEqual(try c.request(#"{"op":"get","path":"/p","format":"export"}"#)["value"], json(#"{".value":1,".priority":3}"#))
+            // A leaf one level below the maximum depth cannot be pushed under a full-depth path.
+            let full = (0..<32).map { "d\($0)" }.joined(separator: "/")
+            try self.assertError(c, #"{"op":"push","path":"/\#(full)","value":1}"#, code: "too_deep")
+        }
+    }
+
+    func testHalfClosedClientStillGetsEveryAnswer() async throws {
+        try await withLiveServer { server in
+            let c = try TestClient(port: server.port)
+            var lines = ""
+            for i in 0..<300 { lines += #"{"op":"set","id":\#(i),"path":"/h/\#(i)","value":\#(i)}"# + "\n" }
+            try c.sendRaw(Array(lines.utf8))
+            c.shutdownWrite()
+            for i in 0..<300 { XCTAssertEqual(try c.readResponse()["id"], .int(Int64(i))) }
+            XCTAssertTrue(c.waitForClose())
         }
     }
 

@@ -117,6 +117,11 @@ final class TestClient {
         return false
     }
 
+    /// Half-closes: no more requests, answers still wanted.
+    func shutdownWrite() {
+        shutdown(fd, Int32(SHUT_WR))
+    }
+
     /// Closes with a TCP reset instead of an orderly shutdown.
     func closeAbruptly() {
         var linger = Glibc.linger(l_onoff: 1, l_linger: 0)

@@ -1,0 +1,42 @@
+# syntax=docker/dockerfile:1
+#
+# hearthd in a container.
+#   docker build -t hearth .
+#   docker run -d --name hearth -p 9000:9000 -v hearth-data:/data hearth
+# scripts/docker-smoke.sh builds this image and checks it end to end.
+
+ARG SWIFT_IMAGE=swift:6.3-noble
+
+# ---- build: a release binary with the Swift runtime linked in statically ----
+FROM ${SWIFT_IMAGE} AS build
+WORKDIR /src
+# Package.resolved (when present) pins the dependencies. The manifest also names the test targets,
+# and SwiftPM insists that their directories exist, so Tests comes along even though only hearthd
+# is built.
+COPY Package.* ./
+COPY Sources ./Sources
+COPY Tests ./Tests
+RUN swift build -c release --static-swift-stdlib --product hearthd \
+    && install -D -m 0755 "$(swift build -c release --static-swift-stdlib --show-bin-path)/hearthd" /out/hearthd
+
+# ---- runtime: a plain Ubuntu with an unprivileged user ----
+FROM ubuntu:24.04
+RUN groupadd --system hearth \
+    && useradd --system --gid hearth --home-dir /data --no-create-home --shell /usr/sbin/nologin hearth \
+    && mkdir -p /data /etc/hearth \
+    && chown hearth:hearth /data
+COPY --from=build /out/hearthd /usr/local/bin/hearthd
+COPY config/hearth.json config/rules.json /etc/hearth/
+# Declared after the chown, so a new volume starts out owned by hearth.
+VOLUME ["/data"]
+USER hearth
+WORKDIR /data
+EXPOSE 9000
+# hearthd shuts down gracefully on SIGTERM: goaway, answer what was received, exit 0.
+STOPSIGNAL SIGTERM
+# Healthy when the server accepts a connection and greets it with its hello line. Needs only bash,
+# head and grep, which the base image has. It assumes the default port 9000 inside the container.
+HEALTHCHECK --interval=5s --timeout=3s --start-period=10s --retries=3 \
+    CMD ["bash", "-c", "exec 3<>/dev/tcp/127.0.0.1/9000 && head -n1 <&3 | grep -q '\"event\":\"hello\"'"]
+ENTRYPOINT ["/usr/local/bin/hearthd"]
+CMD ["--host", "0.0.0.0", "--data-dir", "/data"]

@@ -1,0 +1,251 @@
+import HearthCore
+import HearthProtocol
+import NIOCore
+
+/// The live views, the indexes they read, and their subscribers, filed in a path trie so that a
+/// write finds the views it affects in O(depth + matches). Confined to the engine thread.
+///
+/// One view per (location, canonical query), shared by all of its subscriptions; one index per
+/// (location, order), shared by the views that read it and kept for as long as any does (or
+/// forever, for indexes the rules declare).
+final class ViewRegistry {
+    /// One subscription of one connection.
+    struct Subscriber {
+        let session: SessionLink
+        let sub: Int
+        let events: EventMask
+    }
+
+    final class ViewSlot {
+        var view: View
+        var subscribers: [Subscriber] = []
+        init(view: View) { self.view = view }
+    }
+
+    final class IndexSlot {
+        var index: ChildIndex
+        var users = 0
+        let declared: Bool
+        init(index: ChildIndex, declared: Bool) {
+            self.index = index
+            self.declared = declared
+        }
+    }
+
+    final class TrieNode {
+        let path: Path
+        var children: [Key: TrieNode] = [:]
+        var views: [QuerySpec: ViewSlot] = [:]
+        var indexes: [QueryOrder: IndexSlot] = [:]
+        init(path: Path) { self.path = path }
+        var isUnused: Bool { children.isEmpty && views.isEmpty && indexes.isEmpty }
+    }
+
+    private let root = TrieNode(path: .root)
+    /// Each connection's subscriptions: sub id → (location, query).
+    private var sessions: [UInt64: [Int: (path: Path, query: QuerySpec)]] = [:]
+    private var nextSub: [UInt64: Int] = [:]
+
+    /// The number of live views (for metrics and tests).
+    private(set) var viewCount = 0
+
+    // MARK: Subscriptions
+
+    /// Adds a subscription and returns its id and the initial events' bodies for it.
+    func subscribe(
+        session: SessionLink, path: Path, query: QuerySpec, events: EventMask, data: Node, declared: Bool
+    ) -> (sub: Int, view: View) {
+        let node = trieNodeCreating(at: path)
+        let slot: ViewSlot
+        if let existing = node.views[query] {
+            slot = existing
+        } else {
+            let location = data.child(at: path)
+            let index = acquireIndex(query.order, at: node, location: location, declared: declared)
+            slot = ViewSlot(view: View(spec: query, location: location, index: index))
+            node.views[query] = slot
+            viewCount += 1
+        }
+        let sub = (nextSub[session.id] ?? 0) + 1
+        nextSub[session.id] = sub
+        slot.subscribers.append(Subscriber(session: session, sub: sub, events: events))
+        sessions[session.id, default: [:]][sub] = (path, query)
+        return (sub, slot.view)
+    }
+
+    /// Removes one subscription; false when the connection has no such subscription.
+    @discardableResult
+    func unsubscribe(session: UInt64, sub: Int) -> Bool {
+        guard let (path, query) = sessions[session]?.removeValue(forKey: sub) else { return false }
+        guard let node = trieNode(at: path), let slot = node.views[query] else { return true }
+        slot.subscribers.removeAll { $0.session.id == session && $0.sub == sub }
+        if slot.subscribers.isEmpty {
+            node.views[query] = nil
+            viewCount -= 1
+            releaseIndex(query.order, at: node)
+            prune(path)
+        }
+        return true
+    }
+
+    /// Removes every subscription of a connection that went away.
+    func removeSession(_ session: UInt64) {
+        for sub in sessions[session]?.keys.sorted() ?? [] { unsubscribe(session: session, sub: sub) }
+        sessions[session] = nil
+        nextSub[session] = nil
+    }
+
+    // MARK: Indexes
+
+    /// An existing index for (`path`, `order`), e.g. for a one-shot query.
+    func index(for order: QueryOrder, at path: Path) -> ChildIndex? {
+        trieNode(at: path)?.indexes[order]?.index
+    }
+
+    /// Keeps a declared index at a concrete location from now on.
+    func declareIndex(_ order: QueryOrder, at path: Path, data: Node) {
+        let node = trieNodeCreating(at: path)
+        if node.indexes[order] == nil {
+            node.indexes[order] = IndexSlot(index: ChildIndex(order: order, location: data.child(at: path)), declared: true)
+        }
+    }
+
+    private func acquireIndex(_ order: QueryOrder, at node: TrieNode, location: Node, declared: Bool) -> ChildIndex? {
+        if case .key = order { return nil }
+        let slot: IndexSlot
+        if let existing = node.indexes[order] {
+            slot = existing
+        } else {
+            slot = IndexSlot(index: ChildIndex(order: order, location: location), declared: declared)
+            node.indexes[order] = slot
+        }
+        slot.users += 1
+        return slot.index
+    }
+
+    private func releaseIndex(_ order: QueryOrder, at node: TrieNode) {
+        guard let slot = node.indexes[order] else { return }
+        slot.users -= 1
+        if slot.users == 0, !slot.declared { node.indexes[order] = nil }
+    }
+
+    // MARK: Writes
+
+    /// The event lines a committed write raises, appended per connection to `outputs`, deeper
+    /// views first (semantics §4.6). Indexes are brought up to date first.
+    func apply(
+        paths: [Path], before: Node, after: Node, rev: UInt64,
+        outputs: inout [UInt64: (SessionLink, [Outbound])]
+    ) {
+        var affected: [ObjectIdentifier: (node: TrieNode, changed: Set<Key>?)] = [:]
+        func mark(_ node: TrieNode, _ key: Key?) {
+            guard !node.views.isEmpty || !node.indexes.isEmpty else { return }
+            let id = ObjectIdentifier(node)
+            if let key {
+                if let existing = affected[id] {
+                    if existing.changed != nil { affected[id]?.changed?.insert(key) }
+                } else {
+                    affected[id] = (node, [key])
+                }
+            } else {
+                affected[id] = (node, nil)
+            }
+        }
+        func markSubtree(_ node: TrieNode) {
+            mark(node, nil)
+            for child in node.children.values { markSubtree(child) }
+        }
+        for path in paths {
+            var node = root
+            var reached = true
+            for key in path.segments {
+                mark(node, key)
+                guard let next = node.children[key] else {
+                    reached = false
+                    break
+                }
+                node = next
+            }
+            if reached { markSubtree(node) }
+        }
+        guard !affected.isEmpty else { return }
+
+        let ordered = affected.values.sorted { $0.node.path.count > $1.node.path.count }
+        for (node, changed) in ordered {
+            let old = before.child(at: node.path)
+            let new = after.child(at: node.path)
+            if old.isIdentical(to: new) { continue }
+            let keys = changed.map { Array($0) }
+            for slot in node.indexes.values {
+                if let keys {
+                    for key in keys { slot.index.update(key: key, from: old.child(key), to: new.child(key)) }
+                } else {
+                    slot.index = ChildIndex(order: slot.index.order, location: new)
+                }
+            }
+            for slot in node.views.values {
+                let index = node.indexes[slot.view.spec.order]?.index
+                let events = slot.view.apply(location: new, changedChildren: keys, index: index)
+                guard !events.isEmpty else { continue }
+                deliver(events, of: slot, rev: rev, outputs: &outputs)
+            }
+        }
+    }
+
+    /// Encodes each event once and hands it to every subscriber that asked for its type, in
+    /// registration order.
+    private func deliver(
+        _ events: [ViewEvent], of slot: ViewSlot, rev: UInt64, outputs: inout [UInt64: (SessionLink, [Outbound])]
+    ) {
+        let allocator = ByteBufferAllocator()
+        for event in events {
+            let wanted = slot.subscribers.filter { $0.events.contains(event.type) }
+            guard !wanted.isEmpty else { continue }
+            let body =
+                event.type == .value
+                ? EventEncoder.valueEventBody(slot.view, rev: rev) : EventEncoder.childEventBody(event, rev: rev)
+            let shared = allocator.buffer(bytes: body)
+            for subscriber in wanted {
+                outputs[subscriber.session.id, default: (subscriber.session, [])].1.append(
+                    .event(sub: subscriber.sub, body: shared))
+            }
+        }
+    }
+
+    // MARK: Trie
+
+    private func trieNode(at path: Path) -> TrieNode? {
+        var node = root
+        for key in path.segments {
+            guard let next = node.children[key] else { return nil }
+            node = next
+        }
+        return node
+    }
+
+    private func trieNodeCreating(at path: Path) -> TrieNode {
+        var node = root
+        for (depth, key) in path.segments.enumerated() {
+            if let next = node.children[key] {
+                node = next
+            } else {
+                let next = TrieNode(path: Path(Array(path.segments[...depth])))
+                node.children[key] = next
+                node = next
+            }
+        }
+        return node
+    }
+
+    /// Drops trie nodes left without views, indexes or children along `path`.
+    private func prune(_ path: Path) {
+        var chain: [TrieNode] = [root]
+        for key in path.segments {
+            guard let next = chain.last?.children[key] else { return }
+            chain.append(next)
+        }
+        for depth in stride(from: chain.count - 1, through: 1, by: -1) where chain[depth].isUnused {
+            chain[depth - 1].children[path.segments[depth - 1]] = nil
+        }
+    }
+}

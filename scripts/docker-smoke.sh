@@ -1,0 +1,184 @@
+#!/usr/bin/env bash
+# Smoke test of the container image.
+#
+# With a Docker engine: builds the image, runs it on a random loopback port, waits until it is
+# healthy, sends a set and a get, stops it with SIGTERM (docker stop) and expects exit status 0.
+#
+# Without one (`docker info` fails): checks what the image is made of instead, here: the static
+# release build of hearthd, its flags, and a start / hello / set / get / SIGTERM cycle of that
+# binary on a free loopback port with a temporary data directory.
+#
+# Needs bash (it talks to the server through /dev/tcp), no nc.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+IMAGE="${HEARTH_SMOKE_IMAGE:-hearth:smoke}"
+
+log() { printf '==> %s\n' "$*"; }
+fail() {
+    printf 'FAIL: %s\n' "$*" >&2
+    exit 1
+}
+
+# Opens a connection to $1:$2, reads the hello line, then sends each further argument as one
+# request line and reads its answer. Prints every line received; fails on a timeout.
+talk() {
+    local host=$1 port=$2 line request
+    shift 2
+    exec 3<>"/dev/tcp/$host/$port" || fail "can't connect to $host:$port"
+    IFS= read -r -t 10 line <&3 || fail "no hello line from $host:$port"
+    printf '%s\n' "$line"
+    for request in "$@"; do
+        printf '%s\n' "$request" >&3
+        IFS= read -r -t 10 line <&3 || fail "no answer to $request"
+        printf '%s\n' "$line"
+    done
+    exec 3>&-
+}
+
+# Waits up to $3 seconds until a connection to $1:$2 is greeted with a hello line; gives up early
+# when the optional process $4 has exited.
+wait_for_hello() {
+    local host=$1 port=$2 seconds=$3 watched=${4:-} i
+    for ((i = 0; i < seconds * 10; i++)); do
+        if [[ -n $watched ]] && ! kill -0 "$watched" 2>/dev/null; then return 1; fi
+        if (exec 3<>"/dev/tcp/$host/$port" && IFS= read -r -t 2 line <&3 && [[ $line == *'"event":"hello"'* ]]) \
+            2>/dev/null; then
+            return 0
+        fi
+        sleep 0.1
+    done
+    return 1
+}
+
+# Sends a set and a get to a fresh server at $1:$2 and checks the answers.
+check_set_and_get() {
+    local host=$1 port=$2 output
+    output=$(talk "$host" "$port" \
+        '{"op":"set","id":1,"path":"/smoke","value":{"ok":true}}' \
+        '{"op":"get","id":2,"path":"/smoke"}')
+    printf '%s\n' "$output" | sed 's/^/    /'
+    local hello set get
+    { IFS= read -r hello; IFS= read -r set; IFS= read -r get; } <<<"$output"
+    [[ $hello == '{"event":"hello","protocol":1,'* ]] || fail "unexpected hello: $hello"
+    [[ $set == '{"id":1,"ok":true,"rev":1}' ]] || fail "unexpected answer to set: $set"
+    [[ $get == '{"id":2,"ok":true,"value":{"ok":true},"rev":1}' ]] || fail "unexpected answer to get: $get"
+}
+
+smoke_docker() {
+    log "building image $IMAGE"
+    docker build -t "$IMAGE" .
+
+    log "starting a container"
+    local cid
+    cid=$(docker run -d -p 127.0.0.1::9000 "$IMAGE")
+    # shellcheck disable=SC2064  # expand $cid now
+    trap "docker rm -f $cid >/dev/null 2>&1 || true" EXIT
+    local port
+    port=$(docker port "$cid" 9000/tcp | head -n1 | sed 's/.*://')
+    [[ -n $port ]] || fail "no host port published for 9000/tcp"
+    log "container ${cid:0:12} listens on 127.0.0.1:$port; waiting for it to be healthy"
+
+    local status="" i
+    for ((i = 0; i < 120; i++)); do
+        status=$(docker inspect -f '{{.State.Health.Status}}' "$cid")
+        [[ $status == healthy ]] && break
+        if [[ $(docker inspect -f '{{.State.Running}}' "$cid") != true ]]; then
+            docker logs "$cid" >&2 || true
+            fail "the container stopped while starting"
+        fi
+        sleep 0.5
+    done
+    if [[ $status != healthy ]]; then
+        docker logs "$cid" >&2 || true
+        fail "the container is not healthy after 60 s (status: $status)"
+    fi
+    wait_for_hello 127.0.0.1 "$port" 10 || fail "no hello through the published port $port"
+
+    log "set and get"
+    check_set_and_get 127.0.0.1 "$port"
+
+    log "docker stop (SIGTERM)"
+    docker stop -t 30 "$cid" >/dev/null
+    local code
+    code=$(docker inspect -f '{{.State.ExitCode}}' "$cid")
+    if [[ $code != 0 ]]; then
+        docker logs "$cid" >&2 || true
+        fail "the container exited with status $code, expected 0"
+    fi
+    docker rm "$cid" >/dev/null
+    trap - EXIT
+    log "OK: image $IMAGE builds, serves, and stops cleanly"
+}
+
+smoke_local() {
+    log "building the release binary the image is built from"
+    swift build -c release --static-swift-stdlib --product hearthd
+    local bin
+    bin="$(swift build -c release --static-swift-stdlib --show-bin-path)/hearthd"
+    [[ -x $bin ]] || fail "no binary at $bin"
+
+    log "checking the entrypoint's flags"
+    local help flag
+    help=$("$bin" --help)
+    for flag in --host --port --data-dir --config --fsync --log-level; do
+        grep -q -- "$flag" <<<"$help" || fail "hearthd --help does not list $flag"
+    done
+
+    local dir
+    dir=$(mktemp -d)
+    # pid is global so that the exit trap still sees it after a failure.
+    pid=""
+    # shellcheck disable=SC2064  # expand $dir now; $pid when the trap runs
+    trap "if [[ -n \${pid:-} ]]; then kill -KILL \$pid 2>/dev/null || true; fi; rm -rf '$dir'" EXIT
+
+    # A free loopback port: pick random ones until one is closed and the server binds it.
+    local port attempt
+    for ((attempt = 0; attempt < 10; attempt++)); do
+        port=$((20000 + RANDOM % 40000))
+        if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then continue; fi
+        log "starting $bin on 127.0.0.1:$port with data directory $dir"
+        "$bin" --host 127.0.0.1 --port "$port" --data-dir "$dir/data" >"$dir/log" 2>&1 &
+        pid=$!
+        if wait_for_hello 127.0.0.1 "$port" 30 "$pid"; then break; fi
+        if kill -0 "$pid" 2>/dev/null; then
+            cat "$dir/log" >&2
+            fail "hearthd runs but sends no hello on port $port"
+        fi
+        wait "$pid" || true
+        pid=""
+        # Someone else took the port in the meantime: try another one. Anything else is a failure.
+        if ! grep -qi 'in use' "$dir/log"; then
+            cat "$dir/log" >&2
+            fail "hearthd exited at startup"
+        fi
+    done
+    [[ -n $pid ]] || fail "could not start hearthd on a free port"
+
+    log "set and get"
+    check_set_and_get 127.0.0.1 "$port"
+
+    log "SIGTERM"
+    kill -TERM "$pid"
+    local i
+    for ((i = 0; i < 300; i++)); do
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    kill -0 "$pid" 2>/dev/null && fail "hearthd still runs 30 s after SIGTERM"
+    local code=0
+    wait "$pid" || code=$?
+    pid=""
+    if [[ $code != 0 ]]; then
+        cat "$dir/log" >&2
+        fail "hearthd exited with status $code after SIGTERM, expected 0"
+    fi
+    log "OK: release binary builds, serves, and stops cleanly (the image itself was not built: no Docker engine)"
+}
+
+if docker info >/dev/null 2>&1; then
+    smoke_docker
+else
+    log "docker info failed: no Docker engine on this host; checking the release binary instead"
+    smoke_local
+fi
