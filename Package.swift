@@ -46,8 +46,10 @@ let package = Package(
         .executableTarget(
             name: "hearth-bench",
             dependencies: [
-                "HearthCore", "HearthJSON",
+                "HearthCore", "HearthJSON", "HearthProtocol",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
             ]),
         .testTarget(name: "HearthJSONTests", dependencies: ["HearthJSON"]),
         .testTarget(

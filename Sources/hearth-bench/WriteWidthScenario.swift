@@ -22,27 +22,22 @@ struct WriteWidthScenario: ParsableCommand {
     func run() throws {
         var results: [JSONMember] = []
         for width in widths.split(separator: ",").compactMap({ Int($0) }) {
-            stderr("building a node with \(width) children…")
+            progress("building a node with \(width) children…")
             let entries = (0..<width).map { (Key(String(format6($0))), Node.leaf(.number(.int(Int64($0))))) }
             var database = Database(root: Node.object(ChildMap().inserting(Key("items"), .object(ChildMap(sortedUniqueEntries: entries.sorted { Key.compare($0.0, $1.0) < 0 })))))
             let values = (0..<1000).map { PreparedValue(node: .leaf(.number(.int(Int64($0))))) }
             let paths = (0..<1000).map { Path([Key("items"), Key(format6($0 * 7919 % max(width, 1)))]) }
-            stderr("timing \(writes) sets under it…")
+            progress("timing \(writes) sets under it…")
             let start = monotonicNanoseconds()
             for i in 0..<writes {
                 _ = database.apply(.set(path: paths[i % 1000], value: values[i % 1000]), now: 0)
             }
             let elapsed = monotonicNanoseconds() - start
             let nsPerWrite = Double(elapsed) / Double(writes)
-            stderr("width \(width): \(Int(nsPerWrite)) ns per set")
+            progress("width \(width): \(Int(nsPerWrite)) ns per set")
             results.append(JSONMember(String(width), .double((nsPerWrite * 10).rounded() / 10)))
         }
-        let line = JSONValue.object([
-            JSONMember("scenario", .string("write-width")),
-            JSONMember("writes", .int(Int64(writes))),
-            JSONMember("nsPerSetByWidth", .object(results)),
-        ])
-        print(line.jsonString)
+        report(scenario: "write-width", ["writes": .int(Int64(writes)), "nsPerSetByWidth": .object(results)])
     }
 }
 
@@ -58,7 +53,8 @@ func monotonicNanoseconds() -> UInt64 {
     return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
 }
 
-func stderr(_ message: String) {
+/// Progress on stderr (stdout carries only the result line).
+func progress(_ message: String) {
     let bytes = Array("[hearth-bench] \(message)\n".utf8)
     _ = bytes.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
 }
