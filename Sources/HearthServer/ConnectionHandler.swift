@@ -38,6 +38,10 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
     /// Close as soon as every written byte has reached the socket.
     private var closeWhenDrained = false
     private var context: ChannelHandlerContext?
+    /// Output gathered during one event-loop turn, written with one write and one flush.
+    private var outbox = ByteBuffer()
+    /// Reused encoding buffer for responses.
+    private var scratch: [UInt8] = []
     private var sessionLink: SessionLink?
 
     init(
@@ -77,7 +81,7 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
         let hello = ResponseEncoder.hello(
             server: configuration.serverName, serverTime: clock(), connection: String(id))
         send(hello, context: context)
-        context.flush()
+        flushOutbox(context: context)
         registry.add(id: id, channel: context.channel, handler: NIOLoopBound(self, eventLoop: context.eventLoop))
         context.fireChannelActive()
     }
@@ -118,7 +122,7 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
             ResponseEncoder.encode(id: .null, .failure(error), into: &bytes)
             enqueueReady(bytes, context: context)
             submitBatch()
-            context.flush()
+            flushOutbox(context: context)
             closeAfterPendingResponses(context: context)
         case .line(let line):
             let result = line.withUnsafeReadableBytes { decoder.decode($0) }
@@ -138,7 +142,7 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
 
     func channelReadComplete(context: ChannelHandlerContext) {
         submitBatch()
-        context.flush()
+        flushOutbox(context: context)
     }
 
     /// Hands everything read in this turn to the engine at once.
@@ -172,18 +176,16 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
         guard let context, !closing else { return }
         for output in outputs {
             switch output {
-            case .event(let sub, let body):
-                var line = context.channel.allocator.buffer(capacity: 16 + body.readableBytes)
-                line.writeBytes(EventEncoder.prefix(sub: sub))
-                line.writeImmutableBuffer(body)
-                send(line, context: context)
+            case .event(let sub, var body):
+                send(EventEncoder.prefix(sub: sub), context: context)
+                send(&body, context: context)
             case .response(let id, let body):
-                var bytes: [UInt8] = []
-                ResponseEncoder.encode(id: id, body, into: &bytes)
-                fillFrontSlot(bytes, context: context)
+                scratch.removeAll(keepingCapacity: true)
+                ResponseEncoder.encode(id: id, body, into: &scratch)
+                fillFrontSlot(scratch, context: context)
             }
         }
-        context.flush()
+        flushOutbox(context: context)
         resumeReadingIfNeeded(context: context)
         if closeWhenIdle, slots.isEmpty { closeOnceDrained(context: context) }
     }
@@ -213,33 +215,46 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
         }
     }
 
-    /// Writes bytes within the outbox bound; a reader too slow to keep it under
-    /// `maxOutboundBytes` is told `slow_consumer` and disconnected.
+    /// Queues bytes in the outbox; `flushOutbox` writes them.
     private func send(_ bytes: [UInt8], context: ChannelHandlerContext) {
-        send(context.channel.allocator.buffer(bytes: bytes), context: context)
+        guard !closing else { return }
+        outbox.writeBytes(bytes)
+        checkOutboxBound(context: context)
     }
 
-    private func send(_ buffer: ByteBuffer, context: ChannelHandlerContext) {
+    private func send(_ buffer: inout ByteBuffer, context: ChannelHandlerContext) {
         guard !closing else { return }
-        let count = buffer.readableBytes
-        if outstandingBytes + count > configuration.maxOutboundBytes {
-            closing = true
-            logger.warning("closing a slow consumer", metadata: ["outstandingBytes": "\(outstandingBytes)"])
-            let error = DatabaseError(
-                .slowConsumer,
-                "the connection's unsent output exceeded \(configuration.maxOutboundBytes) bytes")
-            let line = ResponseEncoder.errorEvent(error)
-            context.writeAndFlush(wrapOutboundOut(context.channel.allocator.buffer(bytes: line)), promise: nil)
-            context.close(promise: nil)
-            return
-        }
+        outbox.writeBuffer(&buffer)
+        checkOutboxBound(context: context)
+    }
+
+    /// A reader too slow to keep its unsent output under `maxOutboundBytes` is told
+    /// `slow_consumer` (best effort) and disconnected.
+    private func checkOutboxBound(context: ChannelHandlerContext) {
+        guard outstandingBytes + outbox.readableBytes > configuration.maxOutboundBytes else { return }
+        closing = true
+        outbox.clear()
+        logger.warning("closing a slow consumer", metadata: ["outstandingBytes": "\(outstandingBytes)"])
+        let error = DatabaseError(
+            .slowConsumer, "the connection's unsent output exceeded \(configuration.maxOutboundBytes) bytes")
+        let line = ResponseEncoder.errorEvent(error)
+        context.writeAndFlush(wrapOutboundOut(context.channel.allocator.buffer(bytes: line)), promise: nil)
+        context.close(promise: nil)
+    }
+
+    /// Writes what the outbox holds with one write, and flushes.
+    private func flushOutbox(context: ChannelHandlerContext) {
+        guard !closing, outbox.readableBytes > 0 else { return }
+        let count = outbox.readableBytes
+        let buffer = outbox
+        outbox = context.channel.allocator.buffer(capacity: Swift.min(count, 64 * 1024))
         outstandingBytes += count
         let promise = context.eventLoop.makePromise(of: Void.self)
         promise.futureResult.assumeIsolated().whenComplete { [self] _ in
             outstandingBytes -= count
             if closeWhenDrained, outstandingBytes == 0 { context.close(promise: nil) }
         }
-        context.write(wrapOutboundOut(buffer), promise: promise)
+        context.writeAndFlush(wrapOutboundOut(buffer), promise: promise)
     }
 
     // MARK: Shutdown
@@ -249,7 +264,7 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
         guard let context, !closing else { return }
         submitBatch()
         send(ResponseEncoder.goaway, context: context)
-        context.flush()
+        flushOutbox(context: context)
         closeAfterPendingResponses(context: context)
     }
 
@@ -260,7 +275,7 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
 
     /// Closes after the bytes already written have left, so that the last answers arrive.
     private func closeOnceDrained(context: ChannelHandlerContext) {
-        context.flush()
+        flushOutbox(context: context)
         if outstandingBytes == 0 {
             context.close(promise: nil)
         } else {
