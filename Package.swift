@@ -19,7 +19,8 @@ let package = Package(
     ],
     targets: [
         .target(name: "HearthJSON"),
-        .target(name: "HearthCore", dependencies: ["HearthJSON"]),
+        // libm: Number and JSONValue round doubles.
+        .target(name: "HearthCore", dependencies: ["HearthJSON"], linkerSettings: [.linkedLibrary("m")]),
         .target(
             name: "HearthProtocol",
             dependencies: [

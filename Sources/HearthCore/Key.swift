@@ -24,7 +24,8 @@ public struct Key: Sendable, Hashable, Comparable, CustomStringConvertible {
 
     public func hash(into hasher: inout Hasher) {
         // UTF-8 bytes identify the UTF-16 sequence uniquely; hashing them avoids normalisation.
-        for byte in string.utf8 { hasher.combine(byte) }
+        var s = string
+        s.withUTF8 { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
         hasher.combine(0xFF as UInt8)
     }
 

@@ -177,11 +177,7 @@ final class ViewRegistry {
             if old.isIdentical(to: new) { continue }
             let keys = changed.map { Array($0) }
             for slot in node.indexes.values {
-                if let keys {
-                    for key in keys { slot.index.update(key: key, from: old.child(key), to: new.child(key)) }
-                } else {
-                    slot.index = ChildIndex(order: slot.index.order, location: new)
-                }
+                slot.index.update(from: old, to: new, changedChildren: keys)
             }
             for slot in node.views.values {
                 let index = node.indexes[slot.view.spec.order]?.index

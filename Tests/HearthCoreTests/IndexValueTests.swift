@@ -38,8 +38,10 @@ final class IndexValueTests: XCTestCase {
         XCTAssertEqual(QueryOrder.child(try path("a/c")).indexValue(of: child), .object)
         XCTAssertEqual(QueryOrder.child(try path("leaf/x")).indexValue(of: child), .null, "below a leaf")
         XCTAssertEqual(QueryOrder.child(try path("missing")).indexValue(of: child), .null)
-        XCTAssertEqual(QueryOrder.value.indexValue(of: try node(json(#"{".value": "s", ".priority": 1}"#))), .string("s"))
-        XCTAssertEqual(QueryOrder.priority.indexValue(of: try node(json(#"{".value": "s", ".priority": "p"}"#))), .string("p"))
+        XCTAssertEqual(
+            QueryOrder.value.indexValue(of: try node(json(#"{".value": "s", ".priority": 1}"#))), .string("s"))
+        XCTAssertEqual(
+            QueryOrder.priority.indexValue(of: try node(json(#"{".value": "s", ".priority": "p"}"#))), .string("p"))
     }
 
     func testPairComparisonBreaksTiesByKey() {
@@ -48,7 +50,8 @@ final class IndexValueTests: XCTestCase {
         XCTAssertLessThan(order.compare((.number(.int(1)), Key("9")), (.number(.int(1)), Key("10"))), 0, "integer keys")
         XCTAssertLessThan(order.compare((.object, Key("a")), (.object, Key("b"))), 0)
         XCTAssertGreaterThan(order.compare((.string(""), Key("a")), (.number(.int(99)), Key("b"))), 0)
-        XCTAssertEqual(QueryOrder.key.compare((.string("z"), Key("a")), (.null, Key("a"))), 0, "key order ignores values")
+        XCTAssertEqual(
+            QueryOrder.key.compare((.string("z"), Key("a")), (.null, Key("a"))), 0, "key order ignores values")
         XCTAssertLessThan(QueryOrder.key.compare((.null, Key("03")), (.null, Key("003"))), 0)
     }
 
@@ -60,9 +63,11 @@ final class IndexValueTests: XCTestCase {
         XCTAssertTrue(QueryOrder.priority.sortValueChanged(from: one, to: onePrioritized))
         XCTAssertFalse(QueryOrder.priority.sortValueChanged(from: one, to: try node(json("2"))))
         let s = QueryOrder.child(try path("s"))
-        XCTAssertFalse(s.sortValueChanged(from: try node(json(#"{"s": {"x": 1}}"#)), to: try node(json(#"{"s": {"x": 2}}"#))))
+        XCTAssertFalse(
+            s.sortValueChanged(from: try node(json(#"{"s": {"x": 1}}"#)), to: try node(json(#"{"s": {"x": 2}}"#))))
         XCTAssertFalse(s.sortValueChanged(from: try node(json(#"{"t": 1}"#)), to: try node(json(#"{"t": 2}"#))))
-        XCTAssertFalse(s.sortValueChanged(from: try node(json(#"{"s": 1}"#)), to: try node(json(#"{"s": 1.0, "t": 1}"#))))
+        XCTAssertFalse(
+            s.sortValueChanged(from: try node(json(#"{"s": 1}"#)), to: try node(json(#"{"s": 1.0, "t": 1}"#))))
         XCTAssertTrue(s.sortValueChanged(from: try node(json(#"{"s": 1}"#)), to: try node(json(#"{"s": "1"}"#))))
     }
 }

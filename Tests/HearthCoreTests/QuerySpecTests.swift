@@ -100,7 +100,8 @@ final class QuerySpecTests: XCTestCase {
         assertInvalid(#"{"orderBy": "/"}"#, mentions: "invalid child path")
         assertInvalid(#"{"orderBy": ".priority"}"#, mentions: "invalid child path")
         assertInvalid(#"{"orderBy": "a/b#"}"#, mentions: "invalid child path")
-        assertInvalid(#"{"orderBy": "\#(Array(repeating: "a", count: 33).joined(separator: "/"))"}"#, mentions: "child path")
+        assertInvalid(
+            #"{"orderBy": "\#(Array(repeating: "a", count: 33).joined(separator: "/"))"}"#, mentions: "child path")
         assertInvalid(#"{"orderBy": 5}"#, mentions: "orderBy must be a string")
         assertInvalid(#"{"startAt": null, "startAtKey": ".x"}"#, mentions: "invalid key")
         assertInvalid(#"{"endAt": null, "endAtKey": "th/ing"}"#, mentions: "invalid key")
@@ -143,12 +144,15 @@ final class QuerySpecTests: XCTestCase {
         XCTAssertEqual(key.end, QueryBound(value: .null, key: .max, inclusive: true))
         XCTAssertEqual(key.limit, .last(2))
         XCTAssertEqual(try parse(#"{"limitToFirst": 3.0}"#).limit, .first(3))
-        XCTAssertEqual(try parse(#"{"orderBy": "$key", "equalTo": "b.c"}"#).start?.key, .key(Key("b.c")), "key bounds are any string")
+        XCTAssertEqual(
+            try parse(#"{"orderBy": "$key", "equalTo": "b.c"}"#).start?.key, .key(Key("b.c")),
+            "key bounds are any string")
     }
 
     func testCanonicalEquality() throws {
         XCTAssertEqual(try parse(#"{"equalTo": 1}"#), try parse(#"{"startAt": 1.0, "endAt": 1}"#))
-        XCTAssertEqual(try parse(#"{"startAfter": 1}"#), try parse(#"{"startAfter": 1, "startAfterKey": "[MAX_NAME]"}"#))
+        XCTAssertEqual(
+            try parse(#"{"startAfter": 1}"#), try parse(#"{"startAfter": 1, "startAfterKey": "[MAX_NAME]"}"#))
         XCTAssertEqual(try parse(#"{"startAt": -0.0}"#), try parse(#"{"startAt": 0}"#))
         XCTAssertNotEqual(try parse(#"{"startAt": "\u00e9"}"#), try parse(#"{"startAt": "e\u0301"}"#))
         XCTAssertNotEqual(try parse(#"{"equalTo": 1, "equalToKey": "a"}"#), try parse(#"{"equalTo": 1}"#))
@@ -165,7 +169,8 @@ final class QuerySpecTests: XCTestCase {
             XCTAssertEqual(try QuerySpec(json: spec.json, limits: .default), spec, text)
             XCTAssertTrue(seen.insert(spec).inserted, text)
         }
-        XCTAssertEqual(try parse(#"{"orderBy": "$value", "equalTo": 2, "limitToFirst": 1}"#).json.jsonString,
-                       #"{"orderBy":"$value","equalTo":2,"limitToFirst":1}"#)
+        XCTAssertEqual(
+            try parse(#"{"orderBy": "$value", "equalTo": 2, "limitToFirst": 1}"#).json.jsonString,
+            #"{"orderBy":"$value","equalTo":2,"limitToFirst":1}"#)
     }
 }

@@ -38,17 +38,6 @@ enum QueryTestSupport {
         return keys
     }
 
-    /// A vector write as a core `Write`. `ConformanceWriteTests.write(from:)` reads a
-    /// `setPriority`'s priority from `priority`, but the event vectors carry it in `value`
-    /// (semantics §8: "setPriority (value = priority)"), so move it over first.
-    static func write(from op: JSONValue) throws -> Write {
-        guard op["op"]?.stringValue == "setPriority", op["priority"] == nil, case .object(var members) = op else {
-            return try ConformanceWriteTests.write(from: op)
-        }
-        members.append(JSONMember("priority", op["value"] ?? .null))
-        return try ConformanceWriteTests.write(from: .object(members))
-    }
-
     /// The flat [type, key, prevKey] form of the vectors.
     static func triples(_ events: [ViewEvent]) -> [JSONValue] {
         events.map { event in

@@ -23,7 +23,9 @@ final class QueryVectorTests: XCTestCase {
             XCTAssertEqual(withoutIndex, expectKeys, "without index: \(name)")
 
             let expectPrev = (vector["expectInitialPrevKeys"]?.arrayValue ?? []).map(\.stringValue)
-            for view in [View(spec: spec, location: location, index: index), View(spec: spec, location: location, index: nil)] {
+            for view in [
+                View(spec: spec, location: location, index: index), View(spec: spec, location: location, index: nil),
+            ] {
                 let initial = view.initialEvents()
                 XCTAssertEqual(initial.last?.type, .value, name)
                 let added = initial.dropLast()
@@ -69,21 +71,24 @@ final class QueryVectorTests: XCTestCase {
         var valueKeys: [JSONValue] = [.array(view.window.map { .string($0.key.string) })]
         XCTAssertEqual(QueryTestSupport.renderedKeys(view), view.window.map(\.key.string), name)
         for op in vector["writes"]?.arrayValue ?? [] {
-            let write = try QueryTestSupport.write(from: op)
+            let write = try ConformanceWriteTests.write(from: op)
             _ = database.apply(write, now: 1_700_000_000_000)
             let newLocation = database.root.child(at: locationPath)
             var changed = QueryTestSupport.changedChildren(at: locationPath, paths: write.paths)
             if feed == .unknownChanges { changed = nil }
             index.update(from: location, to: newLocation, changedChildren: changed)
             location = newLocation
-            let events = view.apply(location: location, changedChildren: changed, index: feed == .privateIndex ? nil : index)
+            let events = view.apply(
+                location: location, changedChildren: changed, index: feed == .privateIndex ? nil : index)
             steps.append(events)
-            valueKeys.append(events.contains { $0.type == .value } ? .array(view.window.map { .string($0.key.string) }) : .null)
+            valueKeys.append(
+                events.contains { $0.type == .value } ? .array(view.window.map { .string($0.key.string) }) : .null)
             XCTAssertEqual(
                 QueryEvaluator.window(spec, of: location, index: nil).map(\.key), view.window.map(\.key), name)
         }
         XCTAssertEqual(steps.flatMap(QueryTestSupport.triples), vector["expectEvents"]?.arrayValue ?? [], name)
-        XCTAssertEqual(steps.map { .array(QueryTestSupport.triples($0)) }, vector["expectEventsByStep"]?.arrayValue ?? [], name)
+        XCTAssertEqual(
+            steps.map { .array(QueryTestSupport.triples($0)) }, vector["expectEventsByStep"]?.arrayValue ?? [], name)
         XCTAssertEqual(valueKeys, vector["expectValueKeysByStep"]?.arrayValue ?? [], name)
     }
 }

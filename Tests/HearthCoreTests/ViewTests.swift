@@ -34,21 +34,35 @@ final class ViewTests: XCTestCase {
         XCTAssertEqual(types(ranged.apply(location: other, changedChildren: nil, index: nil)), [])
         // Same leaf again: nothing. Priority only: value.
         XCTAssertEqual(types(plain.apply(location: other, changedChildren: nil, index: nil)), [])
-        XCTAssertEqual(types(plain.apply(location: other.withPriority(.string("p")), changedChildren: nil, index: nil)), ["value - -"])
+        XCTAssertEqual(
+            types(plain.apply(location: other.withPriority(.string("p")), changedChildren: nil, index: nil)),
+            ["value - -"])
 
         // Leaf → object: children appear for every view.
         let object = try node(json(#"{"a": 1, "b": 2}"#))
-        XCTAssertEqual(types(plain.apply(location: object, changedChildren: nil, index: nil)), ["child_added a -", "child_added b a", "value - -"])
-        XCTAssertEqual(types(limited.apply(location: object, changedChildren: nil, index: nil)), ["child_added a -", "child_added b a", "value - -"])
-        XCTAssertEqual(types(ranged.apply(location: object, changedChildren: nil, index: nil)), ["child_added a -", "child_added b a", "value - -"])
+        XCTAssertEqual(
+            types(plain.apply(location: object, changedChildren: nil, index: nil)),
+            ["child_added a -", "child_added b a", "value - -"])
+        XCTAssertEqual(
+            types(limited.apply(location: object, changedChildren: nil, index: nil)),
+            ["child_added a -", "child_added b a", "value - -"])
+        XCTAssertEqual(
+            types(ranged.apply(location: object, changedChildren: nil, index: nil)),
+            ["child_added a -", "child_added b a", "value - -"])
         // Object → leaf → empty.
-        XCTAssertEqual(types(plain.apply(location: other, changedChildren: nil, index: nil)), ["child_removed a -", "child_removed b -", "value - -"])
-        XCTAssertEqual(types(limited.apply(location: other, changedChildren: nil, index: nil)), ["child_removed a -", "child_removed b -", "value - -"])
+        XCTAssertEqual(
+            types(plain.apply(location: other, changedChildren: nil, index: nil)),
+            ["child_removed a -", "child_removed b -", "value - -"])
+        XCTAssertEqual(
+            types(limited.apply(location: other, changedChildren: nil, index: nil)),
+            ["child_removed a -", "child_removed b -", "value - -"])
         XCTAssertEqual(types(plain.apply(location: .empty, changedChildren: nil, index: nil)), ["value - -"])
         XCTAssertEqual(types(limited.apply(location: .empty, changedChildren: nil, index: nil)), [])
         XCTAssertEqual(rendered(plain), "null")
         XCTAssertEqual(types(plain.apply(location: .empty, changedChildren: nil, index: nil)), [])
-        XCTAssertEqual(types(ranged.apply(location: .empty, changedChildren: nil, index: nil)), ["child_removed a -", "child_removed b -", "value - -"])
+        XCTAssertEqual(
+            types(ranged.apply(location: .empty, changedChildren: nil, index: nil)),
+            ["child_removed a -", "child_removed b -", "value - -"])
     }
 
     func testLocationPriorityIsDroppedByFilteredViews() throws {
@@ -70,10 +84,12 @@ final class ViewTests: XCTestCase {
         let location = try node(json(#"{"a": 3, "b": 1, "c": 2, "d": {"x": 1}}"#))
         let byValue = View(spec: try spec(#"{"orderBy": "$value"}"#), location: location, index: nil)
         XCTAssertEqual(rendered(byValue), #"{"b":1,"c":2,"a":3,"d":{"x":1}}"#)
-        let ranged = View(spec: try spec(#"{"orderBy": "$value", "startAfter": 1, "endAt": 3}"#), location: location, index: nil)
+        let ranged = View(
+            spec: try spec(#"{"orderBy": "$value", "startAfter": 1, "endAt": 3}"#), location: location, index: nil)
         XCTAssertEqual(rendered(ranged), #"{"c":2,"a":3}"#)
         XCTAssertEqual(types(ranged.initialEvents()), ["child_added c -", "child_added a c", "value - -"])
-        let empty = View(spec: try spec(#"{"orderBy": "$value", "equalTo": "nothing"}"#), location: location, index: nil)
+        let empty = View(
+            spec: try spec(#"{"orderBy": "$value", "equalTo": "nothing"}"#), location: location, index: nil)
         XCTAssertEqual(rendered(empty), "null")
         XCTAssertEqual(types(empty.initialEvents()), ["value - -"])
     }
@@ -81,12 +97,18 @@ final class ViewTests: XCTestCase {
     func testChangedChildrenMayBeOverstatedOrDuplicated() throws {
         let before = try node(json(#"{"a": 1, "b": 2, "c": 3}"#))
         let after = try node(json(#"{"a": 1, "b": 5, "c": 3}"#))
-        for text in ["{}", #"{"orderBy": "$value"}"#, #"{"orderBy": "$value", "limitToFirst": 2}"#, #"{"startAt": null}"#] {
+        for text in [
+            "{}", #"{"orderBy": "$value"}"#, #"{"orderBy": "$value", "limitToFirst": 2}"#, #"{"startAt": null}"#,
+        ] {
             var view = View(spec: try spec(text), location: before, index: nil)
-            let events = view.apply(location: after, changedChildren: [Key("a"), Key("b"), Key("b"), Key("zz")], index: nil)
-            XCTAssertTrue(events.contains { $0.type == .childChanged && $0.key == Key("b") } || text.contains("limitToFirst"), text)
+            let events = view.apply(
+                location: after, changedChildren: [Key("a"), Key("b"), Key("b"), Key("zz")], index: nil)
+            XCTAssertTrue(
+                events.contains { $0.type == .childChanged && $0.key == Key("b") } || text.contains("limitToFirst"),
+                text)
             XCTAssertEqual(events.last?.type, .value, text)
-            XCTAssertEqual(events.filter { $0.type == .childChanged }.count, text.contains("limitToFirst") ? 0 : 1, text)
+            XCTAssertEqual(
+                events.filter { $0.type == .childChanged }.count, text.contains("limitToFirst") ? 0 : 1, text)
         }
     }
 
@@ -95,7 +117,8 @@ final class ViewTests: XCTestCase {
         for i in 0..<20_000 {
             let digits = String(i)
             let key = Key("k" + String(repeating: "0", count: 5 - digits.count) + digits)
-            children.append((key, .object(ChildMap().inserting(Key("score"), .leaf(.number(.int(Int64(i * 7 % 20_000))))))))
+            children.append(
+                (key, .object(ChildMap().inserting(Key("score"), .leaf(.number(.int(Int64(i * 7 % 20_000))))))))
         }
         var location = Node.object(ChildMap(sortedUniqueEntries: children))
         let spec = try spec(#"{"orderBy": "score", "limitToLast": 3}"#)

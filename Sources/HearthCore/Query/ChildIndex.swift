@@ -69,16 +69,45 @@ public struct ChildIndex: Sendable {
             storage = .keys(children)
             return
         }
-        var entries: [(IndexEntry, Node)] = []
+        var entries: [IndexEntry] = []
+        var nodes: [Node] = []
         entries.reserveCapacity(children.count)
+        nodes.reserveCapacity(children.count)
         var sorted = true
         for (key, child) in children {
             let entry = IndexEntry(order.indexValue(of: child), key)
-            if sorted, let last = entries.last, IndexEntry.compare(last.0, entry) >= 0 { sorted = false }
-            entries.append((entry, child))
+            if sorted, let last = entries.last, IndexEntry.compare(last, entry) >= 0 { sorted = false }
+            entries.append(entry)
+            nodes.append(child)
         }
-        if !sorted { entries.sort { IndexEntry.compare($0.0, $1.0) < 0 } }
-        storage = .entries(SortedTree(sortedUniqueEntries: entries))
+        if sorted {
+            storage = .entries(SortedTree(sortedUniqueEntries: Array(zip(entries, nodes))))
+            return
+        }
+        // Sort a permutation (moving integers is much cheaper than moving entries and nodes),
+        // deciding most comparisons by the kind and, for numbers, the double value alone.
+        var kinds: [UInt8] = []
+        var numbers: [Double] = []
+        kinds.reserveCapacity(entries.count)
+        numbers.reserveCapacity(entries.count)
+        for entry in entries {
+            kinds.append(UInt8(entry.value.kindRank))
+            if case .number(let n) = entry.value { numbers.append(n.doubleValue) } else { numbers.append(0) }
+        }
+        let permutation = entries.withUnsafeBufferPointer { buffer in
+            kinds.withUnsafeBufferPointer { kinds in
+                numbers.withUnsafeBufferPointer { numbers in
+                    var permutation = Array(0..<buffer.count)
+                    permutation.sort { a, b in
+                        if kinds[a] != kinds[b] { return kinds[a] < kinds[b] }
+                        if kinds[a] == 3, numbers[a] != numbers[b] { return numbers[a] < numbers[b] }
+                        return IndexEntry.compare(buffer[a], buffer[b]) < 0
+                    }
+                    return permutation
+                }
+            }
+        }
+        storage = .entries(SortedTree(sortedUniqueEntries: permutation.map { (entries[$0], nodes[$0]) }))
     }
 
     /// The number of children.
@@ -104,8 +133,8 @@ public struct ChildIndex: Sendable {
     }
 
     /// Brings the index from `old` to `new` (two states of its location). `changedChildren`: the
-    /// keys that may have changed, or nil to find them (O(n) walk that skips shared subtrees'
-    /// comparisons only at the root). O(|changed| log n) otherwise.
+    /// keys that may have changed, O(|changedChildren| log n); or nil to find them with
+    /// `changedKeys(from:to:)`, O(n) plus O(log n) per changed child (cheaper than rebuilding).
     public mutating func update(from old: Node, to new: Node, changedChildren: [Key]?) {
         if case .keys = storage {
             storage = .keys(new.children)
@@ -194,10 +223,17 @@ public struct ChildIndex: Sendable {
     }
 
     /// The entry immediately before (value, key) in index order, if any. O(log n).
-    func predecessor(of value: IndexValue, _ key: Key) -> (value: IndexValue, key: Key, node: Node)? {
+    func predecessor(of value: IndexValue, _ key: Key) -> WindowEntry? {
         var cursor = makeCursor(from: QueryBound(value: value, key: .key(key), inclusive: false), reversed: true)
         return cursor.next()
     }
+}
+
+/// One child as a window holds it: its sort value, key and node.
+struct WindowEntry: Sendable {
+    let value: IndexValue
+    let key: Key
+    let node: Node
 }
 
 /// Walks a `ChildIndex` in either direction, yielding (sort value, key, node).
@@ -216,12 +252,12 @@ struct IndexCursor {
         self.entries = entries
     }
 
-    mutating func next() -> (value: IndexValue, key: Key, node: Node)? {
+    mutating func next() -> WindowEntry? {
         if entries != nil {
             guard let e = entries?.next() else { return nil }
-            return (e.key.value, e.key.key, e.value)
+            return WindowEntry(value: e.key.value, key: e.key.key, node: e.value)
         }
         guard let e = keys?.next() else { return nil }
-        return (.null, e.key, e.value)
+        return WindowEntry(value: .null, key: e.key, node: e.value)
     }
 }

@@ -2,7 +2,7 @@
 /// query order, then the first or last `n` of them when limited (range before limit).
 public enum QueryEvaluator {
     /// One windowed child with its sort value.
-    typealias Entry = (value: IndexValue, key: Key, node: Node)
+    typealias Entry = WindowEntry
 
     /// The children of `location` selected by `spec`, in query order. A leaf location has no
     /// children, so every query over it selects nothing here (an unfiltered query's result is the
@@ -46,7 +46,9 @@ public enum QueryEvaluator {
     /// The window computed naively: sort every child, keep those in range, then apply the
     /// limit. O(n log n).
     static func reference(_ spec: QuerySpec, of location: Node) -> [Entry] {
-        var all: [Entry] = location.children.map { (spec.order.indexValue(of: $0.value), $0.key, $0.value) }
+        var all: [Entry] = location.children.map {
+            WindowEntry(value: spec.order.indexValue(of: $0.value), key: $0.key, node: $0.value)
+        }
         if case .key = spec.order {
         } else {
             all.sort { spec.order.compare(($0.value, $0.key), ($1.value, $1.key)) < 0 }

@@ -31,7 +31,8 @@ extension QuerySpec {
         for member in members {
             guard Self.wireFields.contains(where: { $0.utf8.elementsEqual(member.key.utf8) }) else {
                 throw Self.invalid(
-                    "unknown query field \(quoted(member.key)); the fields are " + Self.wireFields.joined(separator: ", "))
+                    "unknown query field \(quoted(member.key)); the fields are "
+                        + Self.wireFields.joined(separator: ", "))
             }
             guard fields[member.key] == nil else {
                 throw Self.invalid(Self.repeatedMessage(member.key))
@@ -56,7 +57,9 @@ extension QuerySpec {
         }
         for name in ["startAt", "startAfter", "endAt", "endBefore", "equalTo"] where fields[name + "Key"] != nil {
             guard fields[name] != nil else {
-                throw Self.invalid("\(name)Key needs \(name): the key only breaks ties between children whose sort value equals \(name)")
+                throw Self.invalid(
+                    "\(name)Key needs \(name): the key only breaks ties between children whose sort value equals \(name)"
+                )
             }
             if case .key = order {
                 throw Self.invalid(
@@ -72,7 +75,8 @@ extension QuerySpec {
             start = bound
             if name == "equalTo" {
                 end = try parseBound(
-                    name: name, value: value, key: fields[name + "Key"], defaultKey: .max, inclusive: true, limits: limits)
+                    name: name, value: value, key: fields[name + "Key"], defaultKey: .max, inclusive: true,
+                    limits: limits)
             }
         }
         if let name = endNames.first, name != "equalTo", let value = fields[name] {
@@ -175,7 +179,8 @@ extension QuerySpec {
         switch order {
         case .key:
             guard case .string(let s) = value else {
-                throw Self.invalid("when ordering by key, \(name) must be a string (a key), not \(Self.describe(value))")
+                throw Self.invalid(
+                    "when ordering by key, \(name) must be a string (a key), not \(Self.describe(value))")
             }
             return QueryBound(value: .null, key: Self.boundKey(unvalidated: s), inclusive: inclusive)
         case .priority:
@@ -234,8 +239,10 @@ extension QuerySpec {
         switch name {
         case "orderBy": return "orderBy appears twice: a query has one order"
         case "limitToFirst", "limitToLast": return "\(name) appears twice: a query has one limit"
-        case "startAt", "startAfter": return "\(name) appears twice: a query has one starting point (startAt, startAfter or equalTo)"
-        case "endAt", "endBefore": return "\(name) appears twice: a query has one ending point (endAt, endBefore or equalTo)"
+        case "startAt", "startAfter":
+            return "\(name) appears twice: a query has one starting point (startAt, startAfter or equalTo)"
+        case "endAt", "endBefore":
+            return "\(name) appears twice: a query has one ending point (endAt, endBefore or equalTo)"
         case "equalTo": return "equalTo appears twice: a query has one starting and one ending point"
         default: return "\(name) appears twice"
         }

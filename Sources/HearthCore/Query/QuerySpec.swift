@@ -59,7 +59,9 @@ public struct QuerySpec: Sendable, Hashable {
     public var end: QueryBound?
     public var limit: QueryLimit?
 
-    public init(order: QueryOrder = .priority, start: QueryBound? = nil, end: QueryBound? = nil, limit: QueryLimit? = nil) {
+    public init(
+        order: QueryOrder = .priority, start: QueryBound? = nil, end: QueryBound? = nil, limit: QueryLimit? = nil
+    ) {
         self.order = order
         self.start = start
         self.end = end

@@ -100,7 +100,9 @@ public struct View: Sendable {
         buffer.append(UInt8(ascii: "}"))
     }
 
-    static func writeMember(_ key: Key, _ node: Node, first: inout Bool, into buffer: inout [UInt8], format: Node.Format) {
+    static func writeMember(
+        _ key: Key, _ node: Node, first: inout Bool, into buffer: inout [UInt8], format: Node.Format
+    ) {
         if !first { buffer.append(UInt8(ascii: ",")) }
         first = false
         JSONWriter.writeString(key.string, into: &buffer)
