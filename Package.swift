@@ -21,6 +21,14 @@ let package = Package(
         .target(name: "HearthJSON"),
         // libm: Number and JSONValue round doubles.
         .target(name: "HearthCore", dependencies: ["HearthJSON"], linkerSettings: [.linkedLibrary("m")]),
+        // The system zlib (zlib1g-dev), for snapshot compression and CRC-32.
+        .systemLibrary(name: "CZlib"),
+        .target(
+            name: "HearthStorage",
+            dependencies: [
+                "HearthCore", "HearthJSON", "CZlib",
+                .product(name: "Logging", package: "swift-log"),
+            ]),
         .target(
             name: "HearthProtocol",
             dependencies: [
@@ -30,7 +38,7 @@ let package = Package(
         .target(
             name: "HearthServer",
             dependencies: [
-                "HearthCore", "HearthJSON", "HearthProtocol",
+                "HearthCore", "HearthJSON", "HearthProtocol", "HearthStorage",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
@@ -53,6 +61,12 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]),
         .testTarget(name: "HearthJSONTests", dependencies: ["HearthJSON"]),
+        .testTarget(
+            name: "HearthStorageTests",
+            dependencies: [
+                "HearthStorage", "HearthCore", "HearthJSON",
+                .product(name: "Logging", package: "swift-log"),
+            ]),
         .testTarget(
             name: "HearthCoreTests", dependencies: ["HearthCore", "HearthJSON"],
             exclude: ["Resources"]),

@@ -147,7 +147,7 @@ public struct RequestDecoder: Sendable {
             let query = try fields.json["query"].map { q throws(DatabaseError) in try QuerySpec(json: q, limits: limits) }
             return .subscribe(path: path, query: query ?? .default, events: try eventMask(fields))
         case "unsubscribe":
-            guard let sub = fields.json["sub"]?.int64Value, sub > 0, sub <= Int64(Int32.max) else {
+            guard let sub = fields.json["sub"]?.int64Value, sub > 0 else {
                 throw DatabaseError(.badRequest, "field \"sub\" must be a subscription id (a positive integer)")
             }
             return .unsubscribe(sub: Int(sub))

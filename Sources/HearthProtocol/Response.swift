@@ -11,7 +11,7 @@ public enum ResponseBody: Sendable {
     case value(Node, rev: UInt64, options: ReadOptions)
     /// A read with a query: the selected children in query order (or the location itself for a
     /// leaf under an unfiltered query), plus an index warning when there is one.
-    case window(QueryResult, rev: UInt64, format: Node.Format, warning: String?)
+    case window(QueryResult, rev: UInt64, options: ReadOptions, warning: String?)
     /// A subscription was created.
     case subscribed(sub: Int, rev: UInt64, warning: String?)
     /// A transaction that committed as `rev`.
@@ -54,11 +54,15 @@ public enum ResponseEncoder {
                 buffer.append(contentsOf: #","hash":"#.utf8)
                 JSONWriter.writeString(node.hash, into: &buffer)
             }
-        case .window(let result, let rev, let format, let warning):
+        case .window(let result, let rev, let options, let warning):
             buffer.append(contentsOf: #","ok":true,"value":"#.utf8)
-            result.writeJSON(into: &buffer, format: format)
+            result.writeJSON(into: &buffer, format: options.format, shallow: options.shallow)
             buffer.append(contentsOf: #","rev":"#.utf8)
             JSONWriter.writeInt(Int64(truncatingIfNeeded: rev), into: &buffer)
+            if options.hash {
+                buffer.append(contentsOf: #","hash":"#.utf8)
+                JSONWriter.writeString(result.node.hash, into: &buffer)
+            }
             writeWarning(warning, into: &buffer)
         case .subscribed(let sub, let rev, let warning):
             buffer.append(contentsOf: #","ok":true,"sub":"#.utf8)
@@ -126,17 +130,34 @@ public enum ResponseEncoder {
     }
 }
 
-/// The value of a query read: selected children in query order, or a whole node.
+/// The value of a query read: selected children in query order (with the location's priority
+/// for an unfiltered query), or a whole node (a leaf location).
 public enum QueryResult: Sendable {
-    case children([(key: Key, node: Node)])
+    case children([(key: Key, node: Node)], priority: Priority?)
     case node(Node)
 
-    /// Writes the children as one object in query order (`null` when there are none).
-    public func writeJSON(into buffer: inout [UInt8], format: Node.Format) {
+    /// The result as one node (for its hash).
+    public var node: Node {
+        switch self {
+        case .node(let node): return node
+        case .children(let entries, let priority):
+            var map = ChildMap()
+            for entry in entries { map.insert(entry.key, entry.node) }
+            return Node.object(map, priority: priority)
+        }
+    }
+
+    /// Writes the children as one object in query order (`null` when there are none);
+    /// `shallow` renders each child as `true`.
+    public func writeJSON(into buffer: inout [UInt8], format: Node.Format, shallow: Bool = false) {
         switch self {
         case .node(let node):
-            node.writeJSON(into: &buffer, format: format)
-        case .children(let entries):
+            if shallow {
+                node.shallowJSONValue().serialize(into: &buffer)
+            } else {
+                node.writeJSON(into: &buffer, format: format)
+            }
+        case .children(let entries, let priority):
             guard !entries.isEmpty else {
                 buffer.append(contentsOf: "null".utf8)
                 return
@@ -146,7 +167,15 @@ public enum QueryResult: Sendable {
                 if i > 0 { buffer.append(UInt8(ascii: ",")) }
                 JSONWriter.writeString(entry.key.string, into: &buffer)
                 buffer.append(UInt8(ascii: ":"))
-                entry.node.writeJSON(into: &buffer, format: format)
+                if shallow {
+                    buffer.append(contentsOf: "true".utf8)
+                } else {
+                    entry.node.writeJSON(into: &buffer, format: format)
+                }
+            }
+            if format == .export, !shallow, let priority {
+                buffer.append(contentsOf: #",".priority":"#.utf8)
+                priority.writeJSON(into: &buffer)
             }
             buffer.append(UInt8(ascii: "}"))
         }

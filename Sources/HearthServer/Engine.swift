@@ -1,6 +1,7 @@
 import HearthCore
 import HearthJSON
 import HearthProtocol
+import HearthStorage
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore
@@ -32,9 +33,11 @@ enum Submission: Sendable {
 /// all submissions in one total order on its own thread.
 ///
 /// Submissions are queued under a lock from any thread; the engine drains the whole queue in
-/// one turn (a batch), then hands each connection its outputs in one delivery. A pipelining
-/// client therefore gets many requests per engine turn, and (with durability) one flush per
-/// batch covers them all.
+/// one turn (a batch), appends the batch's writes to the log with one write (and, under
+/// `fsync: always`, one fsync), and only then hands each connection its outputs in one
+/// delivery. A pipelining client therefore gets many requests per engine turn and per fsync.
+/// A read that follows writes in the same turn first commits them, so no read ever shows data
+/// the log does not have.
 final class Engine: @unchecked Sendable {
     // Everything below `inbox` is confined to `loop`.
     let loop: any EventLoop
@@ -45,9 +48,13 @@ final class Engine: @unchecked Sendable {
     private let views = ViewRegistry()
     private let rules: IndexRules
     private let strictIndexes: Bool
-    /// Locations already warned about (one log line per location and order).
+    /// Locations already warned about (one log line per location).
     private var warnedIndexes: Set<String> = []
     private let allocator = ByteBufferAllocator()
+    /// The write-ahead log; nil keeps the data in memory only.
+    private let storage: Storage?
+    /// Set when the log failed: writes are refused with `unavailable` until a restart.
+    private var storageFailure: StorageError?
     private let logger: Logger
     private let clock: @Sendable () -> Int64
 
@@ -57,11 +64,12 @@ final class Engine: @unchecked Sendable {
     }
 
     init(
-        loop: any EventLoop, database: Database, rules: IndexRules, strictIndexes: Bool, logger: Logger,
-        clock: @escaping @Sendable () -> Int64
+        loop: any EventLoop, database: Database, storage: Storage?, rules: IndexRules, strictIndexes: Bool,
+        logger: Logger, clock: @escaping @Sendable () -> Int64
     ) {
         self.loop = loop
         self.database = database
+        self.storage = storage
         self.rules = rules
         self.strictIndexes = strictIndexes
         self.logger = logger
@@ -105,28 +113,88 @@ final class Engine: @unchecked Sendable {
             return items
         }
         let now = clock()
-        var outputs: [UInt64: (SessionLink, [Outbound])] = [:]
-        var barriers: [EventLoopPromise<Void>] = []
+        var batch = Batch(checkpoint: database)
         for item in items {
             switch item {
             case .request(let session, let request):
-                handle(request, session: session, now: now, outputs: &outputs)
+                if request.operation.readsData, batch.hasUncommittedWrites { commit(&batch) }
+                handle(request, session: session, now: now, batch: &batch)
             case .disconnected(let sessionID):
                 views.removeSession(sessionID)
-                runOnDisconnect(sessionID, now: now, outputs: &outputs)
+                runOnDisconnect(sessionID, now: now, batch: &batch)
             case .barrier(let promise):
-                barriers.append(promise)
+                batch.barriers.append(promise)
             }
         }
-        for (session, batch) in outputs.values { session.deliver(batch) }
-        for promise in barriers { promise.succeed() }
+        commit(&batch)
+        for (session, outputs) in batch.outputs.values { session.deliver(outputs) }
+        for promise in batch.barriers { promise.succeed() }
+        if let storage, storageFailure == nil, storage.wantsCompaction, !storage.isCompacting {
+            storage.compact(root: database.root, rev: database.rev)
+        }
+    }
+
+    /// Makes the batch's writes durable (per the fsync policy) before anything they produced
+    /// leaves; if the log fails, undoes them and refuses writes from now on.
+    private func commit(_ batch: inout Batch) {
+        guard batch.hasUncommittedWrites else { return }
+        guard let storage else {
+            batch.committed(database)
+            return
+        }
+        do {
+            try storage.append(batch.logged)
+            batch.committed(database)
+        } catch {
+            storageFailed(error)
+            let failedRoot = database.root
+            database = batch.checkpoint
+            views.resync(from: failedRoot, to: database.root, rev: database.rev)
+            batch.rolledBack(unavailable)
+        }
+    }
+
+    private var unavailable: DatabaseError {
+        DatabaseError(
+            .unavailable,
+            "storage failed (\(storageFailure?.message ?? "unknown error")); the write was not applied; writes are refused until the server restarts")
+    }
+
+    private func storageFailed(_ error: StorageError) {
+        guard storageFailure == nil else { return }
+        storageFailure = error
+        logger.critical(
+            "STORAGE FAILED: refusing all writes until restart; reads continue",
+            metadata: ["error": "\(error.message)"])
+    }
+
+    /// Under `fsync: everysec`: fsyncs the log when due (called once a second).
+    func syncIfDue() {
+        loop.preconditionInEventLoop()
+        guard let storage, storageFailure == nil else { return }
+        do { try storage.syncIfDue() } catch { storageFailed(error) }
+    }
+
+    /// Flushes and closes the log (graceful shutdown, after the last batch).
+    func closeStorage() {
+        loop.preconditionInEventLoop()
+        do { try storage?.close() } catch {
+            logger.error("closing the log failed", metadata: ["error": "\(error.message)"])
+        }
     }
 
     private func handle(
-        _ request: Request, session: SessionLink, now: Int64, outputs: inout [UInt64: (SessionLink, [Outbound])]
+        _ request: Request, session: SessionLink, now: Int64, batch: inout Batch
     ) {
         func respond(_ body: ResponseBody) {
-            outputs[session.id, default: (session, [])].1.append(.response(request.id, body))
+            batch.append(.response(request.id, body), for: session)
+        }
+        func acknowledge(_ body: ResponseBody) {
+            batch.appendProvisional(.response(request.id, body), for: session)
+        }
+        if request.operation.writesData, storageFailure != nil {
+            respond(.failure(unavailable))
+            return
         }
         switch request.operation {
         case .get(let path, let options):
@@ -144,20 +212,23 @@ final class Engine: @unchecked Sendable {
                     result = .node(location)
                 } else {
                     // A declared index is built on first use and maintained from then on.
-                    if warning == nil, views.index(for: query.order, at: path) == nil, query.order != .key {
+                    if isDeclaredIndex(query.order, at: path), views.index(for: query.order, at: path) == nil {
                         views.declareIndex(query.order, at: path, data: database.root)
                     }
                     let index = views.index(for: query.order, at: path)
-                    result = .children(QueryEvaluator.window(query, of: location, index: index))
+                    result = .children(
+                        QueryEvaluator.window(query, of: location, index: index),
+                        priority: query.isUnfiltered ? location.priority : nil)
                 }
-                respond(.window(result, rev: database.rev, format: options.format, warning: warning))
+                respond(.window(result, rev: database.rev, options: options, warning: warning))
             }
         case .write(let write, let kind):
             switch database.apply(write, now: now) {
             case .committed(let logged, let before):
                 let rev = logged.rev
-                views.apply(paths: write.paths, before: before, after: database.root, rev: rev, outputs: &outputs)
-                respond(kind == .transaction ? .transactionCommitted(rev: rev) : .committed(rev: rev))
+                batch.record(logged)
+                views.apply(paths: write.paths, before: before, after: database.root, rev: rev, batch: &batch)
+                acknowledge(kind == .transaction ? .transactionCommitted(rev: rev) : .committed(rev: rev))
             case .stale(let current):
                 respond(.stale(current: current))
             }
@@ -167,8 +238,9 @@ final class Engine: @unchecked Sendable {
             switch database.apply(write, now: now) {
             case .committed(let logged, let before):
                 let rev = logged.rev
-                views.apply(paths: write.paths, before: before, after: database.root, rev: rev, outputs: &outputs)
-                respond(.pushed(key: key, rev: rev))
+                batch.record(logged)
+                views.apply(paths: write.paths, before: before, after: database.root, rev: rev, batch: &batch)
+                acknowledge(.pushed(key: key, rev: rev))
             case .stale:
                 respond(.failure(DatabaseError(.internal, "push did not commit")))
             }
@@ -179,15 +251,14 @@ final class Engine: @unchecked Sendable {
             case .success(let warning):
                 let (sub, view) = views.subscribe(
                     session: session, path: path, query: query, events: events, data: database.root,
-                    declared: rules.isDeclared(query.order, at: path))
+                    declared: isDeclaredIndex(query.order, at: path))
                 respond(.subscribed(sub: sub, rev: database.rev, warning: warning))
                 for event in view.initialEvents() where events.contains(event.type) {
                     let body =
                         event.type == .value
                         ? EventEncoder.valueEventBody(view, rev: database.rev)
                         : EventEncoder.childEventBody(event, rev: database.rev)
-                    outputs[session.id, default: (session, [])].1.append(
-                        .event(sub: sub, body: allocator.buffer(bytes: body)))
+                    batch.append(.event(sub: sub, body: allocator.buffer(bytes: body)), for: session)
                 }
             }
         case .unsubscribe(let sub):
@@ -210,6 +281,15 @@ final class Engine: @unchecked Sendable {
         }
     }
 
+    /// Whether the rules declare an index for `order` at `path` (kept for good once built).
+    /// Key order needs no index; priority indexes live while subscriptions use them.
+    private func isDeclaredIndex(_ order: QueryOrder, at path: Path) -> Bool {
+        switch order {
+        case .key, .priority: return false
+        case .value, .child: return rules.isDeclared(order, at: path)
+        }
+    }
+
     /// Whether a query ordered by `order` at `path` may run: declared indexes pass; others pass
     /// with a warning (logged once per location), or fail under `strictIndexes`.
     private func indexCheck(_ order: QueryOrder, at path: Path) -> Result<String?, DatabaseError> {
@@ -224,20 +304,46 @@ final class Engine: @unchecked Sendable {
         if strictIndexes {
             return .failure(DatabaseError(.indexNotDefined, "no index for this query: \(advice)"))
         }
-        if warnedIndexes.insert("\(path) \(name)").inserted {
+        if warnedIndexes.insert("\(path)").inserted {
             logger.warning("query on an undeclared index", metadata: ["path": "\(path)", "orderBy": "\(name)"])
         }
         return .success("index_not_defined: \(advice)")
     }
 
-    private func runOnDisconnect(_ sessionID: UInt64, now: Int64, outputs: inout [UInt64: (SessionLink, [Outbound])]) {
+    private func runOnDisconnect(_ sessionID: UInt64, now: Int64, batch: inout Batch) {
         guard let queue = onDisconnect.removeValue(forKey: sessionID),
             let write = queue.write(limits: database.limits)
         else { return }
+        guard storageFailure == nil else {
+            logger.error("onDisconnect operations dropped: storage failed", metadata: ["connection": "\(sessionID)"])
+            return
+        }
         if case .committed(let logged, let before) = database.apply(write, now: now) {
             let rev = logged.rev
-            views.apply(paths: write.paths, before: before, after: database.root, rev: rev, outputs: &outputs)
+            batch.record(logged)
+            views.apply(paths: write.paths, before: before, after: database.root, rev: rev, batch: &batch)
             logger.debug("ran onDisconnect operations", metadata: ["connection": "\(sessionID)", "rev": "\(rev)"])
+        }
+    }
+}
+
+extension HearthProtocol.Operation {
+    /// Whether the operation shows data to the client (so earlier writes must be durable first).
+    var readsData: Bool {
+        switch self {
+        case .get, .subscribe: return true
+        case .write(let write, _):
+            if case .transaction = write { return true }  // a stale answer shows the current value
+            return false
+        default: return false
+        }
+    }
+
+    /// Whether the operation changes data.
+    var writesData: Bool {
+        switch self {
+        case .write, .push: return true
+        default: return false
         }
     }
 }

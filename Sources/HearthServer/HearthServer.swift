@@ -1,5 +1,6 @@
 public import HearthCore
 import HearthProtocol
+import HearthStorage
 public import Logging
 import NIOConcurrencyHelpers
 public import NIOCore
@@ -42,16 +43,28 @@ public final class HearthServer: Sendable {
         self.logger = logger
     }
 
-    /// Starts a server with `configuration` and returns once it accepts connections.
+    /// Opens the data directory, recovers the database, and returns once the server accepts
+    /// connections. Throws `StorageError` when the directory is locked by another process or
+    /// its files are damaged (the message names the file and offset).
     public static func start(
         configuration: ServerConfiguration, rules: IndexRules = IndexRules(), logger: Logger
     ) async throws -> HearthServer {
+        var options = StorageOptions.default
+        options.fsync = configuration.fsync
+        let (storage, recovered) = try Storage.open(
+            directory: configuration.dataDirectory, options: options, logger: logger)
+        logger.info(
+            "recovered the database", metadata: ["rev": "\(recovered.rev)", "dataDir": "\(configuration.dataDirectory)"])
         let engineGroup = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let ioGroup = MultiThreadedEventLoopGroup(numberOfThreads: System.coreCount)
         let clock = wallClockMilliseconds
         let engine = Engine(
-            loop: engineGroup.next(), database: Database(limits: configuration.limits), rules: rules,
-            strictIndexes: configuration.strictIndexes, logger: logger, clock: clock)
+            loop: engineGroup.next(),
+            database: Database(root: recovered.root, rev: recovered.rev, limits: configuration.limits),
+            storage: storage, rules: rules, strictIndexes: configuration.strictIndexes, logger: logger, clock: clock)
+        if configuration.fsync == .everysec {
+            engine.loop.scheduleRepeatedTask(initialDelay: .seconds(1), delay: .seconds(1)) { _ in engine.syncIfDue() }
+        }
         let registry = ConnectionRegistry()
         let nextID = ManagedAtomicCounter()
         let bootstrap = ServerBootstrap(group: ioGroup)
@@ -74,6 +87,7 @@ public final class HearthServer: Sendable {
         do {
             listener = try await bootstrap.bind(host: configuration.host, port: configuration.port).get()
         } catch {
+            try? await engine.loop.submit { engine.closeStorage() }.get()
             try? await ioGroup.shutdownGracefully()
             try? await engineGroup.shutdownGracefully()
             throw error
@@ -111,6 +125,7 @@ public final class HearthServer: Sendable {
         if let state = try? await engine.snapshot().get() {
             finalState.withLockedValue { $0 = state }
         }
+        try? await engine.loop.submit { self.engine.closeStorage() }.get()
         try? await ioGroup.shutdownGracefully()
         try? await engineGroup.shutdownGracefully()
         logger.info("stopped")

@@ -1,5 +1,6 @@
 public import HearthCore
 public import HearthJSON
+import HearthStorage
 import Logging
 
 #if canImport(Glibc)

@@ -1,15 +1,6 @@
 public import HearthCore
+public import HearthStorage
 public import Logging
-
-/// When the write-ahead log is forced to disk.
-public enum FsyncPolicy: String, Sendable, CaseIterable {
-    /// Before any acknowledgement or event of a batch leaves the server (the default).
-    case always
-    /// About once per second; a crash may lose the last second of acknowledged writes.
-    case everysec
-    /// Never explicitly; the operating system decides.
-    case never
-}
 
 /// Every setting of `hearthd`, with its default. `config/hearth.json` documents each one;
 /// precedence is defaults < config file < environment (`HEARTH_*`) < command-line flags.

@@ -131,12 +131,10 @@ final class ViewRegistry {
 
     // MARK: Writes
 
-    /// The event lines a committed write raises, appended per connection to `outputs`, deeper
-    /// views first (semantics §4.6). Indexes are brought up to date first.
-    func apply(
-        paths: [Path], before: Node, after: Node, rev: UInt64,
-        outputs: inout [UInt64: (SessionLink, [Outbound])]
-    ) {
+    /// The event lines a committed write raises, appended per connection to the batch (as
+    /// provisional until the log has the write), deeper views first (semantics §4.6). Indexes
+    /// are brought up to date first.
+    func apply(paths: [Path], before: Node, after: Node, rev: UInt64, batch: inout Batch) {
         var affected: [ObjectIdentifier: (node: TrieNode, changed: Set<Key>?)] = [:]
         func mark(_ node: TrieNode, _ key: Key?) {
             guard !node.views.isEmpty || !node.indexes.isEmpty else { return }
@@ -183,16 +181,14 @@ final class ViewRegistry {
                 let index = node.indexes[slot.view.spec.order]?.index
                 let events = slot.view.apply(location: new, changedChildren: keys, index: index)
                 guard !events.isEmpty else { continue }
-                deliver(events, of: slot, rev: rev, outputs: &outputs)
+                deliver(events, of: slot, rev: rev, batch: &batch)
             }
         }
     }
 
     /// Encodes each event once and hands it to every subscriber that asked for its type, in
     /// registration order.
-    private func deliver(
-        _ events: [ViewEvent], of slot: ViewSlot, rev: UInt64, outputs: inout [UInt64: (SessionLink, [Outbound])]
-    ) {
+    private func deliver(_ events: [ViewEvent], of slot: ViewSlot, rev: UInt64, batch: inout Batch) {
         let allocator = ByteBufferAllocator()
         for event in events {
             let wanted = slot.subscribers.filter { $0.events.contains(event.type) }
@@ -202,8 +198,7 @@ final class ViewRegistry {
                 ? EventEncoder.valueEventBody(slot.view, rev: rev) : EventEncoder.childEventBody(event, rev: rev)
             let shared = allocator.buffer(bytes: body)
             for subscriber in wanted {
-                outputs[subscriber.session.id, default: (subscriber.session, [])].1.append(
-                    .event(sub: subscriber.sub, body: shared))
+                batch.appendProvisional(.event(sub: subscriber.sub, body: shared), for: subscriber.session)
             }
         }
     }
@@ -243,5 +238,14 @@ final class ViewRegistry {
         for depth in stride(from: chain.count - 1, through: 1, by: -1) where chain[depth].isUnused {
             chain[depth - 1].children[path.segments[depth - 1]] = nil
         }
+    }
+}
+
+extension ViewRegistry {
+    /// Brings every view and index back to `root` without raising events (after the log
+    /// refused writes that the views had already seen).
+    func resync(from current: Node, to root: Node, rev: UInt64) {
+        var discarded = Batch(checkpoint: Database())
+        apply(paths: [.root], before: current, after: root, rev: rev, batch: &discarded)
     }
 }

@@ -1,3 +1,4 @@
+import Foundation
 import HearthCore
 import HearthJSON
 import HearthServer
@@ -62,6 +63,8 @@ final class ConcurrencyTests: XCTestCase {
     func testGracefulShutdownSendsGoawayAndAnswersInFlight() async throws {
         var configuration = ServerConfiguration()
         configuration.port = 0
+        configuration.dataDirectory = temporaryDataDirectory()
+        defer { try? FileManager.default.removeItem(atPath: configuration.dataDirectory) }
         let server = try await HearthServer.start(configuration: configuration, logger: quietLogger)
         let c = try TestClient(port: server.port)
         let watcher = try TestClient(port: server.port)
@@ -86,5 +89,12 @@ final class ConcurrencyTests: XCTestCase {
         let final = try await server.snapshot()
         XCTAssertEqual(final.root.child(Key("n")).leafValue, .number(.int(lastAnswered)))
         XCTAssertEqual(final.root.child(Key("bye")).leafValue, .bool(true), "onDisconnect ran at shutdown")
+
+        // A restart on the same directory recovers exactly that state.
+        let restarted = try await HearthServer.start(configuration: configuration, logger: quietLogger)
+        let recovered = try await restarted.snapshot()
+        XCTAssertEqual(recovered.root, final.root)
+        XCTAssertEqual(recovered.rev, final.rev)
+        await restarted.shutdown()
     }
 }

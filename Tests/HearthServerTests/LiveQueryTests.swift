@@ -108,6 +108,23 @@ final class LiveQueryTests: XCTestCase {
         }
     }
 
+    func testQueryReadsHonourShallowHashAndExport() async throws {
+        try await withLiveServer { server in
+            let c = try TestClient(port: server.port)
+            try c.request(#"{"op":"set","path":"/s","value":{"a":{"n":3},"b":{"n":1},"c":{"n":2},".priority":"p"}}"#)
+            let ordered = try c.request(#"{"op":"get","path":"/s","query":{"orderBy":"n"},"format":"export"}"#)
+            XCTAssertEqual(ordered["value"]?.objectMembers?.map(\.key), ["b", "c", "a", ".priority"])
+            let shallow = try c.request(#"{"op":"get","path":"/s","query":{"orderBy":"n","limitToFirst":2},"shallow":true}"#)
+            XCTAssertEqual(shallow["value"], json(#"{"b":true,"c":true}"#))
+            let whole = try c.request(#"{"op":"get","path":"/s","hash":true}"#)
+            let unfiltered = try c.request(#"{"op":"get","path":"/s","query":{"orderBy":"n"},"hash":true}"#)
+            XCTAssertEqual(unfiltered["hash"], whole["hash"], "an unfiltered query hashes like the location")
+            let limited = try c.request(#"{"op":"get","path":"/s","query":{"orderBy":"n","limitToFirst":1},"hash":true}"#)
+            try c.request(#"{"op":"set","path":"/t","value":{"b":{"n":1}}}"#)
+            XCTAssertEqual(limited["hash"], try c.request(#"{"op":"get","path":"/t","hash":true}"#)["hash"])
+        }
+    }
+
     /// An event as the vectors write it: [type, key, prev].
     static func tuple(_ event: JSONValue) -> JSONValue {
         let type = event["event"] ?? .null

@@ -1,3 +1,4 @@
+import Foundation
 import HearthCore
 import HearthJSON
 import HearthServer
@@ -110,6 +111,8 @@ final class SubscriptionTests: XCTestCase {
         var configuration = ServerConfiguration()
         configuration.port = 0
         configuration.strictIndexes = true
+        configuration.dataDirectory = temporaryDataDirectory()
+        defer { try? FileManager.default.removeItem(atPath: configuration.dataDirectory) }
         let server = try await HearthServer.start(configuration: configuration, rules: rules, logger: quietLogger)
         defer { Task { await server.shutdown() } }
         let c = try TestClient(port: server.port)

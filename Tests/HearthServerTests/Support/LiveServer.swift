@@ -10,7 +10,10 @@ func withLiveServer(
     var configuration = ServerConfiguration()
     configuration.host = "127.0.0.1"
     configuration.port = 0
+    configuration.dataDirectory = temporaryDataDirectory()
+    configuration.fsync = .never
     configure(&configuration)
+    defer { try? FileManager.default.removeItem(atPath: configuration.dataDirectory) }
     let server = try await HearthServer.start(configuration: configuration, logger: quietLogger)
     do {
         try await body(server)
@@ -19,6 +22,11 @@ func withLiveServer(
         throw error
     }
     await server.shutdown()
+}
+
+/// A fresh data directory path under the system's temporary directory.
+func temporaryDataDirectory() -> String {
+    FileManager.default.temporaryDirectory.appendingPathComponent("hearth-test-\(UUID().uuidString)").path
 }
 
 /// A logger that discards everything (tests assert on behaviour, not on log lines).

@@ -1,0 +1,66 @@
+import HearthCore
+import HearthProtocol
+import NIOCore
+
+/// The work of one engine turn: each connection's output in order, the committed writes the
+/// log has not taken yet, and what to undo if the log refuses them.
+///
+/// Outputs that a write produced (its acknowledgement and the events it raised) stay
+/// provisional until the log has the write: if the append fails, the acknowledgements become
+/// `unavailable` and the events are dropped, so nothing a client sees was lost.
+struct Batch {
+    private(set) var outputs: [UInt64: (session: SessionLink, items: [Outbound])] = [:]
+    /// Written since the last commit, in revision order.
+    private(set) var logged: [CommittedWrite] = []
+    /// The database as of the last commit.
+    var checkpoint: Database
+    /// Outputs of uncommitted writes: (connection, index in its items, is an event).
+    private var provisional: [(session: UInt64, index: Int, isEvent: Bool)] = []
+    var barriers: [EventLoopPromise<Void>] = []
+
+    init(checkpoint: Database) { self.checkpoint = checkpoint }
+
+    var hasUncommittedWrites: Bool { !logged.isEmpty }
+
+    /// Appends output that stands whatever happens to the log.
+    mutating func append(_ item: Outbound, for session: SessionLink) {
+        outputs[session.id, default: (session, [])].items.append(item)
+    }
+
+    /// Appends an acknowledgement or event of a write not yet in the log.
+    mutating func appendProvisional(_ item: Outbound, for session: SessionLink) {
+        let index = outputs[session.id]?.items.count ?? 0
+        outputs[session.id, default: (session, [])].items.append(item)
+        if case .event = item {
+            provisional.append((session.id, index, true))
+        } else {
+            provisional.append((session.id, index, false))
+        }
+    }
+
+    mutating func record(_ write: CommittedWrite) { logged.append(write) }
+
+    /// The log took the writes: their outputs stand.
+    mutating func committed(_ database: Database) {
+        logged.removeAll(keepingCapacity: true)
+        provisional.removeAll(keepingCapacity: true)
+        checkpoint = database
+    }
+
+    /// The log refused the writes: acknowledgements become `error`, events vanish.
+    mutating func rolledBack(_ error: DatabaseError) {
+        var dropped: [UInt64: [Int]] = [:]
+        for entry in provisional {
+            if entry.isEvent {
+                dropped[entry.session, default: []].append(entry.index)
+            } else if case .response(let id, _)? = outputs[entry.session]?.items[entry.index] {
+                outputs[entry.session]?.items[entry.index] = .response(id, .failure(error))
+            }
+        }
+        for (session, indices) in dropped {
+            for index in indices.sorted(by: >) { outputs[session]?.items.remove(at: index) }
+        }
+        logged.removeAll(keepingCapacity: true)
+        provisional.removeAll(keepingCapacity: true)
+    }
+}

@@ -1,0 +1,399 @@
+import Dispatch
+public import HearthCore
+public import Logging
+import Synchronization
+
+/// The durable home of one database: a data directory with `MANIFEST`, zlib-compressed
+/// snapshots and write-ahead-log segments (docs/STORAGE.md).
+///
+/// Confinement: `append`, `syncIfDue`, `sync`, `compact`, `wantsCompaction`, `close` and the
+/// other members without a note below must be called from one thread at a time — the engine's
+/// single thread. Compaction runs on the storage's own serial dispatch queue and hands its result
+/// back through the `shared` mutex; `isCompacting` and `waitForCompaction()` may be called from
+/// any thread. That is what makes the `@unchecked Sendable` sound.
+///
+/// A failed write or fsync marks the storage failed: the call throws the I/O error, and every
+/// later `append`, `sync` or `syncIfDue` throws `StorageError.Kind.failed` until the data
+/// directory is opened again (a new process). Nothing of the failed batch is acknowledged, and
+/// the storage truncates the segment back to the end of the last good batch when it can.
+public final class Storage: @unchecked Sendable {
+    /// The data directory.
+    public let directory: String
+    public let options: StorageOptions
+    let fileSystem: any FileSystem
+    let logger: Logger
+
+    // Engine-thread state.
+    private var lockFile: OpenFile?
+    private var segment: OpenFile?
+    private var segmentFirstRev: UInt64
+    /// Where the next record goes: the end of the last good batch.
+    private var segmentEnd: Int64
+    /// The revision of the last record appended.
+    public private(set) var lastRev: UInt64
+    private var unsynced = false
+    private var lastSync = ContinuousClock.now
+    private var failure: StorageError?
+    private var isClosed = false
+    private var encodeBuffer: [UInt8] = []
+
+    /// State shared with the compaction queue.
+    struct Shared {
+        var compacting = false
+        var snapshotBytes: Int64 = 0
+        /// Bytes of the segments before the current one that are not yet covered by a snapshot.
+        var olderSegmentBytes: Int64 = 0
+        var retryAt: ContinuousClock.Instant?
+        var completedCompactions = 0
+        var failedCompactions = 0
+    }
+
+    let shared: Mutex<Shared>
+    let compactionQueue = DispatchQueue(label: "hearth.storage.compaction")
+    let compactionGroup = DispatchGroup()
+
+    private init(
+        directory: String, options: StorageOptions, fileSystem: any FileSystem, logger: Logger, lockFile: OpenFile,
+        segment: OpenFile, segmentFirstRev: UInt64, segmentEnd: Int64, lastRev: UInt64, shared: Shared
+    ) {
+        self.directory = directory
+        self.options = options
+        self.fileSystem = fileSystem
+        self.logger = logger
+        self.lockFile = lockFile
+        self.segment = segment
+        self.segmentFirstRev = segmentFirstRev
+        self.segmentEnd = segmentEnd
+        self.lastRev = lastRev
+        self.shared = Mutex(shared)
+    }
+
+    deinit {
+        // A compaction in flight retains the storage, so none runs here.
+        if !isClosed { releaseFiles() }
+    }
+
+    /// Opens the data directory (creating it and its files when missing), takes its lock and
+    /// recovers the state: the snapshot `MANIFEST` names plus the WAL records after it. A torn
+    /// record at the very end of the last segment (a write cut short by a crash) is truncated
+    /// with a warning.
+    ///
+    /// - Throws: `StorageError` of kind `.locked` (another process has the directory),
+    ///   `.corrupt` (with file and byte offset; nothing is changed, `hearth check --repair` is
+    ///   suggested) or `.io`.
+    /// - Returns: the storage, and the tree and revision to start the database from.
+    public static func open(
+        directory: String, options: StorageOptions = .default, fileSystem: any FileSystem = PosixFileSystem(),
+        logger: Logger
+    ) throws(StorageError) -> (storage: Storage, recovered: (root: Node, rev: UInt64)) {
+        let lock = try lock(directory: directory, fileSystem: fileSystem)
+        do {
+            return try recover(
+                directory: directory, options: options, fileSystem: fileSystem, logger: logger, lock: lock)
+        } catch {
+            fileSystem.close(lock)
+            throw error
+        }
+    }
+
+    /// Creates `directory` when missing and takes `LOCK` in it.
+    static func lock(directory: String, fileSystem: any FileSystem) throws(StorageError) -> OpenFile {
+        try fileSystem.makeDirectory(directory)
+        let lock = try fileSystem.open(DataFiles.path(directory, DataFiles.lock), mode: .createOrOpen)
+        let locked: Bool
+        do { locked = try fileSystem.lockExclusive(lock) } catch {
+            fileSystem.close(lock)
+            throw error
+        }
+        guard locked else {
+            fileSystem.close(lock)
+            throw .locked(directory: directory)
+        }
+        return lock
+    }
+
+    private static func recover(
+        directory: String, options: StorageOptions, fileSystem: any FileSystem, logger: Logger, lock: OpenFile
+    ) throws(StorageError) -> (storage: Storage, recovered: (root: Node, rev: UInt64)) {
+        let started = ContinuousClock.now
+        var scan = try DirectoryScan.run(directory: directory, fileSystem: fileSystem)
+        if let problem = scan.problem {
+            guard problem.isTornTail, !scan.liveSegments.isEmpty else {
+                throw .corrupt(
+                    file: DataFiles.path(directory, problem.file), offset: problem.offset, reason: problem.reason,
+                    directory: directory)
+            }
+            try truncateTornTail(problem, scan: &scan, directory: directory, fileSystem: fileSystem, logger: logger)
+        }
+        if scan.isNew {
+            try fileSystem.writeAtomically(
+                Manifest(snapshotRev: nil).encoded(), to: DataFiles.path(directory, DataFiles.manifest),
+                directory: directory)
+            logger.debug("initialised a new data directory", metadata: ["directory": "\(directory)"])
+        }
+        // Make the MANIFEST that was read durable before removing what it made obsolete.
+        try fileSystem.fsyncDirectory(directory)
+        removeObsolete(scan.obsolete, directory: directory, fileSystem: fileSystem, logger: logger)
+
+        let rev = scan.rev
+        let segment: OpenFile
+        let segmentFirstRev: UInt64
+        let segmentEnd: Int64
+        var olderBytes = scan.liveSegments.reduce(Int64(0)) { $0 + $1.validEnd }
+        if let last = scan.liveSegments.last, last.nextRev == rev + 1 {
+            segment = try fileSystem.open(DataFiles.path(directory, last.name), mode: .readWrite)
+            segmentFirstRev = last.firstRev
+            segmentEnd = last.validEnd
+            olderBytes -= last.validEnd
+        } else {
+            switch createSegment(firstRev: rev + 1, directory: directory, fileSystem: fileSystem) {
+            case .created(let file): segment = file
+            case .failed(let error, _): throw error
+            }
+            segmentFirstRev = rev + 1
+            segmentEnd = Int64(WALFormat.segmentHeaderSize)
+        }
+        let storage = Storage(
+            directory: directory, options: options, fileSystem: fileSystem, logger: logger, lockFile: lock,
+            segment: segment, segmentFirstRev: segmentFirstRev, segmentEnd: segmentEnd, lastRev: rev,
+            shared: Shared(snapshotBytes: scan.snapshotBytes, olderSegmentBytes: olderBytes))
+        let elapsed = ContinuousClock.now - started
+        logger.debug(
+            "recovered the data directory",
+            metadata: [
+                "directory": "\(directory)", "rev": "\(rev)", "snapshotRev": "\(scan.manifest.baseRev)",
+                "replayedRecords": "\(scan.replayedRecords)", "elapsed": "\(elapsed)",
+            ])
+        return (storage, (scan.root, rev))
+    }
+
+    /// Cuts the torn end of the last segment off (or removes a segment whose header is torn).
+    private static func truncateTornTail(
+        _ problem: DirectoryScan.Problem, scan: inout DirectoryScan, directory: String, fileSystem: any FileSystem,
+        logger: Logger
+    ) throws(StorageError) {
+        let path = DataFiles.path(directory, problem.file)
+        let last = scan.liveSegments.count - 1
+        let dropped = scan.liveSegments[last].size - problem.cutOffset
+        if problem.cutOffset < Int64(WALFormat.segmentHeaderSize) {
+            try fileSystem.remove(path)
+            try fileSystem.fsyncDirectory(directory)
+            scan.liveSegments.removeLast()
+        } else {
+            let file = try fileSystem.open(path, mode: .readWrite)
+            defer { fileSystem.close(file) }
+            try fileSystem.truncate(file, to: problem.cutOffset)
+            try fileSystem.fsync(file)
+            scan.liveSegments[last].size = problem.cutOffset
+        }
+        scan.problem = nil
+        logger.warning(
+            """
+            truncated a torn batch at the end of the write-ahead log (cut short by a crash or a failed append, \
+            so never acknowledged under fsync always)
+            """,
+            metadata: [
+                "file": "\(path)", "offset": "\(problem.offset)", "truncatedTo": "\(problem.cutOffset)",
+                "droppedBytes": "\(dropped)", "reason": "\(problem.reason)",
+            ])
+    }
+
+    static func removeObsolete(_ names: [String], directory: String, fileSystem: any FileSystem, logger: Logger) {
+        guard !names.isEmpty else { return }
+        for name in names {
+            do { try fileSystem.remove(DataFiles.path(directory, name)) } catch {
+                logger.debug("could not remove an obsolete file", metadata: ["error": "\(error)"])
+            }
+        }
+        try? fileSystem.fsyncDirectory(directory)
+        logger.debug("removed obsolete files", metadata: ["files": "\(names)"])
+    }
+
+    /// The outcome of creating a segment.
+    enum SegmentCreation {
+        case created(OpenFile)
+        /// `renamed`: the segment file exists (only the directory fsync failed).
+        case failed(StorageError, renamed: Bool)
+    }
+
+    /// Creates `wal-<firstRev>.log` holding only its header: written to a temporary file,
+    /// fsynced, renamed into place, directory fsynced.
+    static func createSegment(firstRev: UInt64, directory: String, fileSystem: any FileSystem) -> SegmentCreation {
+        let path = DataFiles.path(directory, DataFiles.segmentName(firstRev))
+        let temporary = path + DataFiles.temporarySuffix
+        let file: OpenFile
+        do { file = try fileSystem.open(temporary, mode: .createTruncate) } catch {
+            return .failed(error, renamed: false)
+        }
+        do {
+            try fileSystem.write(file, WALFormat.segmentHeader(firstRev: firstRev), at: 0)
+            try fileSystem.fsync(file)
+            try fileSystem.rename(temporary, to: path)
+        } catch {
+            fileSystem.close(file)
+            try? fileSystem.remove(temporary)
+            return .failed(error, renamed: false)
+        }
+        do { try fileSystem.fsyncDirectory(directory) } catch {
+            fileSystem.close(file)
+            return .failed(error, renamed: true)
+        }
+        return .created(file)
+    }
+
+    // MARK: - Appending
+
+    /// Appends the records of one batch — consecutive revisions, the first one `lastRev + 1` —
+    /// with one write, and under `fsync: always` one fsync, before returning. The batch is
+    /// durable (per the policy) when this returns; acknowledge it only then.
+    ///
+    /// - Throws: `.io` when the write or fsync fails (the storage is then failed, and the
+    ///   segment is truncated back to the end of the previous batch when possible), `.failed`
+    ///   after an earlier failure, `.invalidArgument` for revisions out of order or after
+    ///   `close`.
+    public func append(_ writes: [CommittedWrite]) throws(StorageError) {
+        try checkUsable()
+        guard !writes.isEmpty, let segment else { return }
+        var expected = lastRev + 1
+        for write in writes {
+            guard write.rev == expected else {
+                throw .invalid("append: got rev \(write.rev) where rev \(expected) was expected")
+            }
+            expected += 1
+        }
+        encodeBuffer.removeAll(keepingCapacity: true)
+        for (index, write) in writes.enumerated() {
+            try WALFormat.appendRecord(write, continues: index < writes.count - 1, to: &encodeBuffer)
+        }
+        let start = segmentEnd
+        do { try fileSystem.write(segment, encodeBuffer, at: start) } catch {
+            throw fail(error, truncatingTo: start)
+        }
+        unsynced = true
+        if options.fsync == .always {
+            do { try fileSystem.fsync(segment) } catch { throw fail(error, truncatingTo: start) }
+            unsynced = false
+        }
+        segmentEnd = start + Int64(encodeBuffer.count)
+        lastRev = expected - 1
+        if encodeBuffer.capacity > 16 * 1024 * 1024 { encodeBuffer = [] }
+    }
+
+    /// Under `fsync: everysec`, fsyncs the log when something was appended since the last
+    /// fsync and at least a second has passed; otherwise does nothing (cheap). The engine calls
+    /// it after every batch and from a one-second timer on its own thread (the storage runs no
+    /// timer of its own).
+    public func syncIfDue() throws(StorageError) {
+        try checkUsable()
+        guard options.fsync == .everysec, unsynced, ContinuousClock.now - lastSync >= .seconds(1) else { return }
+        try sync()
+    }
+
+    /// Fsyncs the log now, whatever the policy.
+    public func sync() throws(StorageError) {
+        try checkUsable()
+        guard unsynced, let segment else { return }
+        do { try fileSystem.fsync(segment) } catch { throw fail(error, truncatingTo: nil) }
+        unsynced = false
+        lastSync = ContinuousClock.now
+    }
+
+    /// Flushes and fsyncs the log, waits for a running compaction and releases the lock
+    /// (graceful shutdown). Later calls do nothing; every other call throws afterwards.
+    public func close() throws(StorageError) {
+        guard !isClosed else { return }
+        compactionGroup.wait()
+        isClosed = true
+        defer { releaseFiles() }
+        if failure == nil, unsynced, let segment {
+            do { try fileSystem.fsync(segment) } catch {
+                logger.critical("storage fault: the final fsync failed", metadata: ["error": "\(error)"])
+                throw error
+            }
+            unsynced = false
+        }
+        logger.debug("closed the data directory", metadata: ["directory": "\(directory)", "rev": "\(lastRev)"])
+    }
+
+    /// The error that failed the storage, if any.
+    public var failureError: StorageError? { failure }
+
+    /// Bytes of write-ahead log not yet covered by a snapshot.
+    public var walBytes: Int64 {
+        segmentEnd + shared.withLock { $0.olderSegmentBytes }
+    }
+
+    /// Size of the snapshot recovery would start from (0 before the first one). Any thread.
+    public var snapshotBytes: Int64 {
+        shared.withLock { $0.snapshotBytes }
+    }
+
+    private func checkUsable() throws(StorageError) {
+        if isClosed { throw .invalid("the storage of \(directory) is closed") }
+        if let failure { throw .failed(after: failure) }
+    }
+
+    /// Marks the storage failed with `error`, truncating the segment back to `offset` (the end
+    /// of the last good batch) when given. Returns `error` to throw.
+    func fail(_ error: StorageError, truncatingTo offset: Int64?) -> StorageError {
+        if failure == nil { failure = error }
+        var truncated = "no"
+        if let offset, let segment {
+            do {
+                try fileSystem.truncate(segment, to: offset)
+                truncated = "yes"
+            } catch {
+                truncated = "failed: \(error)"
+            }
+        }
+        logger.critical(
+            "storage fault: writes are refused until the server is restarted",
+            metadata: [
+                "directory": "\(directory)", "error": "\(error)", "lastGoodRev": "\(lastRev)",
+                "truncatedToLastGoodBatch": "\(truncated)",
+            ])
+        return error
+    }
+
+    private func releaseFiles() {
+        if let segment { fileSystem.close(segment) }
+        if let lockFile { fileSystem.close(lockFile) }
+        segment = nil
+        lockFile = nil
+    }
+
+    // MARK: - Rotation (engine thread, for Storage+Compaction)
+
+    /// The first revision of the current segment.
+    var currentSegmentFirstRev: UInt64 { segmentFirstRev }
+
+    var isUsable: Bool { failure == nil && !isClosed }
+
+    /// Starts a new segment at `firstRev` (= `lastRev + 1`): fsyncs the current one, creates
+    /// the new one and switches to it. Throws when the new segment could not be created (nothing
+    /// changed, the current segment stays in use); fails the storage when the fsync of the
+    /// current segment or of the directory fails.
+    func rotate(to firstRev: UInt64) throws(StorageError) {
+        guard let old = segment else { return }
+        if unsynced {
+            do { try fileSystem.fsync(old) } catch { throw fail(error, truncatingTo: nil) }
+            unsynced = false
+            lastSync = ContinuousClock.now
+        }
+        switch Storage.createSegment(firstRev: firstRev, directory: directory, fileSystem: fileSystem) {
+        case .failed(let error, let renamed):
+            // After the rename only the directory's durability is in doubt: the empty segment
+            // is consistent on disk, but appending to either segment could be lost.
+            if renamed { throw fail(error, truncatingTo: nil) }
+            throw error
+        case .created(let file):
+            let oldBytes = segmentEnd
+            shared.withLock { $0.olderSegmentBytes += oldBytes }
+            fileSystem.close(old)
+            segment = file
+            segmentFirstRev = firstRev
+            segmentEnd = Int64(WALFormat.segmentHeaderSize)
+            logger.debug("started a new WAL segment", metadata: ["firstRev": "\(firstRev)"])
+        }
+    }
+}

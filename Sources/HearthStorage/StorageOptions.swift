@@ -1,0 +1,35 @@
+/// How a `Storage` syncs and when it compacts.
+public struct StorageOptions: Sendable, Equatable {
+    /// When appended records are forced to disk.
+    public var fsync: FsyncPolicy
+    /// Compaction is wanted only once the write-ahead log written since the last snapshot is
+    /// larger than this many bytes…
+    public var compactionMinBytes: Int
+    /// …and larger than this multiple of the last snapshot's size.
+    public var compactionRatio: Double
+    /// How long `wantsCompaction` stays false after a compaction failed (it is retried then).
+    public var compactionRetryDelay: Duration
+    /// zlib compression level of snapshots (1 fastest … 9 smallest).
+    public var compressionLevel: Int
+
+    /// - Parameters:
+    ///   - fsync: default `.always`.
+    ///   - compactionMinBytes: default 64 MiB.
+    ///   - compactionRatio: default 1.0: compact when WAL bytes > max(64 MiB, 1.0 × snapshot bytes).
+    ///   - compactionRetryDelay: default 30 s.
+    ///   - compressionLevel: default 1 (fast; the snapshot is written off the engine thread but
+    ///     competes with the network threads for the CPU).
+    public init(
+        fsync: FsyncPolicy = .always, compactionMinBytes: Int = 64 * 1024 * 1024, compactionRatio: Double = 1.0,
+        compactionRetryDelay: Duration = .seconds(30), compressionLevel: Int = 1
+    ) {
+        self.fsync = fsync
+        self.compactionMinBytes = compactionMinBytes
+        self.compactionRatio = compactionRatio
+        self.compactionRetryDelay = compactionRetryDelay
+        self.compressionLevel = compressionLevel
+    }
+
+    /// The defaults: `fsync: always`, compaction at max(64 MiB, 1.0 × snapshot bytes).
+    public static let `default` = StorageOptions()
+}
