@@ -9,6 +9,7 @@ let package = Package(
     products: [
         .executable(name: "hearthd", targets: ["hearthd"]),
         .executable(name: "hearth-bench", targets: ["hearth-bench"]),
+        .executable(name: "hearth", targets: ["hearth"]),
         .library(name: "HearthCore", targets: ["HearthCore"]),
         .library(name: "HearthServer", targets: ["HearthServer"]),
     ],
@@ -53,6 +54,12 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]),
         .executableTarget(
+            name: "hearth",
+            dependencies: [
+                "HearthStorage", "HearthJSON",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]),
+        .executableTarget(
             name: "hearth-bench",
             dependencies: [
                 "HearthCore", "HearthJSON", "HearthProtocol",
@@ -73,7 +80,7 @@ let package = Package(
         .testTarget(
             name: "HearthServerTests",
             dependencies: [
-                "HearthServer", "HearthCore", "HearthJSON", "HearthProtocol",
+                "HearthServer", "HearthCore", "HearthJSON", "HearthProtocol", "HearthStorage",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),

@@ -1,6 +1,6 @@
 public import HearthCore
 import HearthProtocol
-import HearthStorage
+public import HearthStorage
 public import Logging
 import NIOConcurrencyHelpers
 public import NIOCore
@@ -46,13 +46,15 @@ public final class HearthServer: Sendable {
     /// Opens the data directory, recovers the database, and returns once the server accepts
     /// connections. Throws `StorageError` when the directory is locked by another process or
     /// its files are damaged (the message names the file and offset).
+    /// `fileSystem` is the storage's seam to the disk (tests inject faults through it).
     public static func start(
-        configuration: ServerConfiguration, rules: IndexRules = IndexRules(), logger: Logger
+        configuration: ServerConfiguration, rules: IndexRules = IndexRules(),
+        fileSystem: any FileSystem = PosixFileSystem(), logger: Logger
     ) async throws -> HearthServer {
         var options = StorageOptions.default
         options.fsync = configuration.fsync
         let (storage, recovered) = try Storage.open(
-            directory: configuration.dataDirectory, options: options, logger: logger)
+            directory: configuration.dataDirectory, options: options, fileSystem: fileSystem, logger: logger)
         logger.info(
             "recovered the database", metadata: ["rev": "\(recovered.rev)", "dataDir": "\(configuration.dataDirectory)"])
         let engineGroup = MultiThreadedEventLoopGroup(numberOfThreads: 1)

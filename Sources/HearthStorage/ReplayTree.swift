@@ -36,6 +36,9 @@ final class ReplayTree {
     private var base = ChildMap()
     /// Children changed since, by key (an empty child stands for a removal).
     private var changes: [Key: Child] = [:]
+    /// The keys of `changes` in the order they were first changed: usually already sorted (push
+    /// ids, counters), which makes sorting them for `build` linear.
+    private var changeOrder: [Key] = []
     /// The number of non-empty children now.
     private var count = 0
 
@@ -58,6 +61,7 @@ final class ReplayTree {
         }
         priority = node.priority
         changes = [:]
+        changeOrder = []
     }
 
     private func hasChild(_ key: Key) -> Bool {
@@ -96,26 +100,32 @@ final class ReplayTree {
             leaf = nil
             base = ChildMap()
             changes = [first: child]
+            changeOrder = [first]
             count = 1
             return
         }
         if child.isEmpty {
             guard existed else {
                 // Still absent; an empty change over a base child keeps standing for its removal.
-                changes[first] = base[first] == nil ? nil : child
+                if base[first] != nil { record(first, child) }
                 return
             }
-            changes[first] = child
+            record(first, child)
             count -= 1
             if count == 0 {
                 base = ChildMap()
                 changes = [:]
+                changeOrder = []
                 priority = nil
             }
         } else {
             if !existed { count += 1 }
-            changes[first] = child
+            record(first, child)
         }
+    }
+
+    private func record(_ key: Key, _ child: Child) {
+        if changes.updateValue(child, forKey: key) == nil { changeOrder.append(key) }
     }
 
     /// The persistent tree.
@@ -130,7 +140,12 @@ final class ReplayTree {
                 map = node.isEmpty ? map.removing(key) : map.inserting(key, node)
             }
         } else {
-            let changed = changes.map { ($0.key, $0.value.build()) }.sorted { Key.compare($0.0, $1.0) < 0 }
+            var changed: [(Key, Node)] = []
+            changed.reserveCapacity(changeOrder.count)
+            for key in changeOrder {
+                if let child = changes[key] { changed.append((key, child.build())) }
+            }
+            changed.sort { Key.compare($0.0, $1.0) < 0 }
             var entries: [(Key, Node)] = []
             entries.reserveCapacity(count)
             var iterator = changed.makeIterator()

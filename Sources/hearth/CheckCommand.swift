@@ -1,0 +1,75 @@
+import ArgumentParser
+import HearthJSON
+import HearthStorage
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `hearth check <data-dir>`: verifies a data directory offline; `--repair` truncates it at the
+/// first bad record after keeping a backup of every file it changes.
+struct CheckCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "check",
+        abstract: "Verify a data directory (exit 0 when consistent, 1 when damaged).",
+        discussion: """
+            Reads MANIFEST, the snapshot and every WAL record, checking each record's CRC and
+            revision. With --repair, copies each file it is about to change into
+            <data-dir>/backup-<timestamp>/ and truncates the data at the first bad record, so
+            that the server starts again with everything before it. Stop hearthd first: the
+            data directory's lock is required.
+            """)
+
+    @Argument(help: "The data directory (hearthd's --data-dir).")
+    var dataDir: String
+
+    @Flag(help: "Truncate at the first bad record, keeping a backup of what is changed.")
+    var repair = false
+
+    func run() throws {
+        let report: CheckReport
+        if repair {
+            do { report = try StorageChecker.repair(directory: dataDir) } catch {
+                writeError(error.message)
+                throw ExitCode(1)
+            }
+        } else {
+            report = StorageChecker.check(directory: dataDir)
+        }
+        print(report.jsonLine)
+        writeError(report.description)
+        if !report.isOK && !(report.problem?.isTornTail ?? false) { throw ExitCode(1) }
+    }
+}
+
+func writeError(_ message: String) {
+    let bytes = Array((message + "\n").utf8)
+    _ = bytes.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
+}
+
+extension CheckReport {
+    /// The report as one JSON line for scripts.
+    var jsonLine: String {
+        var members: [JSONMember] = [
+            JSONMember("ok", .bool(isOK || (problem?.isTornTail ?? false))),
+            JSONMember("directory", .string(directory)),
+            JSONMember("rev", .int(Int64(truncatingIfNeeded: rev))),
+            JSONMember("snapshotRev", snapshotRev.map { .int(Int64(truncatingIfNeeded: $0)) } ?? .null),
+            JSONMember("segments", .array(segments.map(JSONValue.string))),
+        ]
+        if let problem {
+            members.append(
+                JSONMember(
+                    "problem",
+                    .object([
+                        JSONMember("file", .string(problem.file)), JSONMember("offset", .int(problem.offset)),
+                        JSONMember("reason", .string(problem.reason)), JSONMember("tornTail", .bool(problem.isTornTail)),
+                    ])))
+        } else {
+            members.append(JSONMember("problem", .null))
+        }
+        members.append(JSONMember("actions", .array(actions.map(JSONValue.string))))
+        members.append(JSONMember("backup", backupDirectory.map(JSONValue.string) ?? .null))
+        return JSONValue.object(members).jsonString
+    }
+}

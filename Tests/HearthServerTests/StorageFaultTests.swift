@@ -1,0 +1,77 @@
+import Foundation
+import HearthServer
+import HearthStorage
+import NIOConcurrencyHelpers
+import XCTest
+
+/// A disk that starts failing: writes are refused with `unavailable` and nothing half-applied,
+/// reads continue, and a restart recovers every acknowledged write.
+final class StorageFaultTests: XCTestCase {
+    func testFailingDiskRefusesWritesKeepsReadsAndRecoversOnRestart() async throws {
+        let directory = temporaryDataDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        var configuration = ServerConfiguration()
+        configuration.port = 0
+        configuration.dataDirectory = directory
+        configuration.fsync = .always
+        let disk = FailingDisk()
+        let server = try await HearthServer.start(configuration: configuration, fileSystem: disk, logger: quietLogger)
+        let c = try TestClient(port: server.port)
+        let listener = try TestClient(port: server.port)
+        try listener.request(#"{"op":"subscribe","path":"/k"}"#)
+        _ = try listener.readJSON()
+        XCTAssertEqual(try c.request(#"{"op":"set","path":"/k/a","value":1}"#)["rev"], .int(1))
+        XCTAssertEqual(try listener.readJSON()["value"], json(#"{"a":1}"#))
+
+        disk.failWrites(true)
+        let refused = try c.request(#"{"op":"set","path":"/k/b","value":2}"#)
+        XCTAssertEqual(refused.errorCode, "unavailable")
+        XCTAssertEqual(try c.request(#"{"op":"update","path":"/k","values":{"c":3}}"#).errorCode, "unavailable")
+        // Nothing of the refused writes shows, and reads go on.
+        let read = try c.request(#"{"op":"get","path":"/k"}"#)
+        XCTAssertEqual(read["value"], json(#"{"a":1}"#))
+        XCTAssertEqual(read["rev"], .int(1))
+        // The listener saw no event for the refused writes.
+        XCTAssertEqual(try listener.request(#"{"op":"ping","id":1}"#)["id"], .int(1))
+        XCTAssertEqual(listener.events, [])
+        // Even once the disk is back, the server refuses writes until it restarts.
+        disk.failWrites(false)
+        XCTAssertEqual(try c.request(#"{"op":"set","path":"/k/d","value":4}"#).errorCode, "unavailable")
+        await server.shutdown()
+
+        let restarted = try await HearthServer.start(configuration: configuration, logger: quietLogger)
+        let r = try TestClient(port: restarted.port)
+        XCTAssertEqual(try r.request(#"{"op":"get","path":"/k"}"#)["value"], json(#"{"a":1}"#))
+        XCTAssertEqual(try r.request(#"{"op":"set","path":"/k/e","value":5}"#)["rev"], .int(2))
+        await restarted.shutdown()
+    }
+}
+
+/// The real file system, with writes that fail on demand (as on a full disk).
+final class FailingDisk: FileSystem {
+    private let real = PosixFileSystem()
+    private let failing = NIOLockedValueBox(false)
+
+    func failWrites(_ on: Bool) { failing.withLockedValue { $0 = on } }
+
+    func write(_ file: OpenFile, _ bytes: [UInt8], at offset: Int64) throws(StorageError) {
+        if failing.withLockedValue({ $0 }) {
+            throw StorageError.io(operation: "write", path: file.path, errno: 28)  // ENOSPC
+        }
+        try real.write(file, bytes, at: offset)
+    }
+
+    func open(_ path: String, mode: OpenMode) throws(StorageError) -> OpenFile { try real.open(path, mode: mode) }
+    func close(_ file: OpenFile) { real.close(file) }
+    func fsync(_ file: OpenFile) throws(StorageError) { try real.fsync(file) }
+    func fsyncDirectory(_ path: String) throws(StorageError) { try real.fsyncDirectory(path) }
+    func rename(_ source: String, to destination: String) throws(StorageError) { try real.rename(source, to: destination) }
+    func remove(_ path: String) throws(StorageError) { try real.remove(path) }
+    func listDirectory(_ path: String) throws(StorageError) -> [String] { try real.listDirectory(path) }
+    func readFile(_ path: String) throws(StorageError) -> [UInt8] { try real.readFile(path) }
+    func truncate(_ file: OpenFile, to size: Int64) throws(StorageError) { try real.truncate(file, to: size) }
+    func size(_ file: OpenFile) throws(StorageError) -> Int64 { try real.size(file) }
+    func makeDirectory(_ path: String) throws(StorageError) { try real.makeDirectory(path) }
+    func fileExists(_ path: String) -> Bool { real.fileExists(path) }
+    func lockExclusive(_ file: OpenFile) throws(StorageError) -> Bool { try real.lockExclusive(file) }
+}
