@@ -62,7 +62,8 @@ let package = Package(
         .executableTarget(
             name: "hearth-bench",
             dependencies: [
-                "HearthCore", "HearthJSON", "HearthProtocol",
+                "HearthCore", "HearthJSON", "HearthProtocol", "HearthStorage",
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

@@ -53,6 +53,8 @@ public final class HearthServer: Sendable {
     ) async throws -> HearthServer {
         var options = StorageOptions.default
         options.fsync = configuration.fsync
+        options.compactionMinBytes = configuration.compactionMinBytes
+        options.compactionRatio = configuration.compactionRatio
         let (storage, recovered) = try Storage.open(
             directory: configuration.dataDirectory, options: options, fileSystem: fileSystem, logger: logger)
         logger.info(

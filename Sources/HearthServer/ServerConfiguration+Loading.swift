@@ -92,6 +92,12 @@ extension ServerConfiguration {
         case "maxKeyBytes": limits.maxKeyBytes = try integer(1...65536)
         case "maxDepth": limits.maxDepth = try integer(1...1000)
         case "maxStringBytes": limits.maxStringBytes = try integer(1...(1 << 31))
+        case "compactionMinBytes": compactionMinBytes = try integer(1024...(1 << 40))
+        case "compactionRatio":
+            guard let ratio = value.doubleValue, ratio > 0, ratio <= 1000 else {
+                throw ConfigurationError("\(source): \"compactionRatio\" must be a number above 0")
+            }
+            compactionRatio = ratio
         case "strictIndexes":
             guard case .bool(let b) = value else { throw ConfigurationError("\(source): \"strictIndexes\" must be true or false") }
             strictIndexes = b

@@ -27,6 +27,10 @@ public struct ServerConfiguration: Sendable, Equatable {
     public var maxPipelinedRequests = 16_384
     /// Data limits: key bytes, depth, string bytes (`maxKeyBytes`, `maxDepth`, `maxStringBytes`).
     public var limits = Limits.default
+    /// Compact (write a snapshot, drop old log segments) once the log exceeds this many bytes
+    /// and `compactionRatio` × the last snapshot (`compactionMinBytes`, `compactionRatio`).
+    public var compactionMinBytes = StorageOptions.default.compactionMinBytes
+    public var compactionRatio = StorageOptions.default.compactionRatio
     /// Reject queries on children without `.indexOn` instead of warning (`strictIndexes`).
     public var strictIndexes = false
     /// The name and version sent in `hello`.

@@ -56,6 +56,8 @@ struct DirectoryScan {
     var problem: Problem?
     /// Records replayed.
     var replayedRecords = 0
+    /// The last path decoded, whose keys the next record may share.
+    private var lastPath: Path?
 
     /// Scans `directory`. Throws only when a file cannot be read; damage is reported in `problem`.
     static func run(directory: String, fileSystem: any FileSystem) throws(StorageError) -> DirectoryScan {
@@ -189,7 +191,11 @@ struct DirectoryScan {
                         problem = fail("record has rev \(rev) but rev \(expected) was expected after the snapshot")
                         break records
                     }
-                    do { pending.append(try WritePayload.decode(bytes, payload, rev: rev)) } catch {
+                    do {
+                        let write = try WritePayload.decode(bytes, payload, rev: rev, previousPath: lastPath)
+                        lastPath = write.overwrites.last?.path ?? lastPath
+                        pending.append(write)
+                    } catch {
                         problem = fail("record of rev \(rev): \(error.reason)")
                         break records
                     }

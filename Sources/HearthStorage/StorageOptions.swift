@@ -14,13 +14,14 @@ public struct StorageOptions: Sendable, Equatable {
 
     /// - Parameters:
     ///   - fsync: default `.always`.
-    ///   - compactionMinBytes: default 64 MiB.
-    ///   - compactionRatio: default 1.0: compact when WAL bytes > max(64 MiB, 1.0 × snapshot bytes).
+    ///   - compactionMinBytes: default 8 MiB: replaying that much log at start-up takes about a
+    ///     second (docs/STORAGE.md "Restart time").
+    ///   - compactionRatio: default 1.0: compact when WAL bytes > max(8 MiB, 1.0 × snapshot bytes).
     ///   - compactionRetryDelay: default 30 s.
     ///   - compressionLevel: default 1 (fast; the snapshot is written off the engine thread but
     ///     competes with the network threads for the CPU).
     public init(
-        fsync: FsyncPolicy = .always, compactionMinBytes: Int = 64 * 1024 * 1024, compactionRatio: Double = 1.0,
+        fsync: FsyncPolicy = .always, compactionMinBytes: Int = 8 * 1024 * 1024, compactionRatio: Double = 1.0,
         compactionRetryDelay: Duration = .seconds(30), compressionLevel: Int = 1
     ) {
         self.fsync = fsync
@@ -30,6 +31,6 @@ public struct StorageOptions: Sendable, Equatable {
         self.compressionLevel = compressionLevel
     }
 
-    /// The defaults: `fsync: always`, compaction at max(64 MiB, 1.0 × snapshot bytes).
+    /// The defaults: `fsync: always`, compaction at max(8 MiB, 1.0 × snapshot bytes).
     public static let `default` = StorageOptions()
 }

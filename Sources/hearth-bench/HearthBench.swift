@@ -9,6 +9,6 @@ struct HearthBench: AsyncParsableCommand {
         abstract: "Benchmarks for Hearth.",
         subcommands: [
             WritesScenario.self, PipelinedScenario.self, FanoutScenario.self, ViewsScenario.self,
-            QueryIndexScenario.self, WriteWidthScenario.self,
+            QueryIndexScenario.self, WriteWidthScenario.self, RestartScenario.self,
         ])
 }

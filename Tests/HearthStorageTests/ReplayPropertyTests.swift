@@ -44,8 +44,11 @@ final class ReplayPropertyTests: XCTestCase {
             [("/s2/x", withPriority), ("/s2/x/c", .empty), ("/s2/x/.priority", five), ("/s2/x/d", five)],
             // A priority set on a missing node is dropped.
             [("/s3/x/.priority", five), ("/s3/x/d", five)],
-            // A leaf written below keeps its priority as an object.
-            [("/s4/x", .leaf(.bool(true), priority: .string("p"))), ("/s4/x/c/d", five)],
+            // A leaf written below keeps its priority as an object, until that empties out.
+            [
+                ("/s4/x", .leaf(.bool(true), priority: .string("p"))), ("/s4/x/c/d", five), ("/s4/x/c", .empty),
+                ("/s4/x/e", five),
+            ],
             // Removing a missing child of a leaf leaves the leaf.
             [("/s5/x", .leaf(.bool(true))), ("/s5/x/c", .empty), ("/s5/x/c/.priority", five)],
         ]
