@@ -13,6 +13,9 @@ WORKDIR /src
 # Package.resolved (when present) pins the dependencies. The manifest also names the test targets,
 # and SwiftPM insists that their directories exist, so Tests comes along even though only hearthd
 # is built.
+# zlib's headers for the CZlib target (the official Swift images have them; this makes sure).
+RUN [ -f /usr/include/zlib.h ] || (apt-get update && apt-get install -y --no-install-recommends zlib1g-dev \
+    && rm -rf /var/lib/apt/lists/*)
 COPY Package.* ./
 COPY Sources ./Sources
 COPY Tests ./Tests
@@ -20,6 +23,8 @@ RUN swift build -c release --static-swift-stdlib --product hearthd \
     && install -D -m 0755 "$(swift build -c release --static-swift-stdlib --show-bin-path)/hearthd" /out/hearthd
 
 # ---- runtime: a plain Ubuntu with an unprivileged user ----
+# The binary still links the C libraries dynamically: libc, libm, libstdc++, libgcc_s and libz,
+# all of which the base image has.
 FROM ubuntu:24.04
 RUN groupadd --system hearth \
     && useradd --system --gid hearth --home-dir /data --no-create-home --shell /usr/sbin/nologin hearth \
