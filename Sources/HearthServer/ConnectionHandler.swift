@@ -65,9 +65,7 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
         self.context = context
         let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
         let loop = context.eventLoop
-        sessionLink = SessionLink(id: id) { outputs in
-            loop.execute { bound.value.receive(outputs) }
-        }
+        sessionLink = SessionLink(id: id, loop: loop) { outputs in bound.value.receive(outputs) }
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
