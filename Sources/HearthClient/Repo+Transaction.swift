@@ -1,5 +1,6 @@
 internal import HearthCore
 internal import HearthJSON
+import NIOCore
 
 extension Repo {
     /// The number of attempts a transaction makes before failing with `maxretry`.
@@ -7,7 +8,7 @@ extension Repo {
 
     /// Runs a transaction (semantics §5.4): read the value and its hash, run `block` on the
     /// callback queue, then compare-and-set with `expectHash`; on a conflict run `block` again
-    /// on the value the server returned, up to 25 attempts in all.
+    /// on the value the server returned (after a short random delay), up to 25 attempts in all.
     func runTransaction(
         ref: DatabaseReference, path: Path, block: @escaping @Sendable (MutableData) -> TransactionResult,
         completion: @escaping @Sendable (HearthError?, Bool, DataSnapshot?) -> Void
@@ -62,11 +63,18 @@ extension Repo {
                                 self.callback { completion(error, false, nil) }
                                 return
                             }
-                            self.attemptTransaction(
-                                ref: ref, path: path,
-                                current: ValueConversion.node(fromServer: response["value"] ?? .null),
-                                hash: response["hash"]?.stringValue ?? "", attempt: attempt + 1, block: block,
-                                completion: completion)
+                            // Back off a random delay in a window that doubles with each attempt
+                            // (1 ms, 2 ms, … up to 128 ms), so that clients racing for one location
+                            // stop colliding.
+                            let window = Int64(1000) << min(attempt - 1, 7)
+                            let delay = TimeAmount.microseconds(Int64.random(in: 0...window))
+                            self.loop.scheduleTask(in: delay) {
+                                self.attemptTransaction(
+                                    ref: ref, path: path,
+                                    current: ValueConversion.node(fromServer: response["value"] ?? .null),
+                                    hash: response["hash"]?.stringValue ?? "", attempt: attempt + 1, block: block,
+                                    completion: completion)
+                            }
                         }
                     }
                 }
