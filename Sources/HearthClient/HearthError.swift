@@ -28,10 +28,6 @@ public struct HearthError: Error, Sendable, Equatable, CustomStringConvertible {
         case invalidURL = "invalid_url"
         /// A transaction lost the compare-and-set race 25 times in a row.
         case maxRetries = "maxretry"
-        /// The database was taken offline (`goOffline()`) with the operation outstanding.
-        case disconnected = "disconnected"
-        /// A server line the client could not understand.
-        case protocolError = "protocol_error"
     }
 
     public let code: Code

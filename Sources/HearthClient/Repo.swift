@@ -260,8 +260,8 @@ final class Repo: @unchecked Sendable {
         configuration.callbackQueue.async(execute: work)
     }
 
-    /// Test hook: whether the connection is up and how many requests wait.
-    var connectionStateForTesting: EventLoopFuture<(connected: Bool, queued: Int, subscriptions: Int)> {
-        loop.submit { (self.channel != nil, self.queued.count, self.subscriptions.count) }
+    /// Test hook: whether the connection is up and how many user requests wait for one.
+    var connectionStateForTesting: EventLoopFuture<(connected: Bool, queued: Int)> {
+        loop.submit { (self.channel != nil, self.queued.count) }
     }
 }
