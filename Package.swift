@@ -12,6 +12,7 @@ let package = Package(
         .executable(name: "hearth", targets: ["hearth"]),
         .library(name: "HearthCore", targets: ["HearthCore"]),
         .library(name: "HearthServer", targets: ["HearthServer"]),
+        .library(name: "HearthClient", targets: ["HearthClient"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
@@ -42,6 +43,15 @@ let package = Package(
                 "HearthCore", "HearthJSON", "HearthProtocol", "HearthStorage",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]),
+        .target(
+            name: "HearthClient",
+            dependencies: [
+                "HearthCore", "HearthJSON", "HearthProtocol",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ]),
         .executableTarget(
@@ -84,6 +94,12 @@ let package = Package(
                 "HearthServer", "HearthCore", "HearthJSON", "HearthProtocol", "HearthStorage",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]),
+        .testTarget(
+            name: "HearthClientTests",
+            dependencies: [
+                "HearthClient", "HearthServer", "HearthCore", "HearthJSON",
                 .product(name: "Logging", package: "swift-log"),
             ]),
     ],

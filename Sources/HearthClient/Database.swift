@@ -1,0 +1,70 @@
+public import Dispatch
+public import Logging
+public import NIOCore
+import NIOPosix
+
+/// A connection to one Hearth server, and the entry point to its data.
+///
+/// The client connects at once and stays connected: it reconnects after a lost connection
+/// with exponential backoff and jitter, re-subscribes observers, re-registers onDisconnect
+/// operations, and sends writes queued meanwhile, in order. See docs/client.md.
+public final class Database: Sendable {
+    /// How the client connects and where callbacks run.
+    public struct Configuration: Sendable {
+        /// The serial queue every completion, observer and transaction block runs on, in the
+        /// order the client produced them. Default: a private serial queue per `Database`.
+        public var callbackQueue: DispatchQueue
+        /// The first reconnect delay; doubles each failed attempt up to `reconnectMaxDelay`,
+        /// and each delay is drawn at random from the upper half of that interval.
+        public var reconnectMinDelay: TimeAmount = .milliseconds(100)
+        public var reconnectMaxDelay: TimeAmount = .seconds(10)
+        public var connectTimeout: TimeAmount = .seconds(5)
+        /// The event loops the connection runs on (one loop per `Database`).
+        public var eventLoopGroup: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
+        /// Debug and trace logging of the connection.
+        public var logger = Logger(label: "hearth.client")
+
+        public init(callbackQueue: DispatchQueue = DispatchQueue(label: "hearth.client.callbacks")) {
+            self.callbackQueue = callbackQueue
+        }
+    }
+
+    /// `hearth://host:port`.
+    public let url: String
+    let repo: Repo
+
+    /// Connects to the server at `url` (`hearth://host[:port]`, port 9000 by default).
+    /// An invalid URL is a programmer error and traps; use `init(validatingURL:)` for input.
+    public convenience init(url: String, configuration: Configuration = Configuration()) {
+        do {
+            try self.init(validatingURL: url, configuration: configuration)
+        } catch {
+            preconditionFailure("Database(url:): \(error.message)")
+        }
+    }
+
+    /// Connects to the server at `url`; throws `HearthError` (`invalid_url`) for a malformed URL.
+    public init(validatingURL url: String, configuration: Configuration = Configuration()) throws(HearthError) {
+        let parsed = try DatabaseURL(url)
+        self.url = parsed.description
+        self.repo = Repo(url: parsed, configuration: configuration)
+    }
+
+    deinit { repo.goOffline() }
+
+    /// The root of the database.
+    public func reference() -> DatabaseReference {
+        DatabaseReference(database: self, path: .root, pathError: nil)
+    }
+
+    /// The location at `path` (slashes separate keys; `".info/connected"` is allowed).
+    public func reference(withPath path: String) -> DatabaseReference {
+        reference().child(path)
+    }
+
+    /// Closes the connection and stops reconnecting; writes made meanwhile are queued.
+    public func goOffline() { repo.goOffline() }
+
+    /// Reconnects after `goOffline()`.
+    public func goOnline() { repo.goOnline() }
+}

@@ -1,0 +1,63 @@
+internal import HearthCore
+internal import HearthJSON
+
+extension DatabaseReference {
+    /// Sets the value here when this client's connection ends. Unlike Firebase, the operation
+    /// stays registered: it is sent again on every reconnect until cancelled.
+    public func onDisconnectSetValue(_ value: Any?) { onDisconnectSetValue(value, withCompletionBlock: nil) }
+
+    public func onDisconnectSetValue(_ value: Any?, withCompletionBlock block: WriteCompletion?) {
+        onDisconnect("set", replacesSubtree: true, block) { (path: Path) throws(HearthError) in
+            [JSONMember("value", try Self.validatedValue(value, at: path))]
+        }
+    }
+
+    /// Writes several locations below this one when the connection ends.
+    public func onDisconnectUpdateChildValues(_ values: [String: Any]) {
+        onDisconnectUpdateChildValues(values, withCompletionBlock: nil)
+    }
+
+    public func onDisconnectUpdateChildValues(_ values: [String: Any], withCompletionBlock block: WriteCompletion?) {
+        onDisconnect("update", replacesSubtree: false, block) { (path: Path) throws(HearthError) in
+            [JSONMember("values", try Self.validatedUpdate(values, at: path))]
+        }
+    }
+
+    /// Deletes the data here when the connection ends.
+    public func onDisconnectRemoveValue() { onDisconnectRemoveValue(withCompletionBlock: nil) }
+
+    public func onDisconnectRemoveValue(withCompletionBlock block: WriteCompletion?) {
+        onDisconnect("remove", replacesSubtree: true, block) { (_: Path) throws(HearthError) in [] }
+    }
+
+    /// Cancels every onDisconnect operation registered here or below (and this location's part
+    /// of one registered above).
+    public func cancelDisconnectOperations() { cancelDisconnectOperations(withCompletionBlock: nil) }
+
+    public func cancelDisconnectOperations(withCompletionBlock block: WriteCompletion?) {
+        onDisconnect("cancel", replacesSubtree: true, block) { (_: Path) throws(HearthError) in [] }
+    }
+
+    private func onDisconnect(
+        _ action: String, replacesSubtree: Bool, _ block: WriteCompletion?,
+        _ fields: (Path) throws(HearthError) -> [JSONMember]
+    ) {
+        let repo = self.repo
+        do {
+            let path = try writablePath()
+            let body =
+                [
+                    JSONMember("op", .string("onDisconnect")), JSONMember("action", .string(action)),
+                    JSONMember("path", .string(path.description)),
+                ] + (try fields(path))
+            repo.registerOnDisconnect(
+                body: body, path: path.segments.map(\.string), replacesSubtree: replacesSubtree
+            ) { error in
+                block?(error, self)
+            }
+        } catch {
+            repo.logger.debug("onDisconnect refused", metadata: ["error": "\(error)"])
+            if let block { repo.callback { block(error, self) } }
+        }
+    }
+}

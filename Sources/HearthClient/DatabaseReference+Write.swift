@@ -1,0 +1,118 @@
+internal import HearthCore
+internal import HearthJSON
+
+extension DatabaseReference {
+    /// The completion of a write: the error (`HearthError`) or `nil`, and this reference.
+    public typealias WriteCompletion = @Sendable ((any Error)?, DatabaseReference) -> Void
+
+    /// Replaces the data here (`nil` deletes). Values: `nil`, `Bool`, numbers, `String`,
+    /// `[String: Any]`, `[Any]` (stored as an object), `JSONValue`; `ServerValue` placeholders
+    /// anywhere a leaf may stand.
+    public func setValue(_ value: Any?) { setValue(value, withCompletionBlock: nil) }
+
+    public func setValue(_ value: Any?, withCompletionBlock block: WriteCompletion?) {
+        write("set", block) { (path: Path) throws(HearthError) in
+            [JSONMember("value", try Self.validatedValue(value, at: path))]
+        }
+    }
+
+    /// Replaces the data here and gives it a priority (a `String`, a number or `nil`).
+    public func setValue(_ value: Any?, andPriority priority: Any?) {
+        setValue(value, andPriority: priority, withCompletionBlock: nil)
+    }
+
+    public func setValue(_ value: Any?, andPriority priority: Any?, withCompletionBlock block: WriteCompletion?) {
+        write("set", block) { (path: Path) throws(HearthError) in
+            [
+                JSONMember("value", try Self.validatedValue(value, at: path)),
+                JSONMember("priority", try ValueConversion.priorityJSON(priority)),
+            ]
+        }
+    }
+
+    /// Writes several locations below this one at once, atomically: each key is a relative
+    /// path (slashes allowed), each value replaces the data there (`nil` deletes).
+    public func updateChildValues(_ values: [String: Any]) { updateChildValues(values, withCompletionBlock: nil) }
+
+    public func updateChildValues(_ values: [String: Any], withCompletionBlock block: WriteCompletion?) {
+        write("update", block) { (path: Path) throws(HearthError) in
+            [JSONMember("values", try Self.validatedUpdate(values, at: path))]
+        }
+    }
+
+    /// Deletes the data here.
+    public func removeValue() { removeValue(completionBlock: nil) }
+
+    public func removeValue(completionBlock block: WriteCompletion?) {
+        write("remove", block) { (_: Path) throws(HearthError) in [] }
+    }
+
+    /// Sets the priority of the data here (`nil` removes it; nothing happens where there is no
+    /// data).
+    public func setPriority(_ priority: Any?) { setPriority(priority, withCompletionBlock: nil) }
+
+    public func setPriority(_ priority: Any?, withCompletionBlock block: WriteCompletion?) {
+        write("setPriority", block) { (_: Path) throws(HearthError) in
+            [JSONMember("priority", try ValueConversion.priorityJSON(priority))]
+        }
+    }
+
+    // MARK: Helpers
+
+    /// The path, when writes may go there.
+    func writablePath() throws(HearthError) -> Path {
+        if let pathError { throw pathError }
+        if path.isInfo { throw HearthError(.invalidPath, "can't modify data under /.info: it is made by the client") }
+        return path
+    }
+
+    /// Validates a write on the caller's thread, then sends it; errors go to `block` at once.
+    func write(
+        _ op: String, _ block: WriteCompletion?, _ fields: (Path) throws(HearthError) -> [JSONMember]
+    ) {
+        let repo = self.repo
+        do {
+            let path = try writablePath()
+            let body = [JSONMember("op", .string(op)), JSONMember("path", .string(path.description))] + (try fields(path))
+            repo.request(body) { result in
+                if case .failure(let error) = result {
+                    repo.logger.debug("write failed", metadata: ["op": "\(op)", "error": "\(error)"])
+                    if let block { repo.callback { block(error, self) } }
+                } else if let block {
+                    repo.callback { block(nil, self) }
+                }
+            }
+        } catch {
+            repo.logger.debug("write refused", metadata: ["op": "\(op)", "error": "\(error)"])
+            if let block { repo.callback { block(error, self) } }
+        }
+    }
+
+    static func validatedValue(_ value: Any?, at path: Path) throws(HearthError) -> JSONValue {
+        let json = try ValueConversion.json(from: value)
+        _ = try ValueConversion.node(from: json, at: path)
+        return json
+    }
+
+    static func validatedUpdate(_ values: [String: Any], at path: Path) throws(HearthError) -> JSONValue {
+        var members: [JSONMember] = []
+        var paths: [Path] = []
+        for (relative, value) in values {
+            let sub: Path
+            do {
+                sub = try Path.parse(relative, allowPriority: true)
+            } catch {
+                throw HearthError(error)
+            }
+            if let other = paths.first(where: { $0.contains(sub) || sub.contains($0) }) {
+                throw HearthError(
+                    .invalidPath, "updateChildValues: the paths \(other) and \(sub) overlap; no path may be at or below another")
+            }
+            paths.append(sub)
+            let json = try ValueConversion.json(from: value)
+            if sub.last != Key.priority { _ = try ValueConversion.node(from: json, at: path.appending(sub)) }
+            members.append(JSONMember(relative, json))
+        }
+        return .object(members)
+    }
+}

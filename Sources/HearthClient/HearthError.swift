@@ -1,0 +1,55 @@
+internal import HearthCore
+internal import HearthJSON
+
+/// An error reported by HearthClient: a stable code and a sentence for people.
+///
+/// Server errors carry the wire code of the protocol (`invalid_path`, `unavailable`, …); the
+/// client adds its own codes for failures it detects itself.
+public struct HearthError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The stable error codes: the protocol's, plus the client's own.
+    public enum Code: String, Sendable, CaseIterable {
+        case badRequest = "bad_request"
+        case unknownOp = "unknown_op"
+        case invalidPath = "invalid_path"
+        case invalidKey = "invalid_key"
+        case invalidValue = "invalid_value"
+        case invalidQuery = "invalid_query"
+        case tooLarge = "too_large"
+        case tooDeep = "too_deep"
+        case permissionDenied = "permission_denied"
+        case invalidToken = "invalid_token"
+        case indexNotDefined = "index_not_defined"
+        case notFound = "not_found"
+        case overloaded = "overloaded"
+        case slowConsumer = "slow_consumer"
+        case unavailable = "unavailable"
+        case `internal` = "internal"
+        /// The URL given to `Database` is not `hearth://host[:port]`.
+        case invalidURL = "invalid_url"
+        /// A transaction lost the compare-and-set race 25 times in a row.
+        case maxRetries = "maxretry"
+    }
+
+    public let code: Code
+    public let message: String
+
+    public init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    public var description: String { "\(code.rawValue): \(message)" }
+}
+
+extension HearthError {
+    /// The client-side twin of a core validation error (same code, same message).
+    init(_ error: DatabaseError) {
+        self.init(Code(rawValue: error.code.rawValue) ?? .internal, error.message)
+    }
+
+    /// A server error object `{"code":…,"message":…}`.
+    init(wire: JSONValue) {
+        let code = wire["code"]?.stringValue.flatMap(Code.init(rawValue:)) ?? .internal
+        self.init(code, wire["message"]?.stringValue ?? "the server reported an error without a message")
+    }
+}

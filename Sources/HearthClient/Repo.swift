@@ -1,0 +1,267 @@
+import Dispatch
+internal import HearthCore
+internal import HearthJSON
+internal import HearthProtocol
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOPosix
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+/// The connection to one server and everything bound to it: requests, subscriptions, the
+/// onDisconnect registry, `.info`, and reconnection.
+///
+/// `@unchecked Sendable`: every mutable stored property except `shared` is touched only on
+/// `loop` (public entry points hop there with `loop.execute`); `shared` is guarded by its lock.
+final class Repo: @unchecked Sendable {
+    let url: DatabaseURL
+    let configuration: Database.Configuration
+    let loop: any EventLoop
+    let logger: Logger
+
+    /// State read and written from callers' threads.
+    struct Shared {
+        var serverTimeOffset: Int64 = 0
+        var pushIDs = PushIDGenerator()
+        var nextHandle: UInt = 1
+        var listeners: [UInt: Listener] = [:]
+    }
+
+    let shared = NIOLockedValueBox(Shared())
+
+    // MARK: Loop-confined state
+
+    private var channel: (any Channel)?
+    private var connecting = false
+    private var wantsOnline = true
+    private var attempt = 0
+    private var reconnectTask: Scheduled<Void>?
+    private var nextRequestID: Int64 = 1
+    /// Sent, in order, waiting for their responses.
+    private var inFlight = CircularBuffer<Outgoing>()
+    /// User requests made while disconnected, in order.
+    private var queued: [Outgoing] = []
+    /// Live server subscriptions of the current connection.
+    var subscriptions: [Int: Listener] = [:]
+    var onDisconnectEntries: [OnDisconnectEntry] = []
+    var nextOnDisconnectID = 1
+    /// The client-made `/.info` tree.
+    var infoRoot: Node = .empty
+
+    init(url: DatabaseURL, configuration: Database.Configuration) {
+        self.url = url
+        self.configuration = configuration
+        self.loop = configuration.eventLoopGroup.next()
+        self.logger = configuration.logger
+        loop.execute {
+            self.setInfo(connected: false, serverTimeOffset: nil)
+            self.connect()
+        }
+    }
+
+    // MARK: Time and push ids
+
+    /// The client's estimate of the server's clock, in ms since the epoch.
+    var estimatedServerTime: Int64 {
+        Self.now() + shared.withLockedValue { $0.serverTimeOffset }
+    }
+
+    static func now() -> Int64 {
+        Int64((Date().timeIntervalSince1970 * 1000).rounded())
+    }
+
+    /// A new push id (semantics §5.2) from the estimated server time.
+    func nextPushID() -> String {
+        let now = Self.now()
+        return shared.withLockedValue { state in
+            state.pushIDs.next(now: now + state.serverTimeOffset)
+        }
+    }
+
+    // MARK: Online / offline
+
+    /// Stops using the network: closes the connection and stops reconnecting. Requests made
+    /// meanwhile are queued.
+    func goOffline() {
+        loop.execute {
+            self.wantsOnline = false
+            self.reconnectTask?.cancel()
+            self.reconnectTask = nil
+            self.channel?.close(promise: nil)
+        }
+    }
+
+    /// Resumes connecting after `goOffline()`.
+    func goOnline() {
+        loop.execute {
+            guard !self.wantsOnline else { return }
+            self.wantsOnline = true
+            self.attempt = 0
+            self.connect()
+        }
+    }
+
+    private func connect() {
+        loop.preconditionInEventLoop()
+        guard wantsOnline, channel == nil, !connecting else { return }
+        connecting = true
+        logger.debug("connecting", metadata: ["url": "\(url.description)"])
+        ClientBootstrap(group: loop)
+            .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            .connectTimeout(configuration.connectTimeout)
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(
+                        ByteToMessageHandler(LineFrameDecoder(maxLength: Int(Int32.max))))
+                    try channel.pipeline.syncOperations.addHandler(ClientHandler(repo: self))
+                }
+            }
+            .connect(host: url.host, port: url.port)
+            .whenComplete { result in
+                self.connecting = false
+                switch result {
+                case .success(let channel):
+                    if !self.wantsOnline { channel.close(promise: nil) }
+                case .failure(let error):
+                    self.logger.debug("connect failed", metadata: ["error": "\(error)"])
+                    self.scheduleReconnect()
+                }
+            }
+    }
+
+    /// Schedules the next connection attempt: exponential backoff from `reconnectMinDelay` up
+    /// to `reconnectMaxDelay`, with full jitter over the upper half of the interval.
+    private func scheduleReconnect() {
+        guard wantsOnline, reconnectTask == nil, channel == nil else { return }
+        let minNanos = configuration.reconnectMinDelay.nanoseconds
+        let maxNanos = max(minNanos, configuration.reconnectMaxDelay.nanoseconds)
+        let exponent = min(attempt, 30)
+        let ceiling = min(maxNanos, minNanos.multipliedReportingOverflow(by: Int64(1) << exponent).partialValue)
+        let delay = Int64.random(in: (ceiling / 2)...max(ceiling / 2, ceiling))
+        attempt += 1
+        reconnectTask = loop.scheduleTask(in: .nanoseconds(delay)) {
+            self.reconnectTask = nil
+            self.connect()
+        }
+    }
+
+    // MARK: Connection events (from ClientHandler, on the loop)
+
+    func channelBecameActive(_ channel: any Channel) {
+        guard wantsOnline, self.channel == nil else {
+            channel.close(promise: nil)
+            return
+        }
+        self.channel = channel
+        // Rebuild the connection's state first, then send what waited, in order.
+        replayOnDisconnect()
+        for listener in registeredListeners() where !listener.path.isInfo {
+            subscribe(listener)
+        }
+        let waiting = queued
+        queued = []
+        for out in waiting { write(out) }
+        channel.flush()
+    }
+
+    func channelBecameInactive(_ channel: any Channel) {
+        guard self.channel === channel else { return }
+        self.channel = nil
+        var resend: [Outgoing] = []
+        while let out = inFlight.popFirst() {
+            if out.kind == .request { resend.append(out) }
+        }
+        queued = resend + queued
+        for listener in subscriptions.values { listener.sub = nil }
+        subscriptions.removeAll()
+        setInfo(connected: false, serverTimeOffset: currentServerTimeOffset)
+        logger.debug("disconnected", metadata: ["url": "\(url.description)"])
+        scheduleReconnect()
+    }
+
+    private var currentServerTimeOffset: Int64? {
+        infoRoot.child(at: Path([Key(".info"), Key("serverTimeOffset")])).leafValue.flatMap {
+            if case .number(.int(let i)) = $0 { return i }
+            return nil
+        }
+    }
+
+    func received(_ line: ByteBuffer, on channel: any Channel) {
+        guard self.channel === channel else { return }
+        let parsed = line.withUnsafeReadableBytes { bytes in
+            Result { () throws(JSONError) -> JSONValue in try JSONParser.parse(bytes) }
+        }
+        guard case .success(let json) = parsed, case .object = json else {
+            logger.debug("unreadable line from the server")
+            return
+        }
+        if json["id"] != nil {
+            guard let out = inFlight.popFirst() else {
+                logger.debug("a response without a request")
+                return
+            }
+            if json["ok"]?.boolValue == true {
+                out.completion(.success(json))
+            } else {
+                out.completion(.failure(HearthError(wire: json["error"] ?? .null)))
+            }
+        } else if let sub = json["sub"]?.int64Value {
+            handleEvent(json, sub: Int(sub))
+        } else {
+            switch json["event"]?.stringValue {
+            case "hello":
+                attempt = 0
+                let serverTime = json["serverTime"]?.int64Value ?? Self.now()
+                let offset = serverTime - Self.now()
+                shared.withLockedValue { $0.serverTimeOffset = offset }
+                setInfo(connected: true, serverTimeOffset: offset)
+            case "goaway":
+                channel.close(promise: nil)
+            default:
+                logger.debug("server event", metadata: ["line": "\(json.jsonString)"])
+            }
+        }
+    }
+
+    // MARK: Requests
+
+    /// Sends a user request from any thread; `completion` runs on the loop.
+    func request(_ body: [JSONMember], _ completion: @escaping @Sendable (Result<JSONValue, HearthError>) -> Void) {
+        loop.execute { self.send(.request, body, completion) }
+    }
+
+    /// Sends now when connected; queues user requests otherwise.
+    func send(_ kind: Outgoing.Kind, _ body: [JSONMember], _ completion: @escaping (Result<JSONValue, HearthError>) -> Void) {
+        loop.preconditionInEventLoop()
+        let out = Outgoing(kind: kind, body: body, completion: completion)
+        if let channel {
+            write(out)
+            channel.flush()
+        } else if kind == .request {
+            queued.append(out)
+        }
+    }
+
+    private func write(_ out: Outgoing) {
+        guard let channel else { return }
+        let id = nextRequestID
+        nextRequestID += 1
+        inFlight.append(out)
+        channel.write(channel.allocator.buffer(bytes: out.line(id: id)), promise: nil)
+    }
+
+    /// Runs `work` on the callback queue.
+    func callback(_ work: @escaping @Sendable () -> Void) {
+        configuration.callbackQueue.async(execute: work)
+    }
+
+    /// Test hook: whether the connection is up and how many user requests wait for one.
+    var connectionStateForTesting: EventLoopFuture<(connected: Bool, queued: Int)> {
+        loop.submit { (self.channel != nil, self.queued.count) }
+    }
+}
