@@ -1,3 +1,5 @@
+import HearthJSON
+
 /// A leaf's value: boolean, number or string. Strings compare by their code units, never by
 /// Unicode canonical equivalence.
 public enum LeafValue: Sendable, Equatable {
@@ -9,7 +11,7 @@ public enum LeafValue: Sendable, Equatable {
         switch (a, b) {
         case (.bool(let x), .bool(let y)): return x == y
         case (.number(let x), .number(let y)): return x == y
-        case (.string(let x), .string(let y)): return x.utf8.elementsEqual(y.utf8)
+        case (.string(let x), .string(let y)): return x.utf8Equals(y)
         default: return false
         }
     }
@@ -23,7 +25,7 @@ public enum Priority: Sendable, Equatable {
     public static func == (a: Priority, b: Priority) -> Bool {
         switch (a, b) {
         case (.number(let x), .number(let y)): return x == y
-        case (.string(let x), .string(let y)): return x.utf8.elementsEqual(y.utf8)
+        case (.string(let x), .string(let y)): return x.utf8Equals(y)
         default: return false
         }
     }

@@ -54,7 +54,7 @@ extension JSONValue {
         guard let first = path.first else { return .null }
         switch self {
         case .object(var members):
-            for i in members.indices where members[i].key.utf8.elementsEqual(first.string.utf8) {
+            for i in members.indices where members[i].key.utf8Equals(first.string) {
                 members[i].value = members[i].value.removing(path.dropFirst())
             }
             return .object(members)

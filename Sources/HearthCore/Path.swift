@@ -33,7 +33,14 @@ public struct Path: Sendable, Hashable, CustomStringConvertible {
     public var isInfo: Bool { segments.first?.string == ".info" }
 
     public var description: String {
-        "/" + segments.map(\.string).joined(separator: "/")
+        guard !segments.isEmpty else { return "/" }
+        var text = ""
+        text.reserveCapacity(segments.reduce(0) { $0 + $1.string.utf8.count + 1 })
+        for key in segments {
+            text.append("/")
+            text.append(key.string)
+        }
+        return text
     }
 }
 
@@ -45,23 +52,37 @@ extension Path {
         _ string: String, limits: Limits = .default, allowInfo: Bool = false,
         allowPriority: Bool = false
     ) throws(DatabaseError) -> Path {
+        // Splits on the bytes: `String.split` would walk grapheme clusters, several times slower.
+        var text = string
         var segments: [Key] = []
-        for part in string.split(separator: "/", omittingEmptySubsequences: true) {
-            let s = String(part)
-            if segments.isEmpty, allowInfo, s == ".info" {
-                segments.append(Key(s))
-                continue
+        var invalidKey: DatabaseError?
+        text.withUTF8 { bytes in
+            var start = 0
+            var index = 0
+            while index <= bytes.count {
+                if index == bytes.count || bytes[index] == UInt8(ascii: "/") {
+                    if index > start {
+                        let s = String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)
+                        if segments.isEmpty, allowInfo, s == ".info" {
+                            segments.append(Key(s))
+                        } else if allowPriority, s == ".priority" {
+                            segments.append(Key.priority)
+                        } else {
+                            do throws(DatabaseError) {
+                                segments.append(try Key.validated(s, limits: limits))
+                            } catch {
+                                invalidKey = error
+                                return
+                            }
+                        }
+                    }
+                    start = index + 1
+                }
+                index += 1
             }
-            if allowPriority, s == ".priority" {
-                segments.append(Key.priority)
-                continue
-            }
-            do {
-                segments.append(try Key.validated(s, limits: limits))
-            } catch {
-                throw DatabaseError(
-                    .invalidPath, "path \"\(string)\" is invalid: \(error.message)")
-            }
+        }
+        if let invalidKey {
+            throw DatabaseError(.invalidPath, "path \"\(string)\" is invalid: \(invalidKey.message)")
         }
         if let i = segments.firstIndex(of: Key.priority), i != segments.count - 1 {
             throw DatabaseError(

@@ -35,7 +35,7 @@ extension JSONValue {
     /// JavaScript's `JSON.parse`), when this is an object.
     public subscript(key: String) -> JSONValue? {
         guard case .object(let members) = self else { return nil }
-        for member in members.reversed() where member.key.utf8.elementsEqual(key.utf8) {
+        for member in members.reversed() where member.key.utf8Equals(key) {
             return member.value
         }
         return nil

@@ -1,4 +1,5 @@
 import HearthCore
+import HearthJSON
 
 /// Replays logged writes onto a tree in bulk during recovery.
 ///
@@ -45,7 +46,7 @@ final class ReplayTree {
         let key: Key
 
         static func == (a: HashedKey, b: HashedKey) -> Bool {
-            a.key.string.utf8.elementsEqual(b.key.string.utf8)
+            a.key.string.utf8Equals(b.key.string)
         }
 
         func hash(into hasher: inout Hasher) {

@@ -69,7 +69,7 @@ public enum IndexValue: Sendable, Hashable {
 
     public static func == (a: IndexValue, b: IndexValue) -> Bool {
         switch (a, b) {
-        case (.string(let x), .string(let y)): return x.utf8.elementsEqual(y.utf8)
+        case (.string(let x), .string(let y)): return x.utf8Equals(y)
         default: return compare(a, b) == 0
         }
     }

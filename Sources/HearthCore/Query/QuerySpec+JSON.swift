@@ -29,7 +29,7 @@ extension QuerySpec {
         }
         var fields: [String: JSONValue] = [:]
         for member in members {
-            guard Self.wireFields.contains(where: { $0.utf8.elementsEqual(member.key.utf8) }) else {
+            guard Self.wireFields.contains(where: { $0.utf8Equals(member.key) }) else {
                 throw Self.invalid(
                     "unknown query field \(quoted(member.key)); the fields are "
                         + Self.wireFields.joined(separator: ", "))
@@ -213,9 +213,9 @@ extension QuerySpec {
             guard case .string(let s) = key else {
                 throw Self.invalid("\(name)Key must be a string (a key), not \(Self.describe(key))")
             }
-            if s.utf8.elementsEqual(Key.minName.utf8) {
+            if s.utf8Equals(Key.minName) {
                 boundKey = .min
-            } else if s.utf8.elementsEqual(Key.maxName.utf8) {
+            } else if s.utf8Equals(Key.maxName) {
                 boundKey = .max
             } else {
                 do {
@@ -230,8 +230,8 @@ extension QuerySpec {
 
     /// A key-order bound: any string, with the sentinels' wire spellings mapped to the sentinels.
     static func boundKey(unvalidated s: String) -> BoundKey {
-        if s.utf8.elementsEqual(Key.minName.utf8) { return .min }
-        if s.utf8.elementsEqual(Key.maxName.utf8) { return .max }
+        if s.utf8Equals(Key.minName) { return .min }
+        if s.utf8Equals(Key.maxName) { return .max }
         return .key(Key(s))
     }
 
