@@ -1,6 +1,9 @@
 import ArgumentParser
-import Foundation
 import HearthClient
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// `--url` and `--timeout`, shared by every command that talks to a server.
 struct ConnectionOptions: ParsableArguments {
@@ -16,7 +19,7 @@ struct ConnectionOptions: ParsableArguments {
 
     /// The URL given, else `$HEARTH_URL`, else the default.
     var resolvedURL: String {
-        url ?? ProcessInfo.processInfo.environment["HEARTH_URL"] ?? "hearth://127.0.0.1:9000"
+        url ?? getenv("HEARTH_URL").map { String(cString: $0) } ?? "hearth://127.0.0.1:9000"
     }
 
     /// A connected client: fails (status 1) when the server does not answer within `timeout`.

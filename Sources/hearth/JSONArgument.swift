@@ -9,8 +9,6 @@ struct JSONArgument: ExpressibleByArgument, Sendable {
         guard let value = try? JSONParser.parse(argument) else { return nil }
         self.value = value
     }
-
-    static var defaultCompletionKind: CompletionKind { .default }
 }
 
 /// The value of a write: a JSON argument, `-` for stdin, or `--file`.

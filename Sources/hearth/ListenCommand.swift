@@ -1,6 +1,5 @@
 import ArgumentParser
 import Dispatch
-import Foundation
 import HearthClient
 import HearthJSON
 
@@ -28,7 +27,7 @@ struct ListenCommand: AsyncParsableCommand {
     func validate() throws { _ = try eventTypes() }
 
     private func eventTypes() throws -> [DataEventType] {
-        let names = events.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+        let names = events.split(separator: ",").map { String($0.filter { $0 != " " }) }
         guard !names.isEmpty else { throw ValidationError("--events needs at least one event type") }
         return try names.map { name in
             guard let type = DataEventType.allCases.first(where: { $0.name == name }) else {

@@ -1,5 +1,3 @@
-import Foundation
-
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -39,9 +37,8 @@ final class Progress {
     private func report(final: Bool) {
         let fraction = total > 0 ? min(Double(done) / Double(total), 1) : 1
         let percent = Int((fraction * 100).rounded(.down))
-        let seconds = Double((clock.now - started).components.seconds)
-            + Double((clock.now - started).components.attoseconds) / 1e18
-        let counts = "\(done)/\(total) \(unit), \(String(format: "%.1f", seconds)) s"
+        let tenths = (clock.now - started) / .milliseconds(100)
+        let counts = "\(done)/\(total) \(unit), \(Int(tenths) / 10).\(Int(tenths) % 10) s"
         if isTerminal {
             let width = 30
             let filled = Int(fraction * Double(width))

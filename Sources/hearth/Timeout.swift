@@ -1,4 +1,4 @@
-import Foundation
+import Dispatch
 
 /// Runs `operation`, failing with a `CLIFailure` (status 1) after `seconds`. The client's calls
 /// cannot be cancelled, so on a timeout the operation is abandoned (the command then exits).
@@ -22,19 +22,19 @@ func withTimeout<T: Sendable>(
 
 /// Resumes a continuation with whichever outcome comes first.
 private final class FirstOutcome<T: Sendable>: @unchecked Sendable {
-    // Guarded by `lock`.
-    private let lock = NSLock()
+    // Guarded by `queue`.
+    private let queue = DispatchQueue(label: "hearth.timeout")
     private var continuation: CheckedContinuation<T, any Error>?
     private var cleanup: (@Sendable () -> Void)?
     private var done = false
 
     func start(_ continuation: CheckedContinuation<T, any Error>) {
-        lock.withLock { self.continuation = continuation }
+        queue.sync { self.continuation = continuation }
     }
 
     /// Runs `cleanup` once an outcome is in (at once if it already is).
     func onFinish(_ cleanup: @escaping @Sendable () -> Void) {
-        let runNow = lock.withLock {
+        let runNow = queue.sync {
             if !done { self.cleanup = cleanup }
             return done
         }
@@ -42,7 +42,7 @@ private final class FirstOutcome<T: Sendable>: @unchecked Sendable {
     }
 
     func finish(_ result: Result<T, any Error>) {
-        let (continuation, cleanup) = lock.withLock {
+        let (continuation, cleanup) = queue.sync {
             defer {
                 done = true
                 self.continuation = nil
