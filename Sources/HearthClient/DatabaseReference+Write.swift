@@ -109,12 +109,13 @@ extension DatabaseReference {
             if sub.last != Key.priority { _ = try ValueConversion.node(from: json, at: path.appending(sub)) }
             members.append(JSONMember(relative, json))
         }
-        // In segment-wise order a path comes right before the paths below it (or before others
-        // below it that come first), so comparing neighbours finds every overlap in O(n log n).
+        // Sorted segment-wise, every path below another comes after it with only paths below it
+        // in between, so comparing neighbours finds every overlap in O(n log n).
         let sorted = paths.sorted { $0.segments.lexicographicallyPrecedes($1.segments) }
         for (first, second) in zip(sorted, sorted.dropFirst()) where first.contains(second) {
             throw HearthError(
-                .invalidPath, "updateChildValues: the paths \(first) and \(second) overlap; no path may be at or below another")
+                .invalidPath,
+                "updateChildValues: the paths \(first) and \(second) overlap; no path may be at or below another")
         }
         return .object(members)
     }

@@ -14,7 +14,9 @@ struct ConnectionOptions: ParsableArguments {
     var timeout: Double = 10
 
     func validate() throws {
-        guard timeout > 0, timeout.isFinite else { throw ValidationError("--timeout must be a positive number of seconds") }
+        guard timeout > 0, timeout.isFinite else {
+            throw ValidationError("--timeout must be a positive number of seconds")
+        }
     }
 
     /// The URL given, else `$HEARTH_URL`, else the default.

@@ -29,7 +29,9 @@ struct ExportCommand: AsyncParsableCommand {
             let output = try file.map { $0 == "-" ? Output() : try Output(path: $0) } ?? Output()
             let database = try await connection.connect()
             let reference = database.reference(withPath: path)
-            let listing = try await connection.bounded("export: listing the children") { try await reference.getShallowData() }
+            let listing = try await connection.bounded("export: listing the children") {
+                try await reference.getShallowData()
+            }
             guard listing.hasChildren() else {
                 // A leaf or nothing: one read.
                 let snapshot = try await connection.bounded("export") { try await reference.getData() }

@@ -25,7 +25,9 @@ struct ImportCommand: AsyncParsableCommand {
     @Flag(help: "Keep the data already at the path; only write what the file holds.") var merge = false
 
     func validate() throws {
-        guard (1024...(15 << 20)).contains(batchBytes) else { throw ValidationError("--batch-bytes must be between 1024 and 15728640") }
+        guard (1024...(15 << 20)).contains(batchBytes) else {
+            throw ValidationError("--batch-bytes must be between 1024 and 15728640")
+        }
     }
 
     func run() async throws {
@@ -55,7 +57,9 @@ struct ImportCommand: AsyncParsableCommand {
     }
 
     /// Sends `batches` (in any order), `window` updates at a time.
-    private func send(_ batches: [[ImportPlan.Entry]], to reference: DatabaseReference, progress: Progress) async throws {
+    private func send(
+        _ batches: [[ImportPlan.Entry]], to reference: DatabaseReference, progress: Progress
+    ) async throws {
         let connection = self.connection
         try await withThrowingTaskGroup(of: Int.self) { group in
             var inFlight = 0
@@ -66,7 +70,8 @@ struct ImportCommand: AsyncParsableCommand {
                 }
                 group.addTask {
                     try await connection.bounded("import") {
-                        let values = [String: Any](batch.map { ($0.path, $0.value as Any) }, uniquingKeysWith: { _, last in last })
+                        let values = [String: Any](
+                            batch.map { ($0.path, $0.value as Any) }, uniquingKeysWith: { _, last in last })
                         try await reference.updateChildValues(values)
                     }
                     return batch.reduce(0) { $0 + $1.bytes }

@@ -32,7 +32,9 @@ struct ImportPlan {
 
     /// The whole tree as one entry at the import path: a single atomic `set`.
     var singleValue: JSONValue? {
-        guard batches.count == 1, priorityBatches.isEmpty, batches[0].count == 1, batches[0][0].path.isEmpty else { return nil }
+        guard batches.count == 1, priorityBatches.isEmpty, batches[0].count == 1, batches[0][0].path.isEmpty else {
+            return nil
+        }
         return batches[0][0].value
     }
 
@@ -49,7 +51,8 @@ struct ImportPlan {
             members = list.enumerated().map { JSONMember(String($0.offset), $0.element) }
         default:
             guard bytes <= maxBytes else {
-                throw CLIFailure.failed("the value at /\(path) is \(bytes) bytes and cannot be split: raise --batch-bytes")
+                throw CLIFailure.failed(
+                    "the value at /\(path) is \(bytes) bytes and cannot be split: raise --batch-bytes")
             }
             entries.append(Entry(path: path, value: value, bytes: bytes))
             return
@@ -63,7 +66,9 @@ struct ImportPlan {
                 let size = member.value.serialized.count + childPath.utf8.count + 8
                 priorities.append(Entry(path: childPath, value: member.value, bytes: size))
             } else {
-                try collect(member.value, at: childPath, split: false, maxBytes: maxBytes, into: &entries, priorities: &priorities)
+                try collect(
+                    member.value, at: childPath, split: false, maxBytes: maxBytes, into: &entries,
+                    priorities: &priorities)
             }
         }
     }

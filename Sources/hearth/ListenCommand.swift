@@ -31,7 +31,8 @@ struct ListenCommand: AsyncParsableCommand {
         guard !names.isEmpty else { throw ValidationError("--events needs at least one event type") }
         return try names.map { name in
             guard let type = DataEventType.allCases.first(where: { $0.name == name }) else {
-                throw ValidationError("unknown event type \(name); use value, child_added, child_changed, child_removed or child_moved")
+                throw ValidationError(
+                    "unknown event type \(name); use value, child_added, child_changed, child_removed or child_moved")
             }
             return type
         }
@@ -67,12 +68,16 @@ struct ListenCommand: AsyncParsableCommand {
     }
 
     /// One output line.
-    static func line(_ type: DataEventType, _ snapshot: DataSnapshot, _ prev: String?, export: Bool, ordered: Bool) -> JSONValue {
+    static func line(
+        _ type: DataEventType, _ snapshot: DataSnapshot, _ prev: String?, export: Bool, ordered: Bool
+    ) -> JSONValue {
         var members = [
             JSONMember("event", .string(type.name)), JSONMember("key", .string(snapshot.key)),
             JSONMember("value", snapshot.outputJSON(export: export, ordered: ordered && type == .value)),
         ]
-        if type != .value && type != .childRemoved { members.append(JSONMember("prev", prev.map(JSONValue.string) ?? .null)) }
+        if type != .value && type != .childRemoved {
+            members.append(JSONMember("prev", prev.map(JSONValue.string) ?? .null))
+        }
         return .object(members)
     }
 

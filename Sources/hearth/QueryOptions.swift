@@ -23,7 +23,8 @@ struct QueryOptions: ParsableArguments {
     @Option(help: ArgumentHelp("End before this sort value (JSON).", valueName: "json")) var endBefore: JSONArgument?
     @Option(help: ArgumentHelp("With --end-before: end before this key.", valueName: "key"))
     var endBeforeKey: String?
-    @Option(help: ArgumentHelp("Only children with this sort value (JSON).", valueName: "json")) var equalTo: JSONArgument?
+    @Option(help: ArgumentHelp("Only children with this sort value (JSON).", valueName: "json")) var equalTo:
+        JSONArgument?
     @Option(help: ArgumentHelp("With --equal-to: only the child with this key.", valueName: "key"))
     var equalToKey: String?
 
@@ -32,7 +33,10 @@ struct QueryOptions: ParsableArguments {
 
     func validate() throws {
         let orders = [orderByKey, orderByValue, orderByPriority, orderByChild != nil].filter { $0 }.count
-        if orders > 1 { throw ValidationError("give at most one of --order-by-key, --order-by-value, --order-by-priority, --order-by-child") }
+        if orders > 1 {
+            throw ValidationError(
+                "give at most one of --order-by-key, --order-by-value, --order-by-priority, --order-by-child")
+        }
         let pairs: [(String, JSONArgument?, String?)] = [
             ("start-at", startAt, startAtKey), ("start-after", startAfter, startAfterKey), ("end-at", endAt, endAtKey),
             ("end-before", endBefore, endBeforeKey), ("equal-to", equalTo, equalToKey),

@@ -23,7 +23,8 @@ struct UpdateCommand: AsyncParsableCommand {
             let database = try await connection.connect()
             let reference = database.reference(withPath: path)
             try await connection.bounded("update") {
-                let values = [String: Any](members.map { ($0.key, $0.value as Any) }, uniquingKeysWith: { _, last in last })
+                let values = [String: Any](
+                    members.map { ($0.key, $0.value as Any) }, uniquingKeysWith: { _, last in last })
                 try await reference.updateChildValues(values)
             }
         }

@@ -17,12 +17,16 @@ final class CLICommandTests: XCTestCase {
             var result = try hearth("set", "/dinosaurs", dinosaurs, url: url)
             XCTAssertEqual(result.status, 0, result.stderr)
             XCTAssertEqual(result.stdout, "")
-            XCTAssertEqual(try hearth("get", "/dinosaurs/stegosaurus", url: url).json(), .object(["height": .int(4), "length": .int(9), "weight": .int(2500)]))
+            XCTAssertEqual(
+                try hearth("get", "/dinosaurs/stegosaurus", url: url).json(),
+                .object(["height": .int(4), "length": .int(9), "weight": .int(2500)]))
 
             result = try hearth("update", "/dinosaurs", #"{"stegosaurus/height":5,"linhenykus":null}"#, url: url)
             XCTAssertEqual(result.status, 0, result.stderr)
             XCTAssertEqual(try hearth("get", "/dinosaurs/stegosaurus/height", url: url).json(), .int(5))
-            XCTAssertEqual(try hearth("get", "/dinosaurs", "--shallow", url: url).json().keys, ["bruhathkayosaurus", "lambeosaurus", "stegosaurus"])
+            XCTAssertEqual(
+                try hearth("get", "/dinosaurs", "--shallow", url: url).json().keys,
+                ["bruhathkayosaurus", "lambeosaurus", "stegosaurus"])
 
             result = try hearth("push", "/posts", #"{"title":"Announcing COBOL"}"#, url: url)
             XCTAssertEqual(result.status, 0, result.stderr)
@@ -31,13 +35,17 @@ final class CLICommandTests: XCTestCase {
             XCTAssertEqual(try hearth("get", "/posts/\(key)/title", url: url).json(), .string("Announcing COBOL"))
 
             // The value from stdin and from a file; priorities in export format.
-            XCTAssertEqual(try hearth("set", "/users/ada", "-", url: url, stdin: #"{"name":"Ada","born":1815}"#).status, 0)
+            XCTAssertEqual(
+                try hearth("set", "/users/ada", "-", url: url, stdin: #"{"name":"Ada","born":1815}"#).status, 0)
             XCTAssertEqual(try hearth("get", "/users/ada/born", url: url).json(), .int(1815))
-            let file = FileManager.default.temporaryDirectory.appendingPathComponent("hearth-cli-\(UUID().uuidString).json")
+            let file = FileManager.default.temporaryDirectory.appendingPathComponent(
+                "hearth-cli-\(UUID().uuidString).json")
             defer { try? FileManager.default.removeItem(at: file) }
             try Data(#"{"name":"Grace",".priority":1}"#.utf8).write(to: file)
             XCTAssertEqual(try hearth("set", "/users/grace", "--file", file.path, url: url).status, 0)
-            XCTAssertEqual(try hearth("get", "/users/grace", "--export", url: url).json(), .object(["name": .string("Grace"), ".priority": .int(1)]))
+            XCTAssertEqual(
+                try hearth("get", "/users/grace", "--export", url: url).json(),
+                .object(["name": .string("Grace"), ".priority": .int(1)]))
             XCTAssertEqual(try hearth("get", "/users/grace", url: url).json(), .object(["name": .string("Grace")]))
 
             XCTAssertEqual(try hearth("remove", "/users", url: url).status, 0)
@@ -61,18 +69,35 @@ final class CLICommandTests: XCTestCase {
                 XCTAssertEqual(result.status, 0, "\(arguments): \(result.stderr)")
                 return try result.json().keys
             }
-            XCTAssertEqual(try keys("get", "/dinosaurs", "--order-by-child", "height"), ["linhenykus", "lambeosaurus", "stegosaurus", "bruhathkayosaurus"])
-            XCTAssertEqual(try keys("get", "/dinosaurs", "--order-by-child", "height", "--limit-to-last", "2"), ["stegosaurus", "bruhathkayosaurus"])
-            XCTAssertEqual(try keys("get", "/dinosaurs", "--order-by-child", "height", "--start-at", "3", "--end-before", "25"), ["stegosaurus"])
-            XCTAssertEqual(try keys("get", "/dinosaurs", "--order-by-child", "length", "--equal-to", "44"), ["bruhathkayosaurus"])
-            XCTAssertEqual(try keys("get", "/dinosaurs", "--order-by-key", "--start-after", #""linhenykus""#), ["stegosaurus"])
-            XCTAssertEqual(try keys("get", "/dinosaurs", "--order-by-key", "--end-at", #""c""#, "--limit-to-first", "1"), ["bruhathkayosaurus"])
+            XCTAssertEqual(
+                try keys("get", "/dinosaurs", "--order-by-child", "height"),
+                ["linhenykus", "lambeosaurus", "stegosaurus", "bruhathkayosaurus"])
+            XCTAssertEqual(
+                try keys("get", "/dinosaurs", "--order-by-child", "height", "--limit-to-last", "2"),
+                ["stegosaurus", "bruhathkayosaurus"])
+            XCTAssertEqual(
+                try keys("get", "/dinosaurs", "--order-by-child", "height", "--start-at", "3", "--end-before", "25"),
+                ["stegosaurus"])
+            XCTAssertEqual(
+                try keys("get", "/dinosaurs", "--order-by-child", "length", "--equal-to", "44"), ["bruhathkayosaurus"])
+            XCTAssertEqual(
+                try keys("get", "/dinosaurs", "--order-by-key", "--start-after", #""linhenykus""#), ["stegosaurus"])
+            XCTAssertEqual(
+                try keys("get", "/dinosaurs", "--order-by-key", "--end-at", #""c""#, "--limit-to-first", "1"),
+                ["bruhathkayosaurus"])
             XCTAssertEqual(try keys("get", "/scores", "--order-by-value"), ["b", "d", "c", "a"])
-            XCTAssertEqual(try keys("get", "/scores", "--order-by-value", "--start-at", "1", "--start-at-key", "c"), ["d", "c", "a"])
-            XCTAssertEqual(try keys("get", "/scores", "--order-by-value", "--equal-to", "1", "--equal-to-key", "d"), ["d"])
+            XCTAssertEqual(
+                try keys("get", "/scores", "--order-by-value", "--start-at", "1", "--start-at-key", "c"),
+                ["d", "c", "a"])
+            XCTAssertEqual(
+                try keys("get", "/scores", "--order-by-value", "--equal-to", "1", "--equal-to-key", "d"), ["d"])
             XCTAssertEqual(try keys("get", "/scores", "--order-by-value", "--end-at", "1", "--end-at-key", "b"), ["b"])
-            XCTAssertEqual(try keys("get", "/scores", "--order-by-value", "--start-after", "1", "--start-after-key", "b"), ["d", "c", "a"])
-            XCTAssertEqual(try keys("get", "/scores", "--order-by-value", "--end-before", "2", "--end-before-key", "c"), ["b", "d"])
+            XCTAssertEqual(
+                try keys("get", "/scores", "--order-by-value", "--start-after", "1", "--start-after-key", "b"),
+                ["d", "c", "a"])
+            XCTAssertEqual(
+                try keys("get", "/scores", "--order-by-value", "--end-before", "2", "--end-before-key", "c"),
+                ["b", "d"])
             XCTAssertEqual(try keys("get", "/scores", "--order-by-priority", "--limit-to-last", "1"), ["d"])
         }
     }
@@ -130,16 +155,31 @@ final class CLICommandTests: XCTestCase {
             let url = server.url
             XCTAssertEqual(try hearth("set", "/dinosaurs", dinosaurs, url: url).status, 0)
             let listen = try CLIProcess(
-                ["listen", "/dinosaurs", "--order-by-child", "height", "--limit-to-last", "2", "--events", "child_added,child_removed"],
+                [
+                    "listen", "/dinosaurs", "--order-by-child", "height", "--limit-to-last", "2", "--events",
+                    "child_added,child_removed",
+                ],
                 url: url)
             defer { if listen.process.isRunning { kill(listen.process.processIdentifier, SIGKILL) } }
             var lines = try listen.waitForLines(2)
-            XCTAssertEqual(try lines.map { try JSONParser.parse($0)["key"] }, [.string("stegosaurus"), .string("bruhathkayosaurus")])
+            XCTAssertEqual(
+                try lines.map { try JSONParser.parse($0)["key"] },
+                [.string("stegosaurus"), .string("bruhathkayosaurus")])
             XCTAssertEqual(try hearth("set", "/dinosaurs/argentinosaurus", #"{"height":30}"#, url: url).status, 0)
             lines = try listen.waitForLines(4)
             let events = try lines.map { try JSONParser.parse($0) }
-            XCTAssertEqual(events[2], .object(["event": .string("child_removed"), "key": .string("stegosaurus"), "value": .object(["height": .int(4), "length": .int(9), "weight": .int(2500)])]))
-            XCTAssertEqual(events[3], .object(["event": .string("child_added"), "key": .string("argentinosaurus"), "value": .object(["height": .int(30)]), "prev": .string("bruhathkayosaurus")]))
+            XCTAssertEqual(
+                events[2],
+                .object([
+                    "event": .string("child_removed"), "key": .string("stegosaurus"),
+                    "value": .object(["height": .int(4), "length": .int(9), "weight": .int(2500)]),
+                ]))
+            XCTAssertEqual(
+                events[3],
+                .object([
+                    "event": .string("child_added"), "key": .string("argentinosaurus"),
+                    "value": .object(["height": .int(30)]), "prev": .string("bruhathkayosaurus"),
+                ]))
 
             kill(listen.process.processIdentifier, SIGINT)
             let result = try listen.finish(timeout: 10)

@@ -16,7 +16,8 @@ final class CLIImportExportTests: XCTestCase {
             if i % 1000 == 0 { child.append(JSONMember(".priority", .int(Int64(i)))) }
             members.append(JSONMember(String(format: "item%05d", i), .object(child)))
         }
-        let wide = (0..<20_000).map { JSONMember("w\($0)", .int(Int64($0))) } + [JSONMember(".priority", .string("wide"))]
+        let wide =
+            (0..<20_000).map { JSONMember("w\($0)", .int(Int64($0))) } + [JSONMember(".priority", .string("wide"))]
         members.append(JSONMember("wide", .object(wide)))
         return .object(members)
     }
@@ -24,7 +25,8 @@ final class CLIImportExportTests: XCTestCase {
     func testRoundTripOf100kLeaves() async throws {
         try await withCLIServer { server in
             let url = server.url
-            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("hearth-cli-\(UUID().uuidString)")
+            let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+                "hearth-cli-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
             defer { try? FileManager.default.removeItem(at: directory) }
             let source = directory.appendingPathComponent("tree.json")
@@ -56,8 +58,11 @@ final class CLIImportExportTests: XCTestCase {
         try await withCLIServer { server in
             let url = server.url
             XCTAssertEqual(try hearth("set", "/d", #"{"old":1,"keep":{"x":1}}"#, url: url).status, 0)
-            XCTAssertEqual(try hearth("import", "/d", "-", "--merge", url: url, stdin: #"{"keep":{"y":2},"new":3}"#).status, 0)
-            XCTAssertEqual(try hearth("get", "/d", url: url).json(), .object(["keep": .object(["y": .int(2)]), "new": .int(3), "old": .int(1)]))
+            XCTAssertEqual(
+                try hearth("import", "/d", "-", "--merge", url: url, stdin: #"{"keep":{"y":2},"new":3}"#).status, 0)
+            XCTAssertEqual(
+                try hearth("get", "/d", url: url).json(),
+                .object(["keep": .object(["y": .int(2)]), "new": .int(3), "old": .int(1)]))
             XCTAssertEqual(try hearth("import", "/d", "-", url: url, stdin: #"{"only":true}"#).status, 0)
             XCTAssertEqual(try hearth("get", "/d", url: url).json(), .object(["only": .bool(true)]))
 

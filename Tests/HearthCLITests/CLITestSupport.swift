@@ -18,7 +18,8 @@ final class CLIServer: Sendable {
         var configuration = ServerConfiguration()
         configuration.host = "127.0.0.1"
         configuration.port = 0
-        configuration.dataDirectory = FileManager.default.temporaryDirectory
+        configuration.dataDirectory =
+            FileManager.default.temporaryDirectory
             .appendingPathComponent("hearth-cli-test-\(UUID().uuidString)").path
         configuration.fsync = .never
         let logger = Logger(label: "hearth-cli-test") { _ in SwiftLogNoOpLogHandler() }

@@ -52,13 +52,18 @@ final class GettingStartedTests: XCTestCase {
             try await postRef.child("updatedAt").setValue(ServerValue.timestamp())
             try await ref.child("users/grace/nickname").removeValue()
 
-            let saved = await completion { users.child("ada/nickname").setValue("Enchantress of Numbers", withCompletionBlock: $0) }
+            let saved = await completion {
+                users.child("ada/nickname").setValue("Enchantress of Numbers", withCompletionBlock: $0)
+            }
             XCTAssertNil(saved)
             let snapshot = try await ref.child("users/ada").getData()
             XCTAssertEqual(
                 snapshot.json.jsonString,
-                #"{"date_of_birth":"December 10, 1815","full_name":"Ada Lovelace","nickname":"Enchantress of Numbers"}"#)
-            try await assertEqual(try await ref.child("user-posts/ada/\(key)/title").getData().value as? String, "Notes on the Analytical Engine")
+                #"{"date_of_birth":"December 10, 1815","full_name":"Ada Lovelace","nickname":"Enchantress of Numbers"}"#
+            )
+            try await assertEqual(
+                try await ref.child("user-posts/ada/\(key)/title").getData().value as? String,
+                "Notes on the Analytical Engine")
             try await assertEqual(try await postRef.child("views").getData().value as? Int, 1)
             try await assertEqual(try await ref.child("users/grace").getData().hasChild("nickname"), false)
         }
@@ -70,14 +75,35 @@ final class GettingStartedTests: XCTestCase {
             defer { db.goOffline() }
             let facts: [String: Any] = [
                 "dinosaurs": [
-                    "bruhathkayosaurus": ["appeared": -70000000, "height": 25, "length": 44, "order": "saurischia", "vanished": -70000000, "weight": 135000],
-                    "lambeosaurus": ["appeared": -76000000, "height": 2.1, "length": 12.5, "order": "ornithischia", "vanished": -75000000, "weight": 5000],
-                    "linhenykus": ["appeared": -85000000, "height": 0.6, "length": 1, "order": "theropoda", "vanished": -75000000, "weight": 3],
-                    "pterodactyl": ["appeared": -150000000, "height": 0.6, "length": 0.8, "order": "pterosauria", "vanished": -148500000, "weight": 2],
-                    "stegosaurus": ["appeared": -155000000, "height": 4, "length": 9, "order": "ornithischia", "vanished": -150000000, "weight": 2500],
-                    "triceratops": ["appeared": -68000000, "height": 3, "length": 8, "order": "ornithischia", "vanished": -66000000, "weight": 11000],
+                    "bruhathkayosaurus": [
+                        "appeared": -70_000_000, "height": 25, "length": 44, "order": "saurischia",
+                        "vanished": -70_000_000, "weight": 135000,
+                    ],
+                    "lambeosaurus": [
+                        "appeared": -76_000_000, "height": 2.1, "length": 12.5, "order": "ornithischia",
+                        "vanished": -75_000_000, "weight": 5000,
+                    ],
+                    "linhenykus": [
+                        "appeared": -85_000_000, "height": 0.6, "length": 1, "order": "theropoda",
+                        "vanished": -75_000_000, "weight": 3,
+                    ],
+                    "pterodactyl": [
+                        "appeared": -150_000_000, "height": 0.6, "length": 0.8, "order": "pterosauria",
+                        "vanished": -148_500_000, "weight": 2,
+                    ],
+                    "stegosaurus": [
+                        "appeared": -155_000_000, "height": 4, "length": 9, "order": "ornithischia",
+                        "vanished": -150_000_000, "weight": 2500,
+                    ],
+                    "triceratops": [
+                        "appeared": -68_000_000, "height": 3, "length": 8, "order": "ornithischia",
+                        "vanished": -66_000_000, "weight": 11000,
+                    ],
                 ],
-                "scores": ["bruhathkayosaurus": 55, "lambeosaurus": 21, "linhenykus": 80, "pterodactyl": 93, "stegosaurus": 5, "triceratops": 22],
+                "scores": [
+                    "bruhathkayosaurus": 55, "lambeosaurus": 21, "linhenykus": 80, "pterodactyl": 93, "stegosaurus": 5,
+                    "triceratops": 22,
+                ],
             ]
             try await db.reference(withPath: "facts").setValue(facts)
 
@@ -91,19 +117,29 @@ final class GettingStartedTests: XCTestCase {
                 ["linhenykus", "pterodactyl", "lambeosaurus", "triceratops", "stegosaurus", "bruhathkayosaurus"])
             try await assertEqual(
                 try await scores.queryOrderedByValue().getData().children.map { "\($0.key) scored \($0.value ?? 0)" },
-                ["stegosaurus scored 5", "lambeosaurus scored 21", "triceratops scored 22", "bruhathkayosaurus scored 55",
-                 "linhenykus scored 80", "pterodactyl scored 93"])
-            try await assertEqual(try await keys(dinosaurs.queryOrdered(byChild: "weight").queryLimited(toLast: 2)), ["triceratops", "bruhathkayosaurus"])
-            try await assertEqual(try await keys(dinosaurs.queryOrdered(byChild: "height").queryLimited(toFirst: 2)), ["linhenykus", "pterodactyl"])
+                [
+                    "stegosaurus scored 5", "lambeosaurus scored 21", "triceratops scored 22",
+                    "bruhathkayosaurus scored 55",
+                    "linhenykus scored 80", "pterodactyl scored 93",
+                ])
             try await assertEqual(
-                try await keys(dinosaurs.queryOrdered(byChild: "height").queryStarting(atValue: 3)), ["triceratops", "stegosaurus", "bruhathkayosaurus"])
+                try await keys(dinosaurs.queryOrdered(byChild: "weight").queryLimited(toLast: 2)),
+                ["triceratops", "bruhathkayosaurus"])
+            try await assertEqual(
+                try await keys(dinosaurs.queryOrdered(byChild: "height").queryLimited(toFirst: 2)),
+                ["linhenykus", "pterodactyl"])
+            try await assertEqual(
+                try await keys(dinosaurs.queryOrdered(byChild: "height").queryStarting(atValue: 3)),
+                ["triceratops", "stegosaurus", "bruhathkayosaurus"])
             try await assertEqual(
                 try await keys(dinosaurs.queryOrderedByKey().queryStarting(atValue: "a").queryEnding(atValue: "m")),
                 ["bruhathkayosaurus", "lambeosaurus", "linhenykus"])
             try await assertEqual(
-                try await keys(scores.queryOrderedByValue().queryStarting(atValue: 50)), ["bruhathkayosaurus", "linhenykus", "pterodactyl"])
+                try await keys(scores.queryOrderedByValue().queryStarting(atValue: 50)),
+                ["bruhathkayosaurus", "linhenykus", "pterodactyl"])
             try await assertEqual(
-                try await keys(scores.queryOrderedByValue().queryLimited(toLast: 3)), ["bruhathkayosaurus", "linhenykus", "pterodactyl"])
+                try await keys(scores.queryOrderedByValue().queryLimited(toLast: 3)),
+                ["bruhathkayosaurus", "linhenykus", "pterodactyl"])
         }
     }
 }

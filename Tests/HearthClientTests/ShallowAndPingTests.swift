@@ -38,7 +38,9 @@ final class ShallowAndPingTests: XCTestCase {
         var values: [String: Any] = [:]
         for i in 0..<20_000 { values["k\(i)/v"] = i }
         values["k7"] = 1
-        let error = await completion { db.reference(withPath: "big").updateChildValues(values, withCompletionBlock: $0) }
+        let error = await completion {
+            db.reference(withPath: "big").updateChildValues(values, withCompletionBlock: $0)
+        }
         XCTAssertEqual(error?.hearthCode, .invalidPath)
         XCTAssertEqual((error as? HearthError)?.message.contains("/k7 and /k7/v overlap"), true)
     }
