@@ -66,7 +66,7 @@ let package = Package(
         .executableTarget(
             name: "hearth",
             dependencies: [
-                "HearthStorage", "HearthJSON",
+                "HearthClient", "HearthStorage", "HearthJSON",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]),
         .executableTarget(
@@ -100,6 +100,13 @@ let package = Package(
             name: "HearthClientTests",
             dependencies: [
                 "HearthClient", "HearthServer", "HearthCore", "HearthJSON",
+                .product(name: "Logging", package: "swift-log"),
+            ]),
+        // Runs the built `hearth` executable against an in-process server.
+        .testTarget(
+            name: "HearthCLITests",
+            dependencies: [
+                "HearthServer", "HearthJSON",
                 .product(name: "Logging", package: "swift-log"),
             ]),
     ],

@@ -70,6 +70,11 @@ extension DatabaseQuery {
 
     /// Reads the query's current result from the server, once.
     public func getData(completion: @escaping @Sendable ((any Error)?, DataSnapshot?) -> Void) {
+        read(shallow: false, completion: completion)
+    }
+
+    /// One `get`: `shallow` replaces an object's children by `true` (a leaf stays as it is).
+    func read(shallow: Bool, completion: @escaping @Sendable ((any Error)?, DataSnapshot?) -> Void) {
         let repo = self.repo
         let ref = self.ref
         let (path, spec): (Path, QuerySpec)
@@ -81,7 +86,8 @@ extension DatabaseQuery {
         }
         if path.isInfo {
             repo.loop.execute {
-                let node = WindowDiff.result(of: repo.infoRoot.child(at: path), spec)
+                let full = WindowDiff.result(of: repo.infoRoot.child(at: path), spec)
+                let node = shallow ? ValueConversion.node(fromServer: full.shallowJSONValue()) : full
                 repo.callback { completion(nil, DataSnapshot(ref: ref, node: node, spec: spec)) }
             }
             return
@@ -90,6 +96,7 @@ extension DatabaseQuery {
             JSONMember("op", .string("get")), JSONMember("path", .string(path.description)),
             JSONMember("format", .string("export")),
         ]
+        if shallow { body.append(JSONMember("shallow", .bool(true))) }
         if spec != .default { body.append(JSONMember("query", spec.json)) }
         repo.request(body) { result in
             switch result {

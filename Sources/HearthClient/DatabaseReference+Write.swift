@@ -104,14 +104,18 @@ extension DatabaseReference {
             } catch {
                 throw HearthError(error)
             }
-            if let other = paths.first(where: { $0.contains(sub) || sub.contains($0) }) {
-                throw HearthError(
-                    .invalidPath, "updateChildValues: the paths \(other) and \(sub) overlap; no path may be at or below another")
-            }
             paths.append(sub)
             let json = try ValueConversion.json(from: value)
             if sub.last != Key.priority { _ = try ValueConversion.node(from: json, at: path.appending(sub)) }
             members.append(JSONMember(relative, json))
+        }
+        // Sorted segment-wise, every path below another comes after it with only paths below it
+        // in between, so comparing neighbours finds every overlap in O(n log n).
+        let sorted = paths.sorted { $0.segments.lexicographicallyPrecedes($1.segments) }
+        for (first, second) in zip(sorted, sorted.dropFirst()) where first.contains(second) {
+            throw HearthError(
+                .invalidPath,
+                "updateChildValues: the paths \(first) and \(second) overlap; no path may be at or below another")
         }
         return .object(members)
     }

@@ -1,0 +1,35 @@
+import HearthClient
+
+/// A failure reported on stderr with its exit status: 1 for the server, the connection or the
+/// data, 2 for what the command line asked (including invalid paths, keys, values and queries,
+/// whether the client or the server found them).
+struct CLIFailure: Error {
+    let status: Int32
+    let message: String
+
+    static func usage(_ message: String) -> CLIFailure { CLIFailure(status: 2, message: message) }
+    static func failed(_ message: String) -> CLIFailure { CLIFailure(status: 1, message: message) }
+
+    /// The failure for any error a command's work threw.
+    init(_ error: any Error) {
+        switch error {
+        case let failure as CLIFailure:
+            self = failure
+        case let error as HearthError:
+            let usage: Set<HearthError.Code> = [.invalidPath, .invalidKey, .invalidValue, .invalidQuery, .invalidURL]
+            self.init(status: usage.contains(error.code) ? 2 : 1, message: error.description)
+        default:
+            self.init(status: 1, message: "\(error)")
+        }
+    }
+
+    init(status: Int32, message: String) {
+        self.status = status
+        self.message = message
+    }
+}
+
+/// Runs a command's work, turning whatever it throws into a `CLIFailure`.
+func reportingFailures(_ work: () async throws -> Void) async throws {
+    do { try await work() } catch { throw CLIFailure(error) }
+}

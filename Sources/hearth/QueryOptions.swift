@@ -1,0 +1,71 @@
+import ArgumentParser
+import HearthClient
+import HearthJSON
+
+/// The query flags of `get` and `listen`: an order, bounds (JSON values, each with an optional
+/// key) and a limit, applied with HearthClient's `query…` methods, which validate them.
+struct QueryOptions: ParsableArguments {
+    @Flag(help: "Order children by key.") var orderByKey = false
+    @Flag(help: "Order children by value.") var orderByValue = false
+    @Flag(help: "Order children by priority.") var orderByPriority = false
+    @Option(help: ArgumentHelp("Order children by the value at this child path.", valueName: "path"))
+    var orderByChild: String?
+
+    @Option(help: ArgumentHelp("Start at this sort value (JSON).", valueName: "json")) var startAt: JSONArgument?
+    @Option(help: ArgumentHelp("With --start-at: the first key among equal values.", valueName: "key"))
+    var startAtKey: String?
+    @Option(help: ArgumentHelp("Start after this sort value (JSON).", valueName: "json")) var startAfter: JSONArgument?
+    @Option(help: ArgumentHelp("With --start-after: start after this key.", valueName: "key"))
+    var startAfterKey: String?
+    @Option(help: ArgumentHelp("End at this sort value (JSON).", valueName: "json")) var endAt: JSONArgument?
+    @Option(help: ArgumentHelp("With --end-at: the last key among equal values.", valueName: "key"))
+    var endAtKey: String?
+    @Option(help: ArgumentHelp("End before this sort value (JSON).", valueName: "json")) var endBefore: JSONArgument?
+    @Option(help: ArgumentHelp("With --end-before: end before this key.", valueName: "key"))
+    var endBeforeKey: String?
+    @Option(help: ArgumentHelp("Only children with this sort value (JSON).", valueName: "json")) var equalTo:
+        JSONArgument?
+    @Option(help: ArgumentHelp("With --equal-to: only the child with this key.", valueName: "key"))
+    var equalToKey: String?
+
+    @Option(help: ArgumentHelp("Keep the first N children of the range.", valueName: "N")) var limitToFirst: UInt?
+    @Option(help: ArgumentHelp("Keep the last N children of the range.", valueName: "N")) var limitToLast: UInt?
+
+    func validate() throws {
+        let orders = [orderByKey, orderByValue, orderByPriority, orderByChild != nil].filter { $0 }.count
+        if orders > 1 {
+            throw ValidationError(
+                "give at most one of --order-by-key, --order-by-value, --order-by-priority, --order-by-child")
+        }
+        let pairs: [(String, JSONArgument?, String?)] = [
+            ("start-at", startAt, startAtKey), ("start-after", startAfter, startAfterKey), ("end-at", endAt, endAtKey),
+            ("end-before", endBefore, endBeforeKey), ("equal-to", equalTo, equalToKey),
+        ]
+        for (name, value, key) in pairs where value == nil && key != nil {
+            throw ValidationError("--\(name)-key needs --\(name)")
+        }
+    }
+
+    /// Whether any query flag was given.
+    var isSet: Bool {
+        orderByKey || orderByValue || orderByPriority || orderByChild != nil || startAt != nil || startAfter != nil
+            || endAt != nil || endBefore != nil || equalTo != nil || limitToFirst != nil || limitToLast != nil
+    }
+
+    /// `reference` narrowed by the flags, in the order order, bounds, limit.
+    func apply(to reference: DatabaseReference) -> DatabaseQuery {
+        var query: DatabaseQuery = reference
+        if orderByKey { query = query.queryOrderedByKey() }
+        if orderByValue { query = query.queryOrderedByValue() }
+        if orderByPriority { query = query.queryOrderedByPriority() }
+        if let orderByChild { query = query.queryOrdered(byChild: orderByChild) }
+        if let startAt { query = query.queryStarting(atValue: startAt.value, childKey: startAtKey) }
+        if let startAfter { query = query.queryStarting(afterValue: startAfter.value, childKey: startAfterKey) }
+        if let endAt { query = query.queryEnding(atValue: endAt.value, childKey: endAtKey) }
+        if let endBefore { query = query.queryEnding(beforeValue: endBefore.value, childKey: endBeforeKey) }
+        if let equalTo { query = query.queryEqual(toValue: equalTo.value, childKey: equalToKey) }
+        if let limitToFirst { query = query.queryLimited(toFirst: limitToFirst) }
+        if let limitToLast { query = query.queryLimited(toLast: limitToLast) }
+        return query
+    }
+}
