@@ -24,7 +24,7 @@ while [ $# -gt 0 ]; do
     shift
 done
 scale() { if $quick; then echo $(($1 / 10)); else echo "$1"; fi; }
-command_line="scripts/bench.sh $($quick && echo --quick)"
+command_line="scripts/bench.sh$(if $quick; then echo " --quick"; fi)"
 
 # Idle connections need a file descriptor each, in this process's children and in the servers.
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
@@ -61,6 +61,7 @@ cleanup() {
     rm -rf "$work"
 }
 trap cleanup EXIT
+trap 'exit 130' INT TERM
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 

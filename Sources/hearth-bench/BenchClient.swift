@@ -70,6 +70,9 @@ final class BenchConnection: Sendable {
         let target = self.target
         guard !requests.isEmpty else { return channel.eventLoop.makeSucceededVoidFuture() }
         return channel.eventLoop.flatSubmit {
+            // A request sent after channelInactive would wait for an answer forever (a server
+            // at its connection limit may accept, answer with an error and close at once).
+            guard channel.isActive else { return channel.eventLoop.makeFailedFuture(ChannelError.ioOnClosedChannel) }
             var buffer = channel.allocator.buffer(capacity: requests.count * 64)
             for request in requests { target.encode(request, into: &buffer) }
             let promise = channel.eventLoop.makePromise(of: Void.self)
