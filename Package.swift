@@ -10,6 +10,7 @@ let package = Package(
         .executable(name: "hearthd", targets: ["hearthd"]),
         .executable(name: "hearth-bench", targets: ["hearth-bench"]),
         .executable(name: "hearth", targets: ["hearth"]),
+        .library(name: "HearthJSON", targets: ["HearthJSON"]),
         .library(name: "HearthCore", targets: ["HearthCore"]),
         .library(name: "HearthServer", targets: ["HearthServer"]),
         .library(name: "HearthClient", targets: ["HearthClient"]),
@@ -18,6 +19,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift.git", from: "0.2.0"),
     ],
     targets: [
         .target(name: "HearthJSON"),
@@ -75,6 +77,7 @@ let package = Package(
                 "HearthCore", "HearthJSON", "HearthProtocol", "HearthStorage",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Histogram", package: "hdrhistogram-swift"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]),

@@ -1,86 +1,226 @@
 #!/usr/bin/env bash
-# Reproduces the figures of BENCHMARKS.md: builds hearthd and hearth-bench in release mode, starts
-# hearthd on loopback with a temporary data directory (once with fsync never, once with fsync
-# always), runs every hearth-bench scenario, and prints one JSON line per scenario plus a
-# Markdown table. Every scenario is bounded in count and time; every process started here is
-# stopped by its pid.
+# Hearth side by side with Redis: builds hearthd and hearth-bench in release mode, installs
+# redis-server from the distribution's packages when it is missing, starts both servers on free
+# loopback ports with fresh temporary data directories (hearthd --fsync never and Redis without
+# persistence for the plain runs; hearthd --fsync always and Redis appendonly/appendfsync always
+# for the fsync runs), runs every scenario against both, interleaved (hearth, redis, hearth, …),
+# and writes a Markdown table (scenario | Hearth | Redis | ratio | target) plus the JSON lines.
+# Every scenario is bounded in count and time; every process started here is stopped by its pid.
 #
-# Usage: scripts/bench.sh [--quick]
+# Usage: scripts/bench.sh [--quick] [--out DIR]
+#   --quick   every count (and the latency run's duration) divided by 10
+#   --out     where to write bench-<UTC time>.md and .jsonl (default bench-results)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 quick=false
-[ "${1:-}" = "--quick" ] && quick=true
+out=bench-results
+while [ $# -gt 0 ]; do
+    case $1 in
+        --quick) quick=true ;;
+        --out) out=$2; shift ;;
+        *) echo "usage: scripts/bench.sh [--quick] [--out DIR]" >&2; exit 2 ;;
+    esac
+    shift
+done
 scale() { if $quick; then echo $(($1 / 10)); else echo "$1"; fi; }
+command_line="scripts/bench.sh$(if $quick; then echo " --quick"; fi)"
+
+# Idle connections need a file descriptor each, in this process's children and in the servers.
+ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+fd_limit=$(ulimit -n)
 
 swift build -c release --product hearthd >&2
 swift build -c release --product hearth-bench >&2
 bin=.build/release
+if ! command -v redis-server >/dev/null; then
+    echo "==> installing redis-server from the distribution's packages" >&2
+    apt-get install -y redis-server >&2 || { apt-get update >&2 && apt-get install -y redis-server >&2; }
+    # The package may start its own service; only the servers started below are measured.
+    service redis-server stop >/dev/null 2>&1 || true
+fi
+
 work=$(mktemp -d)
-results="$work/results.jsonl"
-server_pid=""
+mkdir -p "$out"
+stamp=$(date -u +%Y-%m-%dT%H%M%SZ)
+results="$out/bench-$stamp.jsonl"
+report="$out/bench-$stamp.md"
+: >"$results"
+hearth_pid=""
+redis_pid=""
+stop_servers() {
+    for pid in $hearth_pid $redis_pid; do
+        kill "$pid" 2>/dev/null || true
+        wait "$pid" 2>/dev/null || true
+    done
+    hearth_pid=""
+    redis_pid=""
+}
 cleanup() {
-    [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null && wait "$server_pid" 2>/dev/null
+    stop_servers
     rm -rf "$work"
 }
 trap cleanup EXIT
+trap 'exit 130' INT TERM
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
-start_server() { # $1 = fsync policy
-    port=$(free_port)
-    rm -rf "$work/data"
-    "$bin/hearthd" --port "$port" --data-dir "$work/data" --fsync "$1" --log-level warning &
-    server_pid=$!
-    for _ in $(seq 100); do
-        (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && return 0
+wait_for_port() { # port, name
+    for _ in $(seq 200); do
+        (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
         sleep 0.05
     done
-    echo "hearthd did not start" >&2
+    echo "$2 did not start on port $1" >&2
     exit 1
 }
 
-stop_server() {
-    kill "$server_pid"
-    wait "$server_pid" || true
-    server_pid=""
+start_servers() { # never | always
+    stop_servers
+    rm -rf "$work/hearth" "$work/redis"
+    mkdir -p "$work/redis"
+    hearth_port=$(free_port)
+    "$bin/hearthd" --port "$hearth_port" --data-dir "$work/hearth" --fsync "$1" --log-level warning &
+    hearth_pid=$!
+    redis_port=$(free_port)
+    local persistence=(--save "" --appendonly no)
+    [ "$1" = always ] && persistence=(--save "" --appendonly yes --appendfsync always)
+    redis-server --bind 127.0.0.1 --port "$redis_port" --dir "$work/redis" --daemonize no \
+        --logfile "$work/redis/redis.log" --maxclients "$fd_limit" "${persistence[@]}" &
+    redis_pid=$!
+    wait_for_port "$hearth_port" hearthd
+    wait_for_port "$redis_port" redis-server
 }
 
-run() { # label, then hearth-bench arguments
-    local label=$1
-    shift
-    echo "==> $label: hearth-bench $*" >&2
-    "$bin/hearth-bench" "$@" | sed "s/^{/{\"label\":\"$label\",/" | tee -a "$results"
+run() { # label, target (hearth | redis | -), then hearth-bench arguments
+    local label=$1 target=$2
+    shift 2
+    local args=("$@")
+    case $target in
+        hearth) args+=(--target hearth --port "$hearth_port") ;;
+        redis) args+=(--target redis --port "$redis_port") ;;
+    esac
+    echo "==> $label ($target): hearth-bench ${args[*]}" >&2
+    if ! "$bin/hearth-bench" "${args[@]}" | sed "s|^{|{\"label\":\"$label\",|" | tee -a "$results"; then
+        echo "==> $label ($target) FAILED" >&2
+    fi
 }
 
-start_server never
-run "writes, 50 connections" writes --port "$port" --connections 50 --count "$(scale 200000)" --seconds 30
-run "pipelined writes, 1 connection" pipelined --port "$port" --count "$(scale 500000)" --seconds 30
-run "fan-out to 100 subscribers" fanout --port "$port" --subscribers 100 --writes "$(scale 20000)" --seconds 30
-run "writes with 1 view" views --port "$port" --views 1 --writes "$(scale 100000)" --seconds 30
-run "writes with 10,000 views" views --port "$port" --views 10000 --writes "$(scale 100000)" --seconds 30
-stop_server
+both() { # label, then hearth-bench arguments: Hearth first, then Redis
+    run "$1" hearth "${@:2}"
+    run "$1" redis "${@:2}"
+}
 
-start_server always
-run "fsync always, 1 connection" writes --port "$port" --connections 1 --count "$(scale 10000)" --seconds 30
-run "fsync always, 50 connections" writes --port "$port" --connections 50 --count "$(scale 100000)" --seconds 30
-run "fsync always, pipelined" pipelined --port "$port" --count "$(scale 200000)" --seconds 30
-stop_server
+with_pid() { # target: the server's pid for --server-pid
+    if [ "$1" = hearth ]; then echo "$hearth_pid"; else echo "$redis_pid"; fi
+}
 
-run "limitToLast(100) by an indexed child" query-index --children "$(scale 1000000)"
-run "set cost by node width" write-width --writes "$(scale 200000)"
-run "restart with 1M nodes" restart --data-dir "$work/restart" --nodes "$(scale 1000000)"
+start_servers never
+both "writes, 50 connections" writes --connections 50 --count "$(scale 200000)" --seconds 30
+both "pipelined writes, 1 connection" pipelined --count "$(scale 500000)" --seconds 30
+both "fan-out to 100 subscribers" fanout --subscribers 100 --writes "$(scale 20000)" --seconds 30
+both "latency, 10 subscribers at 1,000 writes/s" latency --rate 1000 --subscribers 10 --duration "$(scale 10)" --seconds 30
+run "writes with 1 view" hearth views --views 1 --writes "$(scale 100000)" --seconds 30
+run "writes with 10,000 views" hearth views --views 10000 --writes "$(scale 100000)" --seconds 30
 
-echo
-echo "| scenario | result |"
-echo "|---|---|"
-python3 - "$results" <<'PY'
-import json, sys
-for line in open(sys.argv[1]):
-    r = json.loads(line)
-    keys = [k for k in ("opsPerSecond", "eventsPerSecond", "p50Ms", "p99Ms", "indexedMs", "unindexedMs",
-                        "speedup", "recoverMs", "nsPerSetByWidth") if k in r]
-    def fmt(v):
-        return f"{v:,.3f}" if isinstance(v, float) and v < 10 else (f"{v:,.0f}" if isinstance(v, float) else json.dumps(v))
-    print(f"| {r['label']} | " + ", ".join(f"{k} {fmt(r[k])}" for k in keys) + " |")
+start_servers always
+both "fsync always, 1 connection" writes --connections 1 --count "$(scale 10000)" --seconds 20
+both "fsync always, 50 connections" writes --connections 50 --count "$(scale 100000)" --seconds 30
+both "fsync always, pipelined" pipelined --count "$(scale 200000)" --seconds 30
+
+# Memory and idle connections each on fresh servers, so that nothing else is in their RSS.
+for target in hearth redis; do
+    start_servers never
+    run "memory for 1M leaves" $target memory --leaves "$(scale 1000000)" --server-pid "$(with_pid $target)" --seconds 120
+done
+for target in hearth redis; do
+    start_servers never
+    run "idle subscribed connections" $target idle --connections "$(scale 20000)" --server-pid "$(with_pid $target)" --seconds 120
+done
+stop_servers
+
+run "limitToLast(100) by an indexed child over 1M children" - query-index --children "$(scale 1000000)"
+run "set cost by node width" - write-width --writes "$(scale 200000)"
+run "restart with 1M nodes" - restart --data-dir "$work/restart" --nodes "$(scale 1000000)"
+
+python3 - "$results" "$command_line" "$fd_limit" >"$report" <<'PY'
+import datetime, json, os, platform, sys
+
+results_path, command, fd_limit = sys.argv[1], sys.argv[2].strip(), sys.argv[3]
+lines = [json.loads(l) for l in open(results_path) if l.strip()]
+by = {}
+for r in lines:
+    by[(r["label"], r.get("target", "hearth"))] = r
+
+def num(v):
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return str(v)
+    if abs(v) >= 100:
+        return f"{v:,.0f}"
+    return f"{v:,.3f}".rstrip("0").rstrip(".")
+
+# label, metric, unit, target text, check(hearth, redis) -> True / False / None
+rows = [
+    ("writes, 50 connections", "opsPerSecond", "ops/s", "≥ 0.8 × Redis", lambda h, r: r and h >= 0.8 * r),
+    ("writes, 50 connections", "p50Ms", "p50 ms", "", None),
+    ("writes, 50 connections", "p99Ms", "p99 ms", "", None),
+    ("pipelined writes, 1 connection", "opsPerSecond", "ops/s", "", None),
+    ("fan-out to 100 subscribers", "eventsPerSecond", "events/s", "≥ 300,000/s and ≥ 1 × Redis",
+     lambda h, r: h >= 300_000 and (r is None or h >= r)),
+    ("latency, 10 subscribers at 1,000 writes/s", "p50Ms", "p50 ms", "≤ 1 ms", lambda h, r: h <= 1),
+    ("latency, 10 subscribers at 1,000 writes/s", "p90Ms", "p90 ms", "", None),
+    ("latency, 10 subscribers at 1,000 writes/s", "p99Ms", "p99 ms", "≤ 5 ms", lambda h, r: h <= 5),
+    ("latency, 10 subscribers at 1,000 writes/s", "p999Ms", "p99.9 ms", "", None),
+    ("latency, 10 subscribers at 1,000 writes/s", "maxMs", "max ms", "", None),
+    ("fsync always, 1 connection", "opsPerSecond", "ops/s", "", None),
+    ("fsync always, 50 connections", "opsPerSecond", "ops/s", "≥ 10,000/s and ≥ 1 × Redis",
+     lambda h, r: h >= 10_000 and (r is None or h >= r)),
+    ("fsync always, pipelined", "opsPerSecond", "ops/s", "", None),
+    ("memory for 1M leaves", "bytesPerLeaf", "bytes/leaf", "≤ 2 × Redis", lambda h, r: r and h <= 2 * r),
+    ("idle subscribed connections", "connections", "connections held", "≥ 20,000", lambda h, r: h >= 20_000),
+    ("idle subscribed connections", "rssMiB", "server RSS, MiB", "≤ 2,048 MiB", lambda h, r: h <= 2048),
+    ("idle subscribed connections", "bytesPerConnection", "bytes/connection", "", None),
+    ("writes with 1 view", "opsPerSecond", "ops/s", "", None),
+    ("writes with 10,000 views", "opsPerSecond", "ops/s", "≈ 1 view", None),
+    ("limitToLast(100) by an indexed child over 1M children", "indexedMs", "indexed, ms", "≤ 1 ms", lambda h, r: h <= 1),
+    ("limitToLast(100) by an indexed child over 1M children", "speedup", "speedup over unindexed", "≥ 100×", lambda h, r: h >= 100),
+    ("set cost by node width", "nsPerSetByWidth", "ns per set", "flat in the width", None),
+    ("restart with 1M nodes", "recoverMs", "recovery, ms", "≤ 3,000 ms", lambda h, r: h <= 3000),
+]
+
+out = []
+out.append(f"# Hearth versus Redis, {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC")
+out.append("")
+out.append(f"- Command: `{command}`")
+out.append(f"- Machine: {os.cpu_count()} cores, {platform.system()} {platform.release()} {platform.machine()}; "
+           f"open-file limit {fd_limit}; load average at the end {os.getloadavg()[0]:.2f} "
+           "(other builds may share the machine)")
+out.append("- Ratio is Hearth ÷ Redis. Each figure's JSON line below carries its counts and bounds.")
+out.append("")
+out.append("| scenario | Hearth | Redis | ratio | target |")
+out.append("|---|---|---|---|---|")
+for label, metric, unit, target, check in rows:
+    h = by.get((label, "hearth"), {}).get(metric)
+    r = by.get((label, "redis"), {}).get(metric)
+    if h is None:
+        continue
+    if isinstance(h, dict):
+        hearth = ", ".join(f"{k}: {num(v)}" for k, v in h.items())
+    else:
+        hearth = num(h)
+    redis = num(r) if r is not None else "—"
+    ratio = f"{h / r:.2f}" if isinstance(h, (int, float)) and isinstance(r, (int, float)) and r else "—"
+    verdict = ""
+    if check is not None and isinstance(h, (int, float)):
+        verdict = " ✅" if check(h, r) else " ❌ missed"
+    out.append(f"| {label} ({unit}) | {hearth} | {redis} | {ratio} | {target}{verdict} |")
+out.append("")
+out.append("## JSON lines")
+out.append("")
+out.append("```json")
+out.extend(json.dumps(r, separators=(",", ":"), ensure_ascii=False) for r in lines)
+out.append("```")
+print("\n".join(out))
 PY
+echo >&2
+cat "$report"
+echo "==> $report and $results" >&2
