@@ -30,11 +30,28 @@ enum HearthLines {
 
     /// The integer after `"value":` in an event line (`{"sub":1,"event":"value","rev":5,"value":N}`).
     static func timestamp(inEvent line: ByteBuffer) -> UInt64? {
-        let view = line.readableBytesView
-        let marker = Array(#""value":"#.utf8)
-        guard let start = view.firstRange(of: marker) else { return nil }
-        return parseUnsigned(view[start.upperBound...])
+        line.withUnsafeReadableBytes { bytes in
+            guard let end = endOfFirst(valueMarker, in: bytes) else { return nil }
+            return parseUnsigned(bytes[end...])
+        }
     }
+
+    private static let valueMarker = Array(#""value":"#.utf8)
+}
+
+/// The index just past the first occurrence of `needle` in `haystack`. A plain loop: the
+/// standard library's generic `firstRange(of:)` instantiated type metadata on every call and
+/// made the load generator, not the server, the bottleneck of the pipelined scenario.
+func endOfFirst(_ needle: [UInt8], in haystack: UnsafeRawBufferPointer) -> Int? {
+    guard !needle.isEmpty, haystack.count >= needle.count else { return nil }
+    var start = 0
+    while start + needle.count <= haystack.count {
+        var matched = 0
+        while matched < needle.count, haystack[start + matched] == needle[matched] { matched += 1 }
+        if matched == needle.count { return start + matched }
+        start += 1
+    }
+    return nil
 }
 
 /// Turns the server's lines into responses and events: responses start with `{"id"`, events with
@@ -49,7 +66,10 @@ final class HearthLineClassifier: ChannelInboundHandler {
         guard case .line(let line) = unwrapInboundIn(data) else { return }
         let view = line.readableBytesView
         if view.starts(with: #"{"id""#.utf8) {
-            if view.prefix(40).firstRange(of: Self.failure) != nil {
+            let failed = line.withUnsafeReadableBytes { bytes in
+                endOfFirst(Self.failure, in: UnsafeRawBufferPointer(rebasing: bytes.prefix(40))) != nil
+            }
+            if failed {
                 context.fireChannelRead(wrapInboundOut(.failure(String(buffer: line))))
             } else {
                 context.fireChannelRead(wrapInboundOut(.success))
