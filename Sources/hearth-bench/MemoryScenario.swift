@@ -24,19 +24,9 @@ struct MemoryScenario: AsyncParsableCommand {
         }
         let client = try await server.connect()
         progress("memory (\(server.target)): \(leaves) leaves in requests of \(batch), at most \(server.seconds) s")
-        let deadline = server.deadline
         let start = monotonicNanoseconds()
-        var written = 0
-        while written < leaves, monotonicNanoseconds() < deadline {
-            var requests: [BenchRequest] = []
-            var next = written
-            while requests.count < window, next < leaves {
-                requests.append(.storeLeaves(key: ["mem"], range: next..<min(leaves, next + batch)))
-                next = min(leaves, next + batch)
-            }
-            try await client.send(requests).get()
-            written = next
-        }
+        let written = try await storeLeaves(
+            leaves, under: ["mem"], client: client, batch: batch, window: window, deadline: server.deadline)
         let elapsed = Double(monotonicNanoseconds() - start) / 1e9
         await client.close()
         try await Task.sleep(for: .seconds(1))
