@@ -1,7 +1,7 @@
 import ArgumentParser
 
-/// V distinct views under one parent; a writer touches one of them at a time. Hearth only: Redis
-/// has no views.
+/// V distinct views under one parent; a writer touches one of them at a time, raising one event.
+/// Hearth only: Redis has no views.
 struct ViewsScenario: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "views", abstract: "Write cost with V distinct views under one parent (ops/s; Hearth only).")
@@ -9,10 +9,17 @@ struct ViewsScenario: AsyncParsableCommand {
     @OptionGroup var server: ServerOptions
     @Option(help: "Distinct views (subscriptions at /rooms/r<i>).") var views = 10_000
     @Option(help: "Writes.") var writes = 100_000
+    @Option(
+        help: """
+            Rooms /rooms/r<i>, each written once before timing (default: --views), so that runs \
+            with different numbers of views can share the parent's width.
+            """)
+    var rooms: Int?
 
     func validate() throws {
         guard server.target == .hearth else { throw ValidationError("views measures Hearth only") }
         guard views > 0, writes > 0 else { throw ValidationError("--views and --writes must be positive") }
+        guard (rooms ?? views) >= views else { throw ValidationError("--rooms must be at least --views") }
     }
 
     func run() async throws {
@@ -24,6 +31,12 @@ struct ViewsScenario: AsyncParsableCommand {
             i = min(views, i + 1000)
         }
         let writer = try await server.connect()
+        let rooms = self.rooms ?? views
+        var room = 0
+        while room < rooms {
+            try await writer.send((room..<min(rooms, room + 1000)).map { .set(key: ["rooms", "r\($0)", "last"], value: -1) }).get()
+            room = min(rooms, room + 1000)
+        }
         progress("views: \(views) views, \(writes) writes each touching one, at most \(server.seconds) s")
         let deadline = server.deadline
         let start = monotonicNanoseconds()
@@ -42,7 +55,8 @@ struct ViewsScenario: AsyncParsableCommand {
         report(
             scenario: "views", target: .hearth,
             [
-                ("views", .int(Int64(views))), ("writes", .int(Int64(sent))), ("seconds", .double(elapsed)),
+                ("views", .int(Int64(views))), ("rooms", .int(Int64(rooms))), ("writes", .int(Int64(sent))),
+                ("seconds", .double(elapsed)),
                 ("opsPerSecond", .double(Double(sent) / elapsed)),
             ])
     }
