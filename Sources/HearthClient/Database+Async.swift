@@ -47,7 +47,8 @@ public struct DataEventSequence: AsyncSequence, Sendable {
         let (stream, continuation) = AsyncThrowingStream<DataEvent, any Error>.makeStream()
         let type = self.type
         let handle = query.observe(
-            type, andPreviousSiblingKeyWith: { snapshot, prev in
+            type,
+            andPreviousSiblingKeyWith: { snapshot, prev in
                 continuation.yield(DataEvent(type: type, snapshot: snapshot, previousSiblingKey: prev))
             },
             withCancel: { error in continuation.finish(throwing: error) })

@@ -6,7 +6,9 @@ extension DatabaseQuery {
     /// A `.value` observer gets the current result first, then every change; child observers
     /// get a `childAdded` for every child present, then the changes.
     @discardableResult
-    public func observe(_ eventType: DataEventType, with block: @escaping @Sendable (DataSnapshot) -> Void) -> DatabaseHandle {
+    public func observe(
+        _ eventType: DataEventType, with block: @escaping @Sendable (DataSnapshot) -> Void
+    ) -> DatabaseHandle {
         register(eventType, once: false, { snapshot, _ in block(snapshot) }, nil)
     }
 
@@ -31,14 +33,16 @@ extension DatabaseQuery {
 
     @discardableResult
     public func observe(
-        _ eventType: DataEventType, andPreviousSiblingKeyWith block: @escaping @Sendable (DataSnapshot, String?) -> Void,
+        _ eventType: DataEventType,
+        andPreviousSiblingKeyWith block: @escaping @Sendable (DataSnapshot, String?) -> Void,
         withCancel cancelBlock: (@Sendable (any Error) -> Void)?
     ) -> DatabaseHandle {
         register(eventType, once: false, block, cancelBlock)
     }
 
     /// Calls `block` for the first `eventType` event only, then stops observing.
-    public func observeSingleEvent(of eventType: DataEventType, with block: @escaping @Sendable (DataSnapshot) -> Void) {
+    public func observeSingleEvent(of eventType: DataEventType, with block: @escaping @Sendable (DataSnapshot) -> Void)
+    {
         register(eventType, once: true, { snapshot, _ in block(snapshot) }, nil)
     }
 
@@ -50,7 +54,8 @@ extension DatabaseQuery {
     }
 
     public func observeSingleEvent(
-        of eventType: DataEventType, andPreviousSiblingKeyWith block: @escaping @Sendable (DataSnapshot, String?) -> Void
+        of eventType: DataEventType,
+        andPreviousSiblingKeyWith block: @escaping @Sendable (DataSnapshot, String?) -> Void
     ) {
         register(eventType, once: true, block, nil)
     }

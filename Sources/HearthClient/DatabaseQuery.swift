@@ -64,9 +64,25 @@ public class DatabaseQuery: @unchecked Sendable {
     /// Orders children by the value at `path` inside each child (slashes allowed).
     public func queryOrdered(byChild path: String) -> DatabaseQuery {
         switch path {
-        case "$key": return with(params.failed(HearthError(.invalidQuery, "queryOrdered(byChild:): \"$key\" is not a child path; use queryOrderedByKey() instead")))
-        case "$value": return with(params.failed(HearthError(.invalidQuery, "queryOrdered(byChild:): \"$value\" is not a child path; use queryOrderedByValue() instead")))
-        case "$priority": return with(params.failed(HearthError(.invalidQuery, "queryOrdered(byChild:): \"$priority\" is not a child path; use queryOrderedByPriority() instead")))
+        case "$key":
+            return with(
+                params.failed(
+                    HearthError(
+                        .invalidQuery,
+                        "queryOrdered(byChild:): \"$key\" is not a child path; use queryOrderedByKey() instead")))
+        case "$value":
+            return with(
+                params.failed(
+                    HearthError(
+                        .invalidQuery,
+                        "queryOrdered(byChild:): \"$value\" is not a child path; use queryOrderedByValue() instead")))
+        case "$priority":
+            return with(
+                params.failed(
+                    HearthError(
+                        .invalidQuery,
+                        "queryOrdered(byChild:): \"$priority\" is not a child path; use queryOrderedByPriority() instead"
+                    )))
         default: return with(params.ordered(by: path, method: "queryOrdered(byChild:)"))
         }
     }
@@ -75,7 +91,9 @@ public class DatabaseQuery: @unchecked Sendable {
     public func queryOrderedByKey() -> DatabaseQuery { with(params.ordered(by: "$key", method: "queryOrderedByKey()")) }
 
     /// Orders children by their value.
-    public func queryOrderedByValue() -> DatabaseQuery { with(params.ordered(by: "$value", method: "queryOrderedByValue()")) }
+    public func queryOrderedByValue() -> DatabaseQuery {
+        with(params.ordered(by: "$value", method: "queryOrderedByValue()"))
+    }
 
     /// Orders children by priority (the default order).
     public func queryOrderedByPriority() -> DatabaseQuery {
@@ -98,7 +116,9 @@ public class DatabaseQuery: @unchecked Sendable {
 
     /// Starts at children whose sort value is `startValue` or after.
     public func queryStarting(atValue startValue: Any?) -> DatabaseQuery {
-        withBound("queryStarting(atValue:)", "startAt", startValue, nil) { $0.starting($1, method: "queryStarting(atValue:)") }
+        withBound("queryStarting(atValue:)", "startAt", startValue, nil) {
+            $0.starting($1, method: "queryStarting(atValue:)")
+        }
     }
 
     /// Starts at (`startValue`, `childKey`): children with sort value `startValue` need a key ≥ `childKey`.

@@ -73,7 +73,8 @@ extension DatabaseReference {
         let repo = self.repo
         do {
             let path = try writablePath()
-            let body = [JSONMember("op", .string(op)), JSONMember("path", .string(path.description))] + (try fields(path))
+            let body =
+                [JSONMember("op", .string(op)), JSONMember("path", .string(path.description))] + (try fields(path))
             repo.request(body) { result in
                 if case .failure(let error) = result {
                     repo.logger.debug("write failed", metadata: ["op": "\(op)", "error": "\(error)"])

@@ -106,7 +106,8 @@ struct QueryParams: Sendable {
             if let key = bound.key { members.append(JSONMember(bound.name + "Key", .string(key))) }
         }
         if let limit {
-            members.append(JSONMember(limit.name, Int64(exactly: limit.count).map(JSONValue.int) ?? .double(Double(limit.count))))
+            members.append(
+                JSONMember(limit.name, Int64(exactly: limit.count).map(JSONValue.int) ?? .double(Double(limit.count))))
         }
         return .object(members)
     }

@@ -66,7 +66,9 @@ extension Repo {
             case .success(let response):
                 guard let sub = response["sub"]?.int64Value.map(Int.init) else { return }
                 guard listener.isActive else {
-                    self.send(.session, [JSONMember("op", .string("unsubscribe")), JSONMember("sub", .int(Int64(sub)))]) { _ in }
+                    self.send(
+                        .session, [JSONMember("op", .string("unsubscribe")), JSONMember("sub", .int(Int64(sub)))]
+                    ) { _ in }
                     return
                 }
                 listener.sub = sub
@@ -118,7 +120,9 @@ extension Repo {
         guard !listener.syncing, let type, let eventType = DataEventType(wireName: type),
             eventType == listener.eventType, let key = json["key"]?.stringValue
         else { return }
-        deliverChild(listener, ChildEvent(type: eventType, key: Key(key), node: node, prevKey: json["prev"]?.stringValue.map(Key.init)))
+        deliverChild(
+            listener,
+            ChildEvent(type: eventType, key: Key(key), node: node, prevKey: json["prev"]?.stringValue.map(Key.init)))
     }
 
     /// Gives `listener` what changed between two results of its query.

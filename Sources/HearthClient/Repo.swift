@@ -236,7 +236,9 @@ final class Repo: @unchecked Sendable {
     }
 
     /// Sends now when connected; queues user requests otherwise.
-    func send(_ kind: Outgoing.Kind, _ body: [JSONMember], _ completion: @escaping (Result<JSONValue, HearthError>) -> Void) {
+    func send(
+        _ kind: Outgoing.Kind, _ body: [JSONMember], _ completion: @escaping (Result<JSONValue, HearthError>) -> Void
+    ) {
         loop.preconditionInEventLoop()
         let out = Outgoing(kind: kind, body: body, completion: completion)
         if let channel {

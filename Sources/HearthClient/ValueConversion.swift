@@ -48,7 +48,8 @@ enum ValueConversion {
             }
             throw HearthError(
                 .invalidValue,
-                "a value of type \(type(of: value)) can't be stored; use nil, Bool, numbers, String, [String: Any] or [Any]")
+                "a value of type \(type(of: value)) can't be stored; use nil, Bool, numbers, String, [String: Any] or [Any]"
+            )
         }
     }
 
@@ -112,7 +113,8 @@ enum ValueConversion {
 
     /// Parses a node sent by the server (export format, so priorities are kept).
     static func node(fromServer json: JSONValue) -> Node {
-        var importer = NodeImporter(limits: Limits(maxKeyBytes: .max, maxDepth: .max, maxStringBytes: .max), baseDepth: 0)
+        var importer = NodeImporter(
+            limits: Limits(maxKeyBytes: .max, maxDepth: .max, maxStringBytes: .max), baseDepth: 0)
         return (try? importer.importNode(json)) ?? .empty
     }
 }

@@ -16,7 +16,8 @@ enum WindowDiff {
     static func ordered(_ node: Node, _ spec: QuerySpec) -> [(key: Key, node: Node)] {
         let children = node.children.map { (key: $0.key, node: $0.value) }
         if case .key = spec.order { return children }
-        return children
+        return
+            children
             .map { (value: spec.order.indexValue(of: $0.node), entry: $0) }
             .sorted { spec.order.compare(($0.value, $0.entry.key), ($1.value, $1.entry.key)) < 0 }
             .map(\.entry)

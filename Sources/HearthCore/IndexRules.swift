@@ -46,7 +46,9 @@ public struct IndexRules: Sendable, Equatable {
                 switch member.value {
                 case .string: names = [member.value]
                 case .array(let items): names = items
-                default: throw DatabaseError(.invalidValue, "\".indexOn\" at \(path) must be a string or an array of strings")
+                default:
+                    throw DatabaseError(
+                        .invalidValue, "\".indexOn\" at \(path) must be a string or an array of strings")
                 }
                 for name in names {
                     guard case .string(let text) = name else {

@@ -41,7 +41,9 @@ public struct NodeImporter {
         case .bool, .int, .double, .string:
             if baseDepth + path.count > limits.maxDepth {
                 throw DatabaseError(
-                    .tooDeep, "a value written at depth \(baseDepth + path.count) exceeds the maximum depth of \(limits.maxDepth)")
+                    .tooDeep,
+                    "a value written at depth \(baseDepth + path.count) exceeds the maximum depth of \(limits.maxDepth)"
+                )
             }
             return try .leaf(leaf(json))
         case .array(let elements):

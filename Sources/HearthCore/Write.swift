@@ -13,7 +13,9 @@ public enum Write: Sendable {
     case overwrites([(path: Path, value: PreparedValue)])
 
     /// Builds an update, rejecting a path that is an ancestor of (or equal to) another.
-    public static func update(at path: Path, values: [(path: Path, value: PreparedValue)]) throws(DatabaseError) -> Write {
+    public static func update(
+        at path: Path, values: [(path: Path, value: PreparedValue)]
+    ) throws(DatabaseError) -> Write {
         let sorted = values.map(\.path).sorted { a, b in
             for (x, y) in zip(a.segments, b.segments) {
                 let c = Key.compare(x, y)

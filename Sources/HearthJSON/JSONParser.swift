@@ -586,12 +586,16 @@ struct _JSONByteParser {
     func trailingGarbage(at offset: Int) -> JSONError {
         JSONError(
             kind: .syntax, offset: offset,
-            message: "unexpected \(JSONError.describeByte(bytes[offset])) at byte \(offset) after the end of the JSON value (trailing garbage)")
+            message:
+                "unexpected \(JSONError.describeByte(bytes[offset])) at byte \(offset) after the end of the JSON value (trailing garbage)"
+        )
     }
 
     @inline(never)
     func leadingZero(at offset: Int) -> JSONError {
-        JSONError(kind: .syntax, offset: offset, message: "unexpected digit after a leading zero at byte \(offset) (leading zeros are not allowed)")
+        JSONError(
+            kind: .syntax, offset: offset,
+            message: "unexpected digit after a leading zero at byte \(offset) (leading zeros are not allowed)")
     }
 
     @inline(never)
@@ -605,7 +609,8 @@ struct _JSONByteParser {
     func invalidEscape(at offset: Int) -> JSONError {
         let what = offset + 1 < end ? JSONError.describeByte(bytes[offset + 1]) : "end of input"
         return JSONError(
-            kind: .syntax, offset: offset, message: "invalid escape sequence (backslash followed by \(what)) at byte \(offset)")
+            kind: .syntax, offset: offset,
+            message: "invalid escape sequence (backslash followed by \(what)) at byte \(offset)")
     }
 
     @inline(never)

@@ -40,7 +40,8 @@ public struct RequestDecoder: Sendable {
         case let value? where value.isNumber: id = value
         case .string(let s)?: id = .string(s)
         default:
-            return .failure(Failure(id: .null, error: DatabaseError(.badRequest, "field \"id\" must be a number or a string")))
+            return .failure(
+                Failure(id: .null, error: DatabaseError(.badRequest, "field \"id\" must be a number or a string")))
         }
         do {
             return .success(Request(id: id, operation: try operation(json)))
@@ -85,12 +86,16 @@ public struct RequestDecoder: Sendable {
             guard fields.has("priority") else { throw DatabaseError(.badRequest, "missing field \"priority\"") }
             let priority = try fields.optionalPriority() ?? .null
             let target = path.appending(Key.priority)
-            return .write(.set(path: target, value: try PreparedValue(priority, at: path, limits: limits)), kind: .setPriority)
+            return .write(
+                .set(path: target, value: try PreparedValue(priority, at: path, limits: limits)), kind: .setPriority)
         case "update":
             let path = try writePath(fields)
             let values = try relativeValues(fields, base: path)
             let prepared = try values.map { entry throws(DatabaseError) in
-                (path: entry.path, value: try PreparedValue(entry.value, at: path.appending(entry.path), limits: limits))
+                (
+                    path: entry.path,
+                    value: try PreparedValue(entry.value, at: path.appending(entry.path), limits: limits)
+                )
             }
             return .write(try Write.update(at: path, values: prepared), kind: .update)
         case "push":
@@ -119,10 +124,13 @@ public struct RequestDecoder: Sendable {
                 throw DatabaseError(.badRequest, "missing field \"expect\" or \"expectHash\"")
             }
             return .write(
-                .transaction(path: path, value: prepared, expectation: expectation, valueHasPriority: value[".priority"] != nil),
+                .transaction(
+                    path: path, value: prepared, expectation: expectation, valueHasPriority: value[".priority"] != nil),
                 kind: .transaction)
         case "onDisconnect":
-            guard let action = try fields.string("action") else { throw DatabaseError(.badRequest, "missing field \"action\"") }
+            guard let action = try fields.string("action") else {
+                throw DatabaseError(.badRequest, "missing field \"action\"")
+            }
             let path = try writePath(fields)
             switch action {
             case "set":
@@ -133,7 +141,9 @@ public struct RequestDecoder: Sendable {
                 return .onDisconnect(.set(path, .null))
             case "update":
                 let values = try relativeValues(fields, base: path)
-                for entry in values { _ = try PreparedValue(entry.value, at: path.appending(entry.path), limits: limits) }
+                for entry in values {
+                    _ = try PreparedValue(entry.value, at: path.appending(entry.path), limits: limits)
+                }
                 return .onDisconnect(.update(path, values))
             case "cancel":
                 return .onDisconnect(.cancel(path))
@@ -144,7 +154,8 @@ public struct RequestDecoder: Sendable {
             return .ping
         case "subscribe":
             let path = try readPath(fields)
-            let query = try fields.json["query"].map { q throws(DatabaseError) in try QuerySpec(json: q, limits: limits) }
+            let query = try fields.json["query"].map { q throws(DatabaseError) in try QuerySpec(json: q, limits: limits)
+            }
             return .subscribe(path: path, query: query ?? .default, events: try eventMask(fields))
         case "unsubscribe":
             guard let sub = fields.json["sub"]?.int64Value, sub > 0 else {
@@ -152,7 +163,8 @@ public struct RequestDecoder: Sendable {
             }
             return .unsubscribe(sub: Int(sub))
         case "auth", "unauth":
-            throw DatabaseError(.unknownOp, "op \"\(name)\" is not supported by this server version yet (no security rules)")
+            throw DatabaseError(
+                .unknownOp, "op \"\(name)\" is not supported by this server version yet (no security rules)")
         default:
             throw DatabaseError(.unknownOp, "unknown op \"\(name)\"")
         }
@@ -169,7 +181,8 @@ public struct RequestDecoder: Sendable {
             guard case .string(let text) = name, let type = EventType(rawValue: text) else {
                 throw DatabaseError(
                     .badRequest,
-                    "unknown event type \(name.jsonString); use value, child_added, child_changed, child_removed or child_moved")
+                    "unknown event type \(name.jsonString); use value, child_added, child_changed, child_removed or child_moved"
+                )
             }
             mask.insert(EventMask(type))
         }
@@ -200,7 +213,8 @@ public struct RequestDecoder: Sendable {
             let relative = try Path.parse(member.key, limits: limits, allowPriority: true)
             if relative.last == Key.priority { try Self.checkPriority(member.value) }
             if base.count + relative.count > limits.maxDepth + (relative.last == Key.priority ? 1 : 0) {
-                throw DatabaseError(.tooDeep, "path \(base.appending(relative)) exceeds the maximum depth of \(limits.maxDepth)")
+                throw DatabaseError(
+                    .tooDeep, "path \(base.appending(relative)) exceeds the maximum depth of \(limits.maxDepth)")
             }
             result.append((relative, member.value))
         }

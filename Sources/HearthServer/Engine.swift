@@ -173,7 +173,8 @@ final class Engine: @unchecked Sendable {
     private var unavailable: DatabaseError {
         DatabaseError(
             .unavailable,
-            "storage failed (\(storageFailure?.message ?? "unknown error")); the write was not applied; writes are refused until the server restarts")
+            "storage failed (\(storageFailure?.message ?? "unknown error")); the write was not applied; writes are refused until the server restarts"
+        )
     }
 
     private func storageFailed(_ error: StorageError) {

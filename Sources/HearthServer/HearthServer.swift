@@ -58,7 +58,8 @@ public final class HearthServer: Sendable {
         let (storage, recovered) = try Storage.open(
             directory: configuration.dataDirectory, options: options, fileSystem: fileSystem, logger: logger)
         logger.info(
-            "recovered the database", metadata: ["rev": "\(recovered.rev)", "dataDir": "\(configuration.dataDirectory)"])
+            "recovered the database",
+            metadata: ["rev": "\(recovered.rev)", "dataDir": "\(configuration.dataDirectory)"])
         let engineGroup = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let ioGroup = MultiThreadedEventLoopGroup(numberOfThreads: System.coreCount)
         let clock = wallClockMilliseconds

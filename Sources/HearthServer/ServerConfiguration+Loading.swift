@@ -59,12 +59,15 @@ extension ServerConfiguration {
 
     mutating func apply(setting: String, value: JSONValue, source: String) throws(ConfigurationError) {
         func string() throws(ConfigurationError) -> String {
-            guard case .string(let s) = value else { throw ConfigurationError("\(source): \"\(setting)\" must be a string") }
+            guard case .string(let s) = value else {
+                throw ConfigurationError("\(source): \"\(setting)\" must be a string")
+            }
             return s
         }
         func integer(_ range: ClosedRange<Int>) throws(ConfigurationError) -> Int {
             guard let i = value.int64Value, range.contains(Int(i)) else {
-                throw ConfigurationError("\(source): \"\(setting)\" must be a whole number in \(range.lowerBound)...\(range.upperBound)")
+                throw ConfigurationError(
+                    "\(source): \"\(setting)\" must be a whole number in \(range.lowerBound)...\(range.upperBound)")
             }
             return Int(i)
         }
@@ -82,7 +85,8 @@ extension ServerConfiguration {
             let text = try string()
             guard let level = Logger.Level(rawValue: text) else {
                 throw ConfigurationError(
-                    "\(source): \"logLevel\" must be one of \(Logger.Level.allCases.map(\.rawValue).joined(separator: ", ")), not \"\(text)\"")
+                    "\(source): \"logLevel\" must be one of \(Logger.Level.allCases.map(\.rawValue).joined(separator: ", ")), not \"\(text)\""
+                )
             }
             logLevel = level
         case "rulesFile": rulesFile = try string()
@@ -99,7 +103,9 @@ extension ServerConfiguration {
             }
             compactionRatio = ratio
         case "strictIndexes":
-            guard case .bool(let b) = value else { throw ConfigurationError("\(source): \"strictIndexes\" must be true or false") }
+            guard case .bool(let b) = value else {
+                throw ConfigurationError("\(source): \"strictIndexes\" must be true or false")
+            }
             strictIndexes = b
         default:
             throw ConfigurationError("\(source): unknown setting \"\(setting)\"")

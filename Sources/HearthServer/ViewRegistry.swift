@@ -106,7 +106,8 @@ final class ViewRegistry {
     func declareIndex(_ order: QueryOrder, at path: Path, data: Node) {
         let node = trieNodeCreating(at: path)
         if node.indexes[order] == nil {
-            node.indexes[order] = IndexSlot(index: ChildIndex(order: order, location: data.child(at: path)), declared: true)
+            node.indexes[order] = IndexSlot(
+                index: ChildIndex(order: order, location: data.child(at: path)), declared: true)
         }
     }
 

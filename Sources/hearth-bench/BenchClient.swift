@@ -33,7 +33,9 @@ final class BenchConnection: Sendable {
         self.handler = handler
     }
 
-    static func connect(target: Target, host: String, port: Int, group: any EventLoopGroup) async throws -> BenchConnection {
+    static func connect(
+        target: Target, host: String, port: Int, group: any EventLoopGroup
+    ) async throws -> BenchConnection {
         let channel = try await ClientBootstrap(group: group)
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
             .channelInitializer { channel in
@@ -52,7 +54,8 @@ final class BenchConnection: Sendable {
             }
             .connect(host: host, port: port).get()
         let handler = try await channel.eventLoop.submit {
-            NIOLoopBound(try channel.pipeline.syncOperations.handler(type: BenchHandler.self), eventLoop: channel.eventLoop)
+            NIOLoopBound(
+                try channel.pipeline.syncOperations.handler(type: BenchHandler.self), eventLoop: channel.eventLoop)
         }.get()
         return BenchConnection(target: target, channel: channel, handler: handler)
     }

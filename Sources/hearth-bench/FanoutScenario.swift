@@ -30,13 +30,16 @@ struct FanoutScenario: AsyncParsableCommand {
         try await Task.sleep(for: .milliseconds(200))
         var baseline = 0
         for s in subs { baseline += try await s.eventCount }
-        progress("fanout (\(server.target)): \(writes) writes to \(subscribers) subscribers, at most \(server.seconds) s")
+        progress(
+            "fanout (\(server.target)): \(writes) writes to \(subscribers) subscribers, at most \(server.seconds) s")
         let expected = writes * subscribers
         let deadline = server.deadline
         let start = monotonicNanoseconds()
         var sent = 0
         while sent < writes, monotonicNanoseconds() < deadline {
-            let requests = (sent..<min(writes, sent + window)).map { BenchRequest.publish(key: ["fan"], value: UInt64($0)) }
+            let requests = (sent..<min(writes, sent + window)).map {
+                BenchRequest.publish(key: ["fan"], value: UInt64($0))
+            }
             try await writer.send(requests).get()
             sent += requests.count
         }

@@ -13,7 +13,9 @@ struct IdleScenario: AsyncParsableCommand {
     @Option(help: "The server's process id, to read its RSS from /proc/<pid>/status.") var serverPid: Int32
 
     func validate() throws {
-        guard connections > 0, concurrency > 0 else { throw ValidationError("--connections and --concurrency must be positive") }
+        guard connections > 0, concurrency > 0 else {
+            throw ValidationError("--connections and --concurrency must be positive")
+        }
     }
 
     func run() async throws {
@@ -22,7 +24,9 @@ struct IdleScenario: AsyncParsableCommand {
             throw ValidationError("cannot read /proc/\(serverPid)/status")
         }
         let fileLimit = raiseOpenFileLimit()
-        progress("idle (\(server.target)): \(connections) subscribed connections (open-file limit \(fileLimit)), at most \(server.seconds) s")
+        progress(
+            "idle (\(server.target)): \(connections) subscribed connections (open-file limit \(fileLimit)), at most \(server.seconds) s"
+        )
         let deadline = server.deadline
         let server = self.server
         var open: [BenchConnection] = []
@@ -69,19 +73,24 @@ struct IdleScenario: AsyncParsableCommand {
                 }
                 if (open.count + failures) % 5000 == 0 { progress("\(open.count) open, \(failures) failed") }
                 // Stop trying once the server (or this process) is evidently at its limit.
-                if started < connections, monotonicNanoseconds() < deadline, failuresInARow < 2 * concurrency { startOne() }
+                if started < connections, monotonicNanoseconds() < deadline, failuresInARow < 2 * concurrency {
+                    startOne()
+                }
             }
         }
         // Let the server settle, then count the connections it still holds.
         try await Task.sleep(for: .seconds(1))
         let rssAfter = residentBytes(pid: serverPid) ?? 0
         let alive = open.filter(\.isActive).count
-        progress("\(alive) connections alive, server RSS \(rssAfter / 1_048_576) MiB" + (firstFailure.map { "; first failure: \($0)" } ?? ""))
+        progress(
+            "\(alive) connections alive, server RSS \(rssAfter / 1_048_576) MiB"
+                + (firstFailure.map { "; first failure: \($0)" } ?? ""))
         for connection in open { await connection.close() }
         report(
             scenario: "idle", target: server.target,
             [
-                ("attempted", .int(Int64(connections))), ("connections", .int(Int64(alive))), ("failed", .int(Int64(failures))),
+                ("attempted", .int(Int64(connections))), ("connections", .int(Int64(alive))),
+                ("failed", .int(Int64(failures))),
                 ("openFileLimit", .int(Int64(fileLimit))), ("rssBeforeMiB", .double(mebibytes(rssBefore))),
                 ("rssMiB", .double(mebibytes(rssAfter))),
                 ("bytesPerConnection", .double(alive > 0 ? Double(rssAfter - rssBefore) / Double(alive) : 0)),

@@ -34,7 +34,9 @@ struct LatencyScenario: AsyncParsableCommand {
         let interval = 1_000_000_000 / UInt64(rate)
         let start = monotonicNanoseconds() + 10_000_000
         for s in subs { try await s.recordLatencies(since: start) }
-        progress("latency (\(server.target)): \(writes) writes at \(rate)/s to \(subscribers) subscribers, at most \(server.seconds) s")
+        progress(
+            "latency (\(server.target)): \(writes) writes at \(rate)/s to \(subscribers) subscribers, at most \(server.seconds) s"
+        )
 
         // Each write is sent from the writer's event loop at its scheduled instant, whatever the
         // answers to earlier ones are doing (no coordinated omission by the writer).
@@ -44,7 +46,8 @@ struct LatencyScenario: AsyncParsableCommand {
         var sent = 0
         while sent < writes, monotonicNanoseconds() < deadline {
             let at = NIODeadline.uptimeNanoseconds(start + UInt64(sent) * interval)
-            let answer = try await loop.scheduleTask(deadline: at) { writer.request(.publishTimestamp(key: ["lat"])) }.futureResult.get()
+            let answer = try await loop.scheduleTask(deadline: at) { writer.request(.publishTimestamp(key: ["lat"])) }
+                .futureResult.get()
             answers.append(answer)
             sent += 1
         }

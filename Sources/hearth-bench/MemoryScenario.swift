@@ -14,7 +14,9 @@ struct MemoryScenario: AsyncParsableCommand {
     @Option(help: "The server's process id, to read its RSS from /proc/<pid>/status.") var serverPid: Int32
 
     func validate() throws {
-        guard leaves > 0, batch > 0, window > 0 else { throw ValidationError("--leaves, --batch and --window must be positive") }
+        guard leaves > 0, batch > 0, window > 0 else {
+            throw ValidationError("--leaves, --batch and --window must be positive")
+        }
     }
 
     func run() async throws {
@@ -35,7 +37,8 @@ struct MemoryScenario: AsyncParsableCommand {
         report(
             scenario: "memory", target: server.target,
             [
-                ("leaves", .int(Int64(written))), ("seconds", .double(elapsed)), ("rssBeforeMiB", .double(mebibytes(rssBefore))),
+                ("leaves", .int(Int64(written))), ("seconds", .double(elapsed)),
+                ("rssBeforeMiB", .double(mebibytes(rssBefore))),
                 ("rssAfterMiB", .double(mebibytes(rssAfter))),
                 ("bytesPerLeaf", .double(written > 0 ? (Double(rssAfter - rssBefore) / Double(written)).rounded() : 0)),
             ])

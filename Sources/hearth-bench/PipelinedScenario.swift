@@ -35,7 +35,9 @@ struct PipelinedScenario: AsyncParsableCommand {
         let start = monotonicNanoseconds()
         var done = 0
         while done < count, monotonicNanoseconds() < deadline {
-            let requests = (done..<min(count, done + window)).map { BenchRequest.set(key: ["bench", "p", String($0 % 1000)], value: $0) }
+            let requests = (done..<min(count, done + window)).map {
+                BenchRequest.set(key: ["bench", "p", String($0 % 1000)], value: $0)
+            }
             try await client.send(requests).get()
             done += requests.count
         }

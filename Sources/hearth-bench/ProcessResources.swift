@@ -11,7 +11,8 @@ func residentBytes(pid: Int32) -> Int? {
     while fgets(&line, Int32(line.count), file) != nil {
         let text = String(decoding: line.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
         guard text.hasPrefix("VmRSS:") else { continue }
-        let kilobytes = text.dropFirst(6).split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "\n" }).first.flatMap { Int($0) }
+        let kilobytes = text.dropFirst(6).split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "\n" }).first.flatMap
+        { Int($0) }
         return kilobytes.map { $0 * 1024 }
     }
     return nil

@@ -66,7 +66,9 @@ struct RESPDecoder: ByteToMessageDecoder {
         return .continue
     }
 
-    mutating func decodeLast(context: ChannelHandlerContext, buffer: inout ByteBuffer, seenEOF: Bool) throws -> DecodingState {
+    mutating func decodeLast(
+        context: ChannelHandlerContext, buffer: inout ByteBuffer, seenEOF: Bool
+    ) throws -> DecodingState {
         while try decode(context: context, buffer: &buffer) == .continue {}
         buffer.moveReaderIndex(forwardBy: buffer.readableBytes)
         return .needMoreData
@@ -86,7 +88,9 @@ struct RESPDecoder: ByteToMessageDecoder {
         case UInt8(ascii: "$"):
             let length = try integer(line)
             if length < 0 { return .bulkString(nil) }
-            guard buffer.readableBytes >= Int(length) + 2, let body = buffer.readSlice(length: Int(length)) else { return nil }
+            guard buffer.readableBytes >= Int(length) + 2, let body = buffer.readSlice(length: Int(length)) else {
+                return nil
+            }
             buffer.moveReaderIndex(forwardBy: 2)
             return .bulkString(body)
         case UInt8(ascii: "*"):

@@ -28,7 +28,8 @@ struct RestartScenario: ParsableCommand {
             }
             top.append((Key(format6(p)), .object(ChildMap(sortedUniqueEntries: leaves))))
         }
-        let root = Node.object(ChildMap(sortedUniqueEntries: [(Key("rooms"), .object(ChildMap(sortedUniqueEntries: top)))]))
+        let root = Node.object(
+            ChildMap(sortedUniqueEntries: [(Key("rooms"), .object(ChildMap(sortedUniqueEntries: top)))]))
         let (storage, _) = try Storage.open(directory: dataDir, options: StorageOptions(fsync: .never), logger: logger)
         var database = Database(root: root, rev: 0)
         var start = monotonicNanoseconds()
@@ -40,7 +41,9 @@ struct RestartScenario: ParsableCommand {
         for i in 0..<tail {
             let write = CommittedWrite(
                 rev: database.rev + 1,
-                overwrites: [(Path([Key("rooms"), Key(format6(i % parents)), Key("last")]), .leaf(.number(.int(Int64(i)))))])
+                overwrites: [
+                    (Path([Key("rooms"), Key(format6(i % parents)), Key("last")]), .leaf(.number(.int(Int64(i)))))
+                ])
             database.replay(write)
             batch.append(write)
             if batch.count == 1000 {

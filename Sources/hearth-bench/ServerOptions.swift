@@ -25,7 +25,8 @@ struct ServerOptions: ParsableArguments {
     }
 
     func connect() async throws -> BenchConnection {
-        try await BenchConnection.connect(target: target, host: host, port: port, group: MultiThreadedEventLoopGroup.singleton)
+        try await BenchConnection.connect(
+            target: target, host: host, port: port, group: MultiThreadedEventLoopGroup.singleton)
     }
 
     /// The monotonic time at which a scenario started now must stop.

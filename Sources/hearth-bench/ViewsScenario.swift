@@ -34,7 +34,9 @@ struct ViewsScenario: AsyncParsableCommand {
         let rooms = self.rooms ?? views
         var room = 0
         while room < rooms {
-            try await writer.send((room..<min(rooms, room + 1000)).map { .set(key: ["rooms", "r\($0)", "last"], value: -1) }).get()
+            try await writer.send(
+                (room..<min(rooms, room + 1000)).map { .set(key: ["rooms", "r\($0)", "last"], value: -1) }
+            ).get()
             room = min(rooms, room + 1000)
         }
         progress("views: \(views) views, \(writes) writes each touching one, at most \(server.seconds) s")

@@ -24,7 +24,11 @@ struct WriteWidthScenario: ParsableCommand {
         for width in widths.split(separator: ",").compactMap({ Int($0) }) {
             progress("building a node with \(width) children…")
             let entries = (0..<width).map { (Key(String(format6($0))), Node.leaf(.number(.int(Int64($0))))) }
-            var database = Database(root: Node.object(ChildMap().inserting(Key("items"), .object(ChildMap(sortedUniqueEntries: entries.sorted { Key.compare($0.0, $1.0) < 0 })))))
+            var database = Database(
+                root: Node.object(
+                    ChildMap().inserting(
+                        Key("items"),
+                        .object(ChildMap(sortedUniqueEntries: entries.sorted { Key.compare($0.0, $1.0) < 0 })))))
             let values = (0..<1000).map { PreparedValue(node: .leaf(.number(.int(Int64($0))))) }
             let paths = (0..<1000).map { Path([Key("items"), Key(format6($0 * 7919 % max(width, 1)))]) }
             progress("timing \(writes) sets under it…")

@@ -63,7 +63,8 @@ extension CheckReport {
                     "problem",
                     .object([
                         JSONMember("file", .string(problem.file)), JSONMember("offset", .int(problem.offset)),
-                        JSONMember("reason", .string(problem.reason)), JSONMember("tornTail", .bool(problem.isTornTail)),
+                        JSONMember("reason", .string(problem.reason)),
+                        JSONMember("tornTail", .bool(problem.isTornTail)),
                     ])))
         } else {
             members.append(JSONMember("problem", .null))

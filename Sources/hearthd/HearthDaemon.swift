@@ -40,7 +40,8 @@ struct HearthDaemon: AsyncParsableCommand {
     @Option(help: "When to force the log to disk: always, everysec or never (default always).")
     var fsync: String?
 
-    @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical (default info).")
+    @Option(
+        name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical (default info).")
     var logLevel: String?
 
     func run() async throws {

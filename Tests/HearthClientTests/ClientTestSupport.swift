@@ -22,7 +22,8 @@ final class TestServer: @unchecked Sendable {
         var configuration = ServerConfiguration()
         configuration.host = "127.0.0.1"
         configuration.port = 0
-        configuration.dataDirectory = FileManager.default.temporaryDirectory
+        configuration.dataDirectory =
+            FileManager.default.temporaryDirectory
             .appendingPathComponent("hearth-client-test-\(UUID().uuidString)").path
         configuration.fsync = .never
         let server = try await HearthServer.start(configuration: configuration, logger: quietLogger)

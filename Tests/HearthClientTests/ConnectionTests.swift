@@ -30,7 +30,8 @@ final class ConnectionTests: XCTestCase {
             let presence = leaving.reference(withPath: "presence")
             try await presence.setValue(["ada": "online", "bob": "online", "cy": "online", "log": ["n": 1]])
             let registered = Recorder<String>()
-            presence.child("ada").onDisconnectSetValue("offline") { error, _ in registered.append("set \(error == nil)") }
+            presence.child("ada").onDisconnectSetValue("offline") { error, _ in registered.append("set \(error == nil)")
+            }
             presence.child("log").onDisconnectUpdateChildValues(["n": 2, "m": 3]) { error, _ in
                 registered.append("update \(error == nil)")
             }
@@ -117,12 +118,16 @@ final class ConnectionTests: XCTestCase {
             try await events.wait(for: 3)
 
             await server.stop()
-            try await eventually("the client to notice") { try await !db.repo.connectionStateForTesting.get().connected }
+            try await eventually("the client to notice") {
+                try await !db.repo.connectionStateForTesting.get().connected
+            }
             try await server.restart()
             // Another client changes the data right after the restart, racing the reconnect.
             let other = server.client()
             defer { other.goOffline() }
-            try await other.reference(withPath: "items").updateChildValues(["a": Optional<Int>.none as Any, "b": 20, "d": 4])
+            try await other.reference(withPath: "items").updateChildValues([
+                "a": Optional<Int>.none as Any, "b": 20, "d": 4,
+            ])
             try await eventually("the final value") { values.all.last == ["b": 20, "c": 3, "d": 4] }
             try await events.wait(for: 6)
             try await limited.wait(for: 3)

@@ -73,9 +73,11 @@ final class ObserverTests: XCTestCase {
             let ref = db.reference(withPath: "items")
             try await ref.setValue(["x": ["n": 2], "y": ["n": 1]])
             let added = Recorder<String>()
-            ref.queryOrdered(byChild: "n").observe(.childAdded, andPreviousSiblingKeyWith: { snapshot, prev in
-                added.append("\(snapshot.key)<\(prev ?? "-")")
-            })
+            ref.queryOrdered(byChild: "n").observe(
+                .childAdded,
+                andPreviousSiblingKeyWith: { snapshot, prev in
+                    added.append("\(snapshot.key)<\(prev ?? "-")")
+                })
             try await assertEqual(await added.wait(for: 2), ["y<-", "x<y"])
 
             let cancelled = Recorder<HearthError.Code>()

@@ -4,23 +4,32 @@ import XCTest
 
 /// The dinosaur data and queries of semantics §7, through the Swift API.
 final class QueryTests: XCTestCase {
-    static var dinosaurs: [String: Any] { [
-        "bruhathkayosaurus": dino(-70_000_000, 25, 44, "saurischia", -70_000_000, 135_000),
-        "lambeosaurus": dino(-76_000_000, 2.1, 12.5, "ornithischia", -75_000_000, 5000),
-        "linhenykus": dino(-85_000_000, 0.6, 1, "theropoda", -75_000_000, 3),
-        "pterodactyl": dino(-150_000_000, 0.6, 0.8, "pterosauria", -148_500_000, 2),
-        "stegosaurus": dino(-155_000_000, 4, 9, "ornithischia", -150_000_000, 2500),
-        "triceratops": dino(-68_000_000, 3, 8, "ornithischia", -66_000_000, 11000),
-    ] }
-    static var scores: [String: Any] { [
-        "bruhathkayosaurus": 55, "lambeosaurus": 21, "linhenykus": 80, "pterodactyl": 93, "stegosaurus": 5,
-        "triceratops": 22,
-    ] }
+    static var dinosaurs: [String: Any] {
+        [
+            "bruhathkayosaurus": dino(-70_000_000, 25, 44, "saurischia", -70_000_000, 135_000),
+            "lambeosaurus": dino(-76_000_000, 2.1, 12.5, "ornithischia", -75_000_000, 5000),
+            "linhenykus": dino(-85_000_000, 0.6, 1, "theropoda", -75_000_000, 3),
+            "pterodactyl": dino(-150_000_000, 0.6, 0.8, "pterosauria", -148_500_000, 2),
+            "stegosaurus": dino(-155_000_000, 4, 9, "ornithischia", -150_000_000, 2500),
+            "triceratops": dino(-68_000_000, 3, 8, "ornithischia", -66_000_000, 11000),
+        ]
+    }
+    static var scores: [String: Any] {
+        [
+            "bruhathkayosaurus": 55, "lambeosaurus": 21, "linhenykus": 80, "pterodactyl": 93, "stegosaurus": 5,
+            "triceratops": 22,
+        ]
+    }
 
-    static func dino(_ appeared: Int, _ height: Double, _ length: Double, _ order: String, _ vanished: Int, _ weight: Int)
+    static func dino(
+        _ appeared: Int, _ height: Double, _ length: Double, _ order: String, _ vanished: Int, _ weight: Int
+    )
         -> [String: Any]
     {
-        ["appeared": appeared, "height": height, "length": length, "order": order, "vanished": vanished, "weight": weight]
+        [
+            "appeared": appeared, "height": height, "length": length, "order": order, "vanished": vanished,
+            "weight": weight,
+        ]
     }
 
     func testDinosaurQueries() async throws {
@@ -73,9 +82,11 @@ final class QueryTests: XCTestCase {
             try await assertEqual(
                 await keys(height06.queryEnding(beforeValue: 0.6, childKey: "pterodactyl")), ["linhenykus"])
             try await assertEqual(
-                await keys(scores.queryOrderedByValue().queryStarting(afterValue: 22, childKey: nil).queryEnding(atValue: 80)),
+                await keys(
+                    scores.queryOrderedByValue().queryStarting(afterValue: 22, childKey: nil).queryEnding(atValue: 80)),
                 ["bruhathkayosaurus", "linhenykus"])
-            try await assertEqual(await keys(dinos.queryOrderedByPriority().queryLimited(toFirst: 1)), ["bruhathkayosaurus"])
+            try await assertEqual(
+                await keys(dinos.queryOrderedByPriority().queryLimited(toFirst: 1)), ["bruhathkayosaurus"])
         }
     }
 
@@ -110,7 +121,8 @@ final class QueryTests: XCTestCase {
             }
         }
         // Valid combinations are not refused.
-        let valid = ref.queryOrdered(byChild: "h").queryStarting(atValue: true).queryEnding(atValue: "z").queryLimited(toLast: 3)
+        let valid = ref.queryOrdered(byChild: "h").queryStarting(atValue: true).queryEnding(atValue: "z").queryLimited(
+            toLast: 3)
         XCTAssertNil(valid.params.error)
     }
 }

@@ -16,7 +16,9 @@ final class ReferenceTests: XCTestCase {
         XCTAssertEqual(db.reference().url, "hearth://127.0.0.1:1")
         XCTAssertEqual(try Database(validatingURL: "hearth://localhost").url, "hearth://localhost:9000")
         XCTAssertThrowsError(try Database(validatingURL: "http://x:1")) { XCTAssertEqual($0.hearthCode, .invalidURL) }
-        XCTAssertThrowsError(try Database(validatingURL: "hearth://x:99999")) { XCTAssertEqual($0.hearthCode, .invalidURL) }
+        XCTAssertThrowsError(try Database(validatingURL: "hearth://x:99999")) {
+            XCTAssertEqual($0.hearthCode, .invalidURL)
+        }
         let a = ref.childByAutoId().key ?? ""
         let b = ref.childByAutoId().key ?? ""
         XCTAssertEqual(a.utf8.count, 20)
@@ -99,7 +101,9 @@ final class ReferenceTests: XCTestCase {
         XCTAssertEqual(error?.hearthCode, .invalidValue)
         error = await completion { db.reference(withPath: "a").setPriority(true, withCompletionBlock: $0) }
         XCTAssertEqual(error?.hearthCode, .invalidValue)
-        error = await completion { db.reference(withPath: "a").updateChildValues(["b": 1, "b/c": 2], withCompletionBlock: $0) }
+        error = await completion {
+            db.reference(withPath: "a").updateChildValues(["b": 1, "b/c": 2], withCompletionBlock: $0)
+        }
         XCTAssertEqual(error?.hearthCode, .invalidPath)
         error = await completion { bad.onDisconnectRemoveValue(withCompletionBlock: $0) }
         XCTAssertEqual(error?.hearthCode, .invalidPath)

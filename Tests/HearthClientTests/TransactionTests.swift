@@ -49,10 +49,11 @@ final class TransactionTests: XCTestCase {
             }
 
             let done = Recorder<Bool>()
-            ref.runTransactionBlock({ data in
-                data.value = 100
-                return .success(withValue: data)
-            }, andCompletionBlock: { error, committed, _ in done.append(error == nil && committed) })
+            ref.runTransactionBlock(
+                { data in
+                    data.value = 100
+                    return .success(withValue: data)
+                }, andCompletionBlock: { error, committed, _ in done.append(error == nil && committed) })
             try await assertEqual(await done.wait(for: 1), [true])
         }
     }

@@ -11,7 +11,8 @@ final class ConformanceWriteTests: XCTestCase {
             throw XCTSkip("../shared is not beside this checkout")
         }
         let shared = try JSONParser.parse([UInt8](Data(contentsOf: Vectors.shared)))
-        XCTAssertEqual(shared, Vectors.all, "Tests/HearthCoreTests/Resources/vectors.json is stale: copy it from shared/")
+        XCTAssertEqual(
+            shared, Vectors.all, "Tests/HearthCoreTests/Resources/vectors.json is stale: copy it from shared/")
     }
 
     func testWriteVectors() throws {
@@ -70,12 +71,16 @@ final class ConformanceWriteTests: XCTestCase {
             return .set(path: target, value: PreparedValue(node: .empty))
         case "setPriority":
             let priorityPath = target.appending(Key.priority)
-            return .set(path: priorityPath, value: try PreparedValue(op["priority"] ?? value, at: target, limits: .default))
+            return .set(
+                path: priorityPath, value: try PreparedValue(op["priority"] ?? value, at: target, limits: .default))
         case "update":
             let members = value.objectMembers ?? []
             let values = try members.map { member in
                 let relative = try Path.parse(member.key, allowPriority: true)
-                return (path: relative, value: try PreparedValue(member.value, at: target.appending(relative), limits: .default))
+                return (
+                    path: relative,
+                    value: try PreparedValue(member.value, at: target.appending(relative), limits: .default)
+                )
             }
             return try Write.update(at: target, values: values)
         default:

@@ -46,7 +46,9 @@ final class KeyAndTreeTests: XCTestCase {
     func testUTF16StringOrder() {
         let values = ["\u{FF5E}", "😀", "é", "e\u{301}", "ab", "a", "Z", ""]
         let sorted = values.sorted { compareUTF16($0, $1) < 0 }
-        XCTAssertEqual(sorted.map { Array($0.unicodeScalars) }, ["", "Z", "a", "ab", "e\u{301}", "é", "😀", "\u{FF5E}"].map { Array($0.unicodeScalars) })
+        XCTAssertEqual(
+            sorted.map { Array($0.unicodeScalars) },
+            ["", "Z", "a", "ab", "e\u{301}", "é", "😀", "\u{FF5E}"].map { Array($0.unicodeScalars) })
     }
 
     func testKeyValidation() {
@@ -57,7 +59,8 @@ final class KeyAndTreeTests: XCTestCase {
             XCTAssertNoThrow(try Key.validated(good))
         }
         XCTAssertThrowsError(try Key.validated(String(repeating: "x", count: 769)))
-        XCTAssertThrowsError(try Key.validated(String(repeating: "é", count: 385)), "768 bytes of UTF-8, not characters")
+        XCTAssertThrowsError(
+            try Key.validated(String(repeating: "é", count: 385)), "768 bytes of UTF-8, not characters")
     }
 
     func testPathParsing() throws {

@@ -41,9 +41,10 @@ enum Vectors {
 func arraysAsObjects(_ value: JSONValue) -> JSONValue {
     switch value {
     case .array(let elements):
-        return .object(elements.enumerated().compactMap { i, e in
-            e == .null ? nil : JSONMember(String(i), arraysAsObjects(e))
-        })
+        return .object(
+            elements.enumerated().compactMap { i, e in
+                e == .null ? nil : JSONMember(String(i), arraysAsObjects(e))
+            })
     case .object(let members):
         return .object(members.map { JSONMember($0.key, arraysAsObjects($0.value)) })
     default:

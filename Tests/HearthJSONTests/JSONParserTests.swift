@@ -1,6 +1,5 @@
-import XCTest
-
 import HearthJSON
+import XCTest
 
 /// Parses `text`'s UTF-8, failing the test on error.
 func parseOK(
@@ -522,7 +521,8 @@ final class JSONParserTests: XCTestCase {
     func testDepthLimitExactBoundary() {
         for n in [1, 2, 3, 7, 64] {
             let limits = JSONLimits(maxDepth: n)
-            XCTAssertNotNil(parseOK(String(repeating: "[", count: n) + String(repeating: "]", count: n), limits: limits))
+            XCTAssertNotNil(
+                parseOK(String(repeating: "[", count: n) + String(repeating: "]", count: n), limits: limits))
             assertRejects(
                 String(repeating: "[", count: n + 1) + String(repeating: "]", count: n + 1),
                 .tooDeep, at: n, limits: limits)
@@ -532,7 +532,8 @@ final class JSONParserTests: XCTestCase {
             let deeper = String(repeating: "{\"a\":", count: n + 1) + "1" + String(repeating: "}", count: n + 1)
             assertRejects(deeper, .tooDeep, at: 5 * n, limits: limits)
             // Mixed, with a scalar at the deepest level (scalars do not count).
-            let mixed = String(repeating: "[{\"k\":", count: n / 2) + (n % 2 == 1 ? "[0]" : "0")
+            let mixed =
+                String(repeating: "[{\"k\":", count: n / 2) + (n % 2 == 1 ? "[0]" : "0")
                 + String(repeating: "}]", count: n / 2)
             XCTAssertNotNil(parseOK(mixed, limits: limits))
         }
@@ -662,7 +663,8 @@ final class JSONParserTests: XCTestCase {
         var text = "["
         for i in 0..<10_000 {
             if i > 0 { text += "," }
-            text += #"{"id":\#(i),"name":"item \#(i)","score":\#(Double(i) / 8),"tags":["a","b\n"],"ok":\#(i % 2 == 0)}"#
+            text +=
+                #"{"id":\#(i),"name":"item \#(i)","score":\#(Double(i) / 8),"tags":["a","b\n"],"ok":\#(i % 2 == 0)}"#
         }
         text += "]"
         guard case .array(let items)? = parseOK(text) else { return XCTFail("not an array") }

@@ -1,6 +1,5 @@
-import XCTest
-
 import HearthJSON
+import XCTest
 
 /// A small deterministic generator (SplitMix64) so that failures are reproducible.
 struct SplitMix64: RandomNumberGenerator {
@@ -112,7 +111,9 @@ struct DocumentGenerator {
             d = Double(Int64(bitPattern: rng.next()) >> Int64(rng.next(upTo: 64)))
         case 3:
             // Short decimals.
-            d = Double(Int64(rng.next(upTo: 2_000_001)) - 1_000_000) / Double(rng.pick([1, 10, 100, 1000, 1e6] as [Double]))
+            d =
+                Double(Int64(rng.next(upTo: 2_000_001)) - 1_000_000)
+                / Double(rng.pick([1, 10, 100, 1000, 1e6] as [Double]))
         default:
             // Any finite bit pattern: tiny, huge and everything in between.
             var candidate = Double(bitPattern: rng.next())
@@ -313,7 +314,8 @@ final class JSONRoundTripTests: XCTestCase {
 
     func testSpecificRoundTrips() throws {
         let values: [JSONValue] = [
-            .int(Int64.min), .int(Int64.max), .double(3.0), .double(-3.0), .double(1e16), .double(.leastNonzeroMagnitude),
+            .int(Int64.min), .int(Int64.max), .double(3.0), .double(-3.0), .double(1e16),
+            .double(.leastNonzeroMagnitude),
             .double(Double.greatestFiniteMagnitude), .double(9_223_372_036_854_775_808.0),
             .string("😀"), .string("\u{0}\u{1F}\u{7F}\u{2028}\u{2029}\u{10FFFF}"), .string("e\u{301}"), .string("é"),
             .object([JSONMember("k", .null), JSONMember("k", .bool(false))]),
@@ -330,6 +332,7 @@ final class JSONRoundTripTests: XCTestCase {
         // é and e + U+0301 are == as Swift strings but must stay distinct through a round trip.
         let a = try JSONParser.parse(JSONValue.string("é").serialized)
         let b = try JSONParser.parse(JSONValue.string("e\u{301}").serialized)
-        XCTAssertNotEqual(a.stringValue.map { Array($0.unicodeScalars) }, b.stringValue.map { Array($0.unicodeScalars) })
+        XCTAssertNotEqual(
+            a.stringValue.map { Array($0.unicodeScalars) }, b.stringValue.map { Array($0.unicodeScalars) })
     }
 }

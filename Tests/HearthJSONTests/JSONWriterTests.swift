@@ -1,6 +1,5 @@
-import XCTest
-
 import HearthJSON
+import XCTest
 
 private func written(_ write: (inout [UInt8]) -> Void) -> String {
     var buffer: [UInt8] = []
@@ -57,7 +56,10 @@ final class JSONWriterTests: XCTestCase {
 
     func testDoublesReadBackAsIdenticalDoubles() throws {
         var rng = SplitMix64(seed: 99)
-        var samples: [Double] = [3, -3, 1e16, 1e300, Double(bitPattern: 4), Double(bitPattern: 0x0001_2345_6789_ABCD), 0.1, 1 / 3.0, 4_503_599_627_370_496.5]
+        var samples: [Double] = [
+            3, -3, 1e16, 1e300, Double(bitPattern: 4), Double(bitPattern: 0x0001_2345_6789_ABCD), 0.1, 1 / 3.0,
+            4_503_599_627_370_496.5,
+        ]
         while samples.count < 5_000 {
             let d = Double(bitPattern: rng.next())
             if d.isFinite { samples.append(d) }
@@ -167,7 +169,10 @@ final class JSONWriterTests: XCTestCase {
         var buffer: [UInt8] = []
         var expected = ""
         for i in 0..<1_000 {
-            if i > 0 { buffer.append(UInt8(ascii: ",")); expected += "," }
+            if i > 0 {
+                buffer.append(UInt8(ascii: ","))
+                expected += ","
+            }
             let s = String(repeating: "x\u{1}y\"é", count: i % 37)
             JSONWriter.writeString(s, into: &buffer)
             expected += quoted(s)

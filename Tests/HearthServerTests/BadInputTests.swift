@@ -18,7 +18,8 @@ final class BadInputTests: XCTestCase {
         let message = response["error"]?["message"]?.stringValue ?? ""
         XCTAssertFalse(message.isEmpty, file: file, line: lineNumber)
         if let text { XCTAssertTrue(message.contains(text), "\(message)", file: file, line: lineNumber) }
-        XCTAssertEqual(try c.request(#"{"op":"ping","id":"alive"}"#)["id"], .string("alive"), file: file, line: lineNumber)
+        XCTAssertEqual(
+            try c.request(#"{"op":"ping","id":"alive"}"#)["id"], .string("alive"), file: file, line: lineNumber)
     }
 
     func assertError(
@@ -37,8 +38,11 @@ final class BadInputTests: XCTestCase {
             try self.assertError(c, "[1,2,3]", code: "bad_request", contains: "object")
             try self.assertError(c, "42", code: "bad_request", contains: "object")
             try self.assertError(c, #"{"op":"set","path":"/x","value":NaN}"#, code: "bad_request")
-            try self.assertError(c, [0x7B, 0x22, 0xC3, 0x28, 0x22, 0x3A, 0x31, 0x7D], code: "bad_request", contains: "UTF-8")
-            try self.assertError(c, [0x7B, 0x22, 0x6F, 0x70, 0x22, 0x3A, 0x22, 0xFF, 0x22, 0x7D], code: "bad_request", contains: "byte 7")
+            try self.assertError(
+                c, [0x7B, 0x22, 0xC3, 0x28, 0x22, 0x3A, 0x31, 0x7D], code: "bad_request", contains: "UTF-8")
+            try self.assertError(
+                c, [0x7B, 0x22, 0x6F, 0x70, 0x22, 0x3A, 0x22, 0xFF, 0x22, 0x7D], code: "bad_request", contains: "byte 7"
+            )
             // Blank lines and CRLF are fine.
             try c.sendRaw(Array("\n  \r\n{\"op\":\"ping\",\"id\":7}\r\n".utf8))
             XCTAssertEqual(try c.readResponse()["id"], .int(7))
@@ -48,18 +52,26 @@ final class BadInputTests: XCTestCase {
     func testUnknownOpsAndMissingOrMistypedFields() async throws {
         try await withLiveServer { server in
             let c = try TestClient(port: server.port)
-            try self.assertError(c, #"{"op":"frobnicate","id":1}"#, code: "unknown_op", id: .int(1), contains: "frobnicate")
+            try self.assertError(
+                c, #"{"op":"frobnicate","id":1}"#, code: "unknown_op", id: .int(1), contains: "frobnicate")
             try self.assertError(c, #"{"id":2}"#, code: "bad_request", id: .int(2), contains: "op")
             try self.assertError(c, #"{"op":5,"id":3}"#, code: "bad_request", id: .int(3))
             try self.assertError(c, #"{"op":"get","id":4}"#, code: "bad_request", id: .int(4), contains: "path")
-            try self.assertError(c, #"{"op":"get","path":7,"id":5}"#, code: "bad_request", id: .int(5), contains: "path")
-            try self.assertError(c, #"{"op":"set","path":"/a","id":6}"#, code: "bad_request", id: .int(6), contains: "value")
-            try self.assertError(c, #"{"op":"update","path":"/a","values":[1],"id":7}"#, code: "bad_request", id: .int(7))
-            try self.assertError(c, #"{"op":"transaction","path":"/a","value":1,"id":8}"#, code: "bad_request", id: .int(8))
-            try self.assertError(c, #"{"op":"get","path":"/","shallow":"yes","id":9}"#, code: "bad_request", id: .int(9))
-            try self.assertError(c, #"{"op":"onDisconnect","action":"explode","path":"/a","id":10}"#, code: "bad_request", id: .int(10))
+            try self.assertError(
+                c, #"{"op":"get","path":7,"id":5}"#, code: "bad_request", id: .int(5), contains: "path")
+            try self.assertError(
+                c, #"{"op":"set","path":"/a","id":6}"#, code: "bad_request", id: .int(6), contains: "value")
+            try self.assertError(
+                c, #"{"op":"update","path":"/a","values":[1],"id":7}"#, code: "bad_request", id: .int(7))
+            try self.assertError(
+                c, #"{"op":"transaction","path":"/a","value":1,"id":8}"#, code: "bad_request", id: .int(8))
+            try self.assertError(
+                c, #"{"op":"get","path":"/","shallow":"yes","id":9}"#, code: "bad_request", id: .int(9))
+            try self.assertError(
+                c, #"{"op":"onDisconnect","action":"explode","path":"/a","id":10}"#, code: "bad_request", id: .int(10))
             try self.assertError(c, #"{"op":"ping","id":{"x":1}}"#, code: "bad_request", contains: "id")
-            try self.assertError(c, #"{"op":"setPriority","path":"/a","priority":true,"id":11}"#, code: "invalid_value", id: .int(11))
+            try self.assertError(
+                c, #"{"op":"setPriority","path":"/a","priority":true,"id":11}"#, code: "invalid_value", id: .int(11))
         }
     }
 
@@ -67,19 +79,24 @@ final class BadInputTests: XCTestCase {
         try await withLiveServer { server in
             let c = try TestClient(port: server.port)
             for bad in ["/a.b", "/a$b", "/a#b", "/a[b", "/a]b", "/a\\u0001b", "/a\\u007fb"] {
-                try self.assertError(c, #"{"op":"set","path":"\#(bad)","value":1,"id":"k"}"#, code: "invalid_path", id: .string("k"))
+                try self.assertError(
+                    c, #"{"op":"set","path":"\#(bad)","value":1,"id":"k"}"#, code: "invalid_path", id: .string("k"))
             }
-            try self.assertError(c, #"{"op":"set","path":"/.info/x","value":1}"#, code: "invalid_path", contains: ".info")
+            try self.assertError(
+                c, #"{"op":"set","path":"/.info/x","value":1}"#, code: "invalid_path", contains: ".info")
             try self.assertError(c, #"{"op":"set","path":"/ok","value":{"a.b":1}}"#, code: "invalid_key")
             try self.assertError(c, #"{"op":"set","path":"/ok","value":{"a":{"b/c":1}}}"#, code: "invalid_key")
             try self.assertError(c, #"{"op":"set","path":"/ok","value":{".foo":1}}"#, code: "invalid_key")
             try self.assertError(c, #"{"op":"set","path":"/ok","value":{"":1}}"#, code: "invalid_key")
             let longKey = String(repeating: "k", count: 769)
-            try self.assertError(c, #"{"op":"set","path":"/ok","value":{"\#(longKey)":1}}"#, code: "invalid_key", contains: "768")
+            try self.assertError(
+                c, #"{"op":"set","path":"/ok","value":{"\#(longKey)":1}}"#, code: "invalid_key", contains: "768")
             try self.assertError(c, #"{"op":"set","path":"/ok","value":{".value":1,"a":2}}"#, code: "invalid_value")
-            try self.assertError(c, #"{"op":"set","path":"/ok","value":{".priority":true,"a":2}}"#, code: "invalid_value")
+            try self.assertError(
+                c, #"{"op":"set","path":"/ok","value":{".priority":true,"a":2}}"#, code: "invalid_value")
             try self.assertError(c, #"{"op":"set","path":"/ok","value":{".sv":"bogus"}}"#, code: "invalid_value")
-            try self.assertError(c, #"{"op":"update","path":"/","values":{"a":1,"a/b":2}}"#, code: "invalid_path", contains: "ancestor")
+            try self.assertError(
+                c, #"{"op":"update","path":"/","values":{"a":1,"a/b":2}}"#, code: "invalid_path", contains: "ancestor")
             try self.assertError(c, #"{"op":"update","path":"/","values":{"a/b":1,"a//b":2}}"#, code: "invalid_path")
             // Nothing of the rejected writes was applied.
             XCTAssertEqual(try c.request(#"{"op":"get","path":"/"}"#)["value"], .null)
@@ -104,7 +121,7 @@ final class BadInputTests: XCTestCase {
     }
 
     func testOversizedLineIsAnsweredAndCloses() async throws {
-        try await withLiveServer({ $0.maxMessageBytes = 4096 }) { server in
+        try await withLiveServer(setting: \.maxMessageBytes, to: 4096) { server in
             let c = try TestClient(port: server.port)
             try c.request(#"{"op":"set","path":"/kept","value":1}"#)
             let big = #"{"op":"set","path":"/big","value":""# + String(repeating: "x", count: 5000) + #""}"#
@@ -119,7 +136,7 @@ final class BadInputTests: XCTestCase {
     }
 
     func testOversizedStringIsRejected() async throws {
-        try await withLiveServer({ $0.limits.maxStringBytes = 100 }) { server in
+        try await withLiveServer(setting: \.limits.maxStringBytes, to: 100) { server in
             let c = try TestClient(port: server.port)
             let long = String(repeating: "é", count: 51)
             try self.assertError(c, #"{"op":"set","path":"/s","value":"\#(long)"}"#, code: "too_large", contains: "102")
@@ -130,7 +147,8 @@ final class BadInputTests: XCTestCase {
         try await withLiveServer { server in
             let c = try TestClient(port: server.port)
             try self.assertError(c, #"{"op":"get","path":"/","query":{"limitToFirst":0}}"#, code: "invalid_query")
-            try self.assertError(c, #"{"op":"get","path":"/","query":{"orderBy":"$key","startAt":1}}"#, code: "invalid_query")
+            try self.assertError(
+                c, #"{"op":"get","path":"/","query":{"orderBy":"$key","startAt":1}}"#, code: "invalid_query")
             try self.assertError(c, #"{"op":"subscribe","path":"/","query":{"bogus":1}}"#, code: "invalid_query")
             try self.assertError(c, #"{"op":"get","path":"/","query":[1]}"#, code: "invalid_query")
             try self.assertError(c, #"{"op":"auth","token":"t"}"#, code: "unknown_op")
@@ -142,8 +160,11 @@ final class BadInputTests: XCTestCase {
             let c = try TestClient(port: server.port)
             try c.request(#"{"op":"set","path":"/p","value":1,"priority":3}"#)
             try self.assertError(c, #"{"op":"set","path":"/p/.priority","value":true}"#, code: "invalid_value")
-            try self.assertError(c, #"{"op":"update","path":"/","values":{"p/.priority":{"x":1}}}"#, code: "invalid_value")
-            XCTAssertEqual(try c.request(#"{"op":"get","path":"/p","format":"export"}"#)["value"], json(#"{".value":1,".priority":3}"#))
+            try self.assertError(
+                c, #"{"op":"update","path":"/","values":{"p/.priority":{"x":1}}}"#, code: "invalid_value")
+            XCTAssertEqual(
+                try c.request(#"{"op":"get","path":"/p","format":"export"}"#)["value"],
+                json(#"{".value":1,".priority":3}"#))
             // A leaf one level below the maximum depth cannot be pushed under a full-depth path.
             let full = (0..<32).map { "d\($0)" }.joined(separator: "/")
             try self.assertError(c, #"{"op":"push","path":"/\#(full)","value":1}"#, code: "too_deep")
@@ -163,7 +184,7 @@ final class BadInputTests: XCTestCase {
     }
 
     func testSlowConsumerIsDisconnected() async throws {
-        try await withLiveServer({ $0.maxOutboundBytes = 256 * 1024 }) { server in
+        try await withLiveServer(setting: \.maxOutboundBytes, to: 256 * 1024) { server in
             let writer = try TestClient(port: server.port)
             let big = String(repeating: "x", count: 512 * 1024)
             try writer.request(#"{"op":"set","path":"/big","value":"\#(big)"}"#)

@@ -14,7 +14,9 @@ final class ConcurrencyTests: XCTestCase {
                 let c = try TestClient(port: port)
                 for _ in 0..<perClient {
                     let response = try c.request(#"{"op":"set","path":"/counter","value":{".sv":{"increment":1}}}"#)
-                    guard response["ok"] == .bool(true) else { throw TestClient.Failure(description: response.jsonString) }
+                    guard response["ok"] == .bool(true) else {
+                        throw TestClient.Failure(description: response.jsonString)
+                    }
                 }
             }
             let c = try TestClient(port: port)

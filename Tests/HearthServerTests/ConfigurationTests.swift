@@ -19,7 +19,9 @@ final class ConfigurationTests: XCTestCase {
 
     func testPrecedenceFileThenEnvironmentThenFlags() throws {
         var c = ServerConfiguration()
-        try c.apply(file: json(#"{"//port":"comment","port":9100,"host":"0.0.0.0","fsync":"never","maxDepth":20}"#), source: "test")
+        try c.apply(
+            file: json(#"{"//port":"comment","port":9100,"host":"0.0.0.0","fsync":"never","maxDepth":20}"#),
+            source: "test")
         XCTAssertEqual(c.port, 9100)
         XCTAssertEqual(c.limits.maxDepth, 20)
         try c.apply(environment: ["HEARTH_PORT": "9200", "HEARTH_FSYNC": "everysec", "UNRELATED": "x"])

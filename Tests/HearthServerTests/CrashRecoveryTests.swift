@@ -25,7 +25,8 @@ final class CrashRecoveryTests: XCTestCase {
             XCTAssertGreaterThanOrEqual(rev, acknowledged.maxRev)
             lastRev = rev
             for (path, value) in acknowledged.all {
-                XCTAssertEqual(state["value"]?[path], .int(value), "acknowledged write at /\(path) lost (cycle \(cycle))")
+                XCTAssertEqual(
+                    state["value"]?[path], .int(value), "acknowledged write at /\(path) lost (cycle \(cycle))")
             }
             checker.close()
 

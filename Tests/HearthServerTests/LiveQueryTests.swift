@@ -13,7 +13,9 @@ final class LiveQueryTests: XCTestCase {
             for (i, vector) in vectors.enumerated() {
                 let name = vector["name"]?.stringValue ?? "?"
                 let prefix = "/q\(i)"
-                let set = JSONValue.object(["op": .string("set"), "path": .string(prefix), "value": vector["data"] ?? .null])
+                let set = JSONValue.object([
+                    "op": .string("set"), "path": .string(prefix), "value": vector["data"] ?? .null,
+                ])
                 try c.request(set.jsonString)
                 let location = prefix + (vector["path"]?.stringValue ?? "/")
                 let query = ServerVectors.wireQuery(vector["query"] ?? .object([]))
@@ -53,14 +55,18 @@ final class LiveQueryTests: XCTestCase {
             for (i, vector) in vectors.enumerated() {
                 let name = vector["name"]?.stringValue ?? "?"
                 let prefix = "/e\(i)"
-                let set = JSONValue.object(["op": .string("set"), "path": .string(prefix), "value": vector["initial"] ?? .null])
+                let set = JSONValue.object([
+                    "op": .string("set"), "path": .string(prefix), "value": vector["initial"] ?? .null,
+                ])
                 try c.request(set.jsonString)
                 let location = prefix + (vector["path"]?.stringValue ?? "/")
                 let query = ServerVectors.wireQuery(vector["query"] ?? .object([]))
                 let subscribe = try c.request(
                     JSONValue.object([
                         "op": .string("subscribe"), "path": .string(location), "query": query,
-                        "events": .array(["child_removed", "child_added", "child_moved", "child_changed", "value"].map(JSONValue.string)),
+                        "events": .array(
+                            ["child_removed", "child_added", "child_moved", "child_changed", "value"].map(
+                                JSONValue.string)),
                     ]).jsonString)
                 XCTAssertEqual(subscribe["ok"], .bool(true), "\(name): \(subscribe.jsonString)")
                 var steps: [[JSONValue]] = []
@@ -93,7 +99,10 @@ final class LiveQueryTests: XCTestCase {
                 let calls = vector["calls"]?.arrayItems ?? []
                 // orderByChild("$key") and ("$value") are client-side mistakes; on the wire
                 // "$key" and "$value" are the names of orderByKey and orderByValue.
-                if calls.contains(where: { $0.arrayItems.first == .string("orderByChild") && [.string("$key"), .string("$value")].contains($0.arrayItems.last) }) {
+                if calls.contains(where: {
+                    $0.arrayItems.first == .string("orderByChild")
+                        && [.string("$key"), .string("$value")].contains($0.arrayItems.last)
+                }) {
                     continue
                 }
                 let query = ServerVectors.wireQuery(calls: calls)
@@ -114,12 +123,14 @@ final class LiveQueryTests: XCTestCase {
             try c.request(#"{"op":"set","path":"/s","value":{"a":{"n":3},"b":{"n":1},"c":{"n":2},".priority":"p"}}"#)
             let ordered = try c.request(#"{"op":"get","path":"/s","query":{"orderBy":"n"},"format":"export"}"#)
             XCTAssertEqual(ordered["value"]?.objectMembers?.map(\.key), ["b", "c", "a", ".priority"])
-            let shallow = try c.request(#"{"op":"get","path":"/s","query":{"orderBy":"n","limitToFirst":2},"shallow":true}"#)
+            let shallow = try c.request(
+                #"{"op":"get","path":"/s","query":{"orderBy":"n","limitToFirst":2},"shallow":true}"#)
             XCTAssertEqual(shallow["value"], json(#"{"b":true,"c":true}"#))
             let whole = try c.request(#"{"op":"get","path":"/s","hash":true}"#)
             let unfiltered = try c.request(#"{"op":"get","path":"/s","query":{"orderBy":"n"},"hash":true}"#)
             XCTAssertEqual(unfiltered["hash"], whole["hash"], "an unfiltered query hashes like the location")
-            let limited = try c.request(#"{"op":"get","path":"/s","query":{"orderBy":"n","limitToFirst":1},"hash":true}"#)
+            let limited = try c.request(
+                #"{"op":"get","path":"/s","query":{"orderBy":"n","limitToFirst":1},"hash":true}"#)
             try c.request(#"{"op":"set","path":"/t","value":{"b":{"n":1}}}"#)
             XCTAssertEqual(limited["hash"], try c.request(#"{"op":"get","path":"/t","hash":true}"#)["hash"])
         }

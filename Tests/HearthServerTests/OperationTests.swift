@@ -18,14 +18,16 @@ final class OperationTests: XCTestCase {
     func testSetGetUpdateRemove() async throws {
         try await withLiveServer { server in
             let c = try TestClient(port: server.port)
-            let set = try c.request(#"{"op":"set","id":1,"path":"/users/ada","value":{"name":"Ada","born":1815,"langs":["en","fr"]}}"#)
+            let set = try c.request(
+                #"{"op":"set","id":1,"path":"/users/ada","value":{"name":"Ada","born":1815,"langs":["en","fr"]}}"#)
             XCTAssertEqual(set, json(#"{"id":1,"ok":true,"rev":1}"#))
             let get = try c.request(#"{"op":"get","id":"g","path":"users/ada"}"#)
             XCTAssertEqual(get["id"], .string("g"))
             XCTAssertEqual(get["value"], json(#"{"born":1815,"langs":{"0":"en","1":"fr"},"name":"Ada"}"#))
             XCTAssertEqual(get["rev"], .int(1))
 
-            let update = try c.request(#"{"op":"update","id":2,"path":"/users","values":{"ada/born":1816,"bob/name":"Bob","ada/langs":null}}"#)
+            let update = try c.request(
+                #"{"op":"update","id":2,"path":"/users","values":{"ada/born":1816,"bob/name":"Bob","ada/langs":null}}"#)
             XCTAssertEqual(update["rev"], .int(2))
             XCTAssertEqual(
                 try c.request(#"{"op":"get","path":"/users"}"#)["value"],
@@ -43,14 +45,16 @@ final class OperationTests: XCTestCase {
         try await withLiveServer { server in
             let c = try TestClient(port: server.port)
             try c.request(#"{"op":"set","path":"/a","value":{"x":{"y":1},"z":"s",".priority":5}}"#)
-            XCTAssertEqual(try c.request(#"{"op":"get","path":"/a","shallow":true}"#)["value"], json(#"{"x":true,"z":true}"#))
+            XCTAssertEqual(
+                try c.request(#"{"op":"get","path":"/a","shallow":true}"#)["value"], json(#"{"x":true,"z":true}"#))
             XCTAssertEqual(try c.request(#"{"op":"get","path":"/a/z","shallow":true}"#)["value"], .string("s"))
             XCTAssertEqual(
                 try c.request(#"{"op":"get","path":"/","format":"export"}"#)["value"],
                 json(#"{"a":{"x":{"y":1},"z":"s",".priority":5}}"#))
             try c.request(#"{"op":"set","path":"/h","value":{"a":1,"b":"x"}}"#)
             XCTAssertEqual(
-                try c.request(#"{"op":"get","path":"/h","hash":true}"#)["hash"], .string("jRI9dwRS9sb4SWm8uuoN7+xBk4g="))
+                try c.request(#"{"op":"get","path":"/h","hash":true}"#)["hash"], .string("jRI9dwRS9sb4SWm8uuoN7+xBk4g=")
+            )
             XCTAssertEqual(try c.request(#"{"op":"get","path":"/missing","hash":true}"#)["hash"], .string(""))
             XCTAssertEqual(try c.request(#"{"op":"get","path":"/.info/connected"}"#)["value"], .null)
         }
@@ -82,7 +86,8 @@ final class OperationTests: XCTestCase {
                 json(#"{".value":"v",".priority":"high"}"#))
             try c.request(#"{"op":"setPriority","path":"/p","priority":7}"#)
             XCTAssertEqual(
-                try c.request(#"{"op":"get","path":"/p","format":"export"}"#)["value"], json(#"{".value":"v",".priority":7}"#))
+                try c.request(#"{"op":"get","path":"/p","format":"export"}"#)["value"],
+                json(#"{".value":"v",".priority":7}"#))
             try c.request(#"{"op":"setPriority","path":"/p","priority":null}"#)
             XCTAssertEqual(try c.request(#"{"op":"get","path":"/p","format":"export"}"#)["value"], .string("v"))
 
@@ -103,17 +108,20 @@ final class OperationTests: XCTestCase {
         try await withLiveServer { server in
             let c = try TestClient(port: server.port)
             try c.request(#"{"op":"set","path":"/acct","value":{"balance":10,".priority":1}}"#)
-            let stale = try c.request(#"{"op":"transaction","path":"/acct","value":{"balance":20},"expect":{"balance":9}}"#)
+            let stale = try c.request(
+                #"{"op":"transaction","path":"/acct","value":{"balance":20},"expect":{"balance":9}}"#)
             XCTAssertEqual(stale["committed"], .bool(false))
             XCTAssertEqual(stale["value"], json(#"{"balance":10,".priority":1}"#))
             let hash = try XCTUnwrap(stale["hash"]?.stringValue)
 
-            let committed = try c.request(#"{"op":"transaction","path":"/acct","value":{"balance":20},"expect":{"balance":10.0}}"#)
+            let committed = try c.request(
+                #"{"op":"transaction","path":"/acct","value":{"balance":20},"expect":{"balance":10.0}}"#)
             XCTAssertEqual(committed["committed"], .bool(true))
             XCTAssertNotNil(committed["rev"])
             // The priority survives a transaction whose value has none.
             XCTAssertEqual(
-                try c.request(#"{"op":"get","path":"/acct","format":"export"}"#)["value"], json(#"{"balance":20,".priority":1}"#))
+                try c.request(#"{"op":"get","path":"/acct","format":"export"}"#)["value"],
+                json(#"{"balance":20,".priority":1}"#))
 
             let byOldHash = try c.request(#"{"op":"transaction","path":"/acct","value":null,"expectHash":"\#(hash)"}"#)
             XCTAssertEqual(byOldHash["committed"], .bool(false))
@@ -123,7 +131,8 @@ final class OperationTests: XCTestCase {
             XCTAssertEqual(try c.request(#"{"op":"get","path":"/acct"}"#)["value"], .null)
             // On a missing node the expected value is null and the hash is "".
             XCTAssertEqual(
-                try c.request(#"{"op":"transaction","path":"/new","value":1,"expectHash":""}"#)["committed"], .bool(true))
+                try c.request(#"{"op":"transaction","path":"/new","value":1,"expectHash":""}"#)["committed"],
+                .bool(true))
         }
     }
 
@@ -135,7 +144,9 @@ final class OperationTests: XCTestCase {
             XCTAssertEqual(
                 try c.request(#"{"op":"onDisconnect","action":"set","path":"/presence/ada","value":"offline"}"#)["ok"],
                 .bool(true))
-            try c.request(#"{"op":"onDisconnect","action":"update","path":"/last","values":{"seen":{".sv":"timestamp"},"by":"ada"}}"#)
+            try c.request(
+                #"{"op":"onDisconnect","action":"update","path":"/last","values":{"seen":{".sv":"timestamp"},"by":"ada"}}"#
+            )
             try c.request(#"{"op":"onDisconnect","action":"remove","path":"/sessions/ada"}"#)
             try c.request(#"{"op":"onDisconnect","action":"set","path":"/cancelled","value":1}"#)
             try c.request(#"{"op":"onDisconnect","action":"cancel","path":"/cancelled"}"#)

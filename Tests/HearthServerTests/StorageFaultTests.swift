@@ -65,7 +65,9 @@ final class FailingDisk: FileSystem {
     func close(_ file: OpenFile) { real.close(file) }
     func fsync(_ file: OpenFile) throws(StorageError) { try real.fsync(file) }
     func fsyncDirectory(_ path: String) throws(StorageError) { try real.fsyncDirectory(path) }
-    func rename(_ source: String, to destination: String) throws(StorageError) { try real.rename(source, to: destination) }
+    func rename(_ source: String, to destination: String) throws(StorageError) {
+        try real.rename(source, to: destination)
+    }
     func remove(_ path: String) throws(StorageError) { try real.remove(path) }
     func listDirectory(_ path: String) throws(StorageError) -> [String] { try real.listDirectory(path) }
     func readFile(_ path: String) throws(StorageError) -> [UInt8] { try real.readFile(path) }

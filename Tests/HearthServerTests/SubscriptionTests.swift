@@ -24,15 +24,23 @@ final class SubscriptionTests: XCTestCase {
         try await withLiveServer { server in
             let listener = try TestClient(port: server.port)
             let writer = try TestClient(port: server.port)
-            try listener.request(#"{"op":"subscribe","path":"/list","events":["child_added","child_removed","child_changed"]}"#)
+            try listener.request(
+                #"{"op":"subscribe","path":"/list","events":["child_added","child_removed","child_changed"]}"#)
             try writer.request(#"{"op":"set","path":"/list/b","value":2}"#)
             try writer.request(#"{"op":"set","path":"/list/a","value":1}"#)
             try writer.request(#"{"op":"set","path":"/list/b","value":3}"#)
             try writer.request(#"{"op":"remove","path":"/list/a"}"#)
-            XCTAssertEqual(try listener.readJSON(), json(#"{"sub":1,"event":"child_added","rev":1,"key":"b","value":2,"prev":null}"#))
-            XCTAssertEqual(try listener.readJSON(), json(#"{"sub":1,"event":"child_added","rev":2,"key":"a","value":1,"prev":null}"#))
-            XCTAssertEqual(try listener.readJSON(), json(#"{"sub":1,"event":"child_changed","rev":3,"key":"b","value":3,"prev":"a"}"#))
-            XCTAssertEqual(try listener.readJSON(), json(#"{"sub":1,"event":"child_removed","rev":4,"key":"a","value":1}"#))
+            XCTAssertEqual(
+                try listener.readJSON(),
+                json(#"{"sub":1,"event":"child_added","rev":1,"key":"b","value":2,"prev":null}"#))
+            XCTAssertEqual(
+                try listener.readJSON(),
+                json(#"{"sub":1,"event":"child_added","rev":2,"key":"a","value":1,"prev":null}"#))
+            XCTAssertEqual(
+                try listener.readJSON(),
+                json(#"{"sub":1,"event":"child_changed","rev":3,"key":"b","value":3,"prev":"a"}"#))
+            XCTAssertEqual(
+                try listener.readJSON(), json(#"{"sub":1,"event":"child_removed","rev":4,"key":"a","value":1}"#))
         }
     }
 
@@ -48,7 +56,8 @@ final class SubscriptionTests: XCTestCase {
             c.events = []
             try c.request(#"{"op":"set","path":"/o/a/b","value":1}"#)
             XCTAssertEqual(c.events.map { $0["sub"] }, [.int(2), .int(3), .int(3), .int(1)])
-            XCTAssertEqual(c.events.map { $0["event"] }, ["value", "child_added", "value", "value"].map(JSONValue.string))
+            XCTAssertEqual(
+                c.events.map { $0["event"] }, ["value", "child_added", "value", "value"].map(JSONValue.string))
             c.events = []
             try c.request(#"{"op":"set","path":"/elsewhere","value":1}"#)
             try c.request(#"{"op":"set","path":"/o/a/b","value":1}"#)
@@ -60,7 +69,9 @@ final class SubscriptionTests: XCTestCase {
         try await withLiveServer { server in
             let c = try TestClient(port: server.port)
             try c.request(#"{"op":"set","path":"/s","value":{"a":1,"b":2,"c":3,"d":4}}"#)
-            try c.request(#"{"op":"subscribe","path":"/s","query":{"orderBy":"$value","limitToLast":2},"events":["child_added","child_removed","value"]}"#)
+            try c.request(
+                #"{"op":"subscribe","path":"/s","query":{"orderBy":"$value","limitToLast":2},"events":["child_added","child_removed","value"]}"#
+            )
             XCTAssertEqual(try c.readJSON()["key"], .string("c"))
             XCTAssertEqual(try c.readJSON()["key"], .string("d"))
             XCTAssertEqual(try c.readJSON()["value"]?.objectMembers?.map(\.key), ["c", "d"])
@@ -68,7 +79,8 @@ final class SubscriptionTests: XCTestCase {
             try c.request(#"{"op":"set","path":"/s/a","value":0}"#)
             XCTAssertEqual(c.events, [])
             try c.request(#"{"op":"set","path":"/s/e","value":10}"#)
-            XCTAssertEqual(c.events.map { $0["event"] }, ["child_removed", "child_added", "value"].map(JSONValue.string))
+            XCTAssertEqual(
+                c.events.map { $0["event"] }, ["child_removed", "child_added", "value"].map(JSONValue.string))
             XCTAssertEqual(c.events.map { $0["key"] }, [.string("c"), .string("e"), nil])
         }
     }
@@ -98,7 +110,7 @@ final class SubscriptionTests: XCTestCase {
             XCTAssertEqual(sub["warning"], .string(#"index_not_defined: add ".indexOn": ".value" at /d to the rules"#))
             XCTAssertNil(try c.request(#"{"op":"get","path":"/d","query":{"orderBy":"$key"}}"#)["warning"])
         }
-        try await withLiveServer({ $0.strictIndexes = true }) { server in
+        try await withLiveServer(setting: \.strictIndexes, to: true) { server in
             let c = try TestClient(port: server.port)
             XCTAssertEqual(
                 try c.request(#"{"op":"get","path":"/d","query":{"orderBy":"height"}}"#).errorCode, "index_not_defined")
@@ -128,7 +140,8 @@ final class SubscriptionTests: XCTestCase {
         XCTAssertEqual(
             try c.request(#"{"op":"get","path":"/users/ada/posts","query":{"orderBy":"$value"}}"#)["ok"], .bool(true))
         XCTAssertEqual(
-            try c.request(#"{"op":"get","path":"/users/ada","query":{"orderBy":"$value"}}"#).errorCode, "index_not_defined")
+            try c.request(#"{"op":"get","path":"/users/ada","query":{"orderBy":"$value"}}"#).errorCode,
+            "index_not_defined")
         await server.shutdown()
     }
 
@@ -181,6 +194,14 @@ final class FlagBox: @unchecked Sendable {
     // Guarded by `lock`.
     private let lock = NSLock()
     private var flag = false
-    func set() { lock.lock(); flag = true; lock.unlock() }
-    var isSet: Bool { lock.lock(); defer { lock.unlock() }; return flag }
+    func set() {
+        lock.lock()
+        flag = true
+        lock.unlock()
+    }
+    var isSet: Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        return flag
+    }
 }

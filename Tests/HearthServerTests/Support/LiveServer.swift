@@ -3,9 +3,20 @@ import Logging
 import XCTest
 
 /// Starts the real server on 127.0.0.1 with a free port for the duration of `body`.
-func withLiveServer(
-    _ configure: (inout ServerConfiguration) -> Void = { _ in },
+func withLiveServer(_ body: (HearthServer) async throws -> Void) async throws {
+    try await runLiveServer(configure: { _ in }, body)
+}
+
+/// `withLiveServer` with one setting changed, e.g. `withLiveServer(setting: \.strictIndexes, to: true)`.
+func withLiveServer<Value>(
+    setting keyPath: WritableKeyPath<ServerConfiguration, Value>, to value: Value,
     _ body: (HearthServer) async throws -> Void
+) async throws {
+    try await runLiveServer(configure: { $0[keyPath: keyPath] = value }, body)
+}
+
+private func runLiveServer(
+    configure: (inout ServerConfiguration) -> Void, _ body: (HearthServer) async throws -> Void
 ) async throws {
     var configuration = ServerConfiguration()
     configuration.host = "127.0.0.1"
