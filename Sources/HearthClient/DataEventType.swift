@@ -11,8 +11,8 @@ public enum DataEventType: Int, Sendable, CaseIterable {
     /// The whole result, after every change (and once at first).
     case value
 
-    /// The protocol's name of the event.
-    var wireName: String {
+    /// The protocol's name of the event type (`child_added`, …, `value`).
+    public var wireName: String {
         switch self {
         case .childAdded: return "child_added"
         case .childRemoved: return "child_removed"
@@ -22,7 +22,8 @@ public enum DataEventType: Int, Sendable, CaseIterable {
         }
     }
 
-    init?(wireName: String) {
+    /// The event type with this protocol name, if any.
+    public init?(wireName: String) {
         guard let type = Self.allCases.first(where: { $0.wireName == wireName }) else { return nil }
         self = type
     }

@@ -30,7 +30,7 @@ struct ListenCommand: AsyncParsableCommand {
         let names = events.split(separator: ",").map { String($0.filter { $0 != " " }) }
         guard !names.isEmpty else { throw ValidationError("--events needs at least one event type") }
         return try names.map { name in
-            guard let type = DataEventType.allCases.first(where: { $0.name == name }) else {
+            guard let type = DataEventType(wireName: name) else {
                 throw ValidationError(
                     "unknown event type \(name); use value, child_added, child_changed, child_removed or child_moved")
             }
@@ -72,7 +72,7 @@ struct ListenCommand: AsyncParsableCommand {
         _ type: DataEventType, _ snapshot: DataSnapshot, _ prev: String?, export: Bool, ordered: Bool
     ) -> JSONValue {
         var members = [
-            JSONMember("event", .string(type.name)), JSONMember("key", .string(snapshot.key)),
+            JSONMember("event", .string(type.wireName)), JSONMember("key", .string(snapshot.key)),
             JSONMember("value", snapshot.outputJSON(export: export, ordered: ordered && type == .value)),
         ]
         if type != .value && type != .childRemoved {
@@ -88,18 +88,5 @@ struct ListenCommand: AsyncParsableCommand {
         source.setEventHandler(handler: handler)
         source.resume()
         return source
-    }
-}
-
-extension DataEventType {
-    /// The protocol's name of the event type.
-    var name: String {
-        switch self {
-        case .childAdded: return "child_added"
-        case .childRemoved: return "child_removed"
-        case .childChanged: return "child_changed"
-        case .childMoved: return "child_moved"
-        case .value: return "value"
-        }
     }
 }
