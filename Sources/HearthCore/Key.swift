@@ -1,3 +1,5 @@
+import HearthJSON
+
 /// One path segment: a child name.
 ///
 /// Equality, hashing and ordering are defined on UTF-16 code units, never on Swift's canonical
@@ -19,7 +21,8 @@ public struct Key: Sendable, Hashable, Comparable, CustomStringConvertible {
     public var description: String { string }
 
     public static func == (lhs: Key, rhs: Key) -> Bool {
-        compareUTF16(lhs.string, rhs.string) == 0
+        // Equal UTF-8 bytes exactly when equal UTF-16 code units; never canonical equivalence.
+        lhs.string.utf8Equals(rhs.string)
     }
 
     public func hash(into hasher: inout Hasher) {

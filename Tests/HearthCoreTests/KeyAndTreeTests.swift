@@ -75,7 +75,7 @@ final class KeyAndTreeTests: XCTestCase {
 
     /// Random inserts and removes against a sorted-array model; old snapshots never change.
     func testSortedTreeMatchesAModelAndSnapshotsAreStable() {
-        var rng = SeededGenerator(seed: 42)
+        var rng = SplitMix64(seed: 42)
         var tree = SortedTree<Key, Int>()
         var model: [String: Int] = [:]
         var snapshots: [(SortedTree<Key, Int>, [String: Int])] = []
@@ -127,20 +127,5 @@ final class KeyAndTreeTests: XCTestCase {
         XCTAssertLessThan(Number.double(-0.5), Number.int(0))
         XCTAssertEqual(Number.int(.max).adding(.int(1)), Number.double(9.223372036854775808e18))
         XCTAssertEqual(Number.int(2).adding(.double(0.5)), Number.double(2.5))
-    }
-}
-
-/// SplitMix64: a small deterministic generator for reproducible property tests.
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
