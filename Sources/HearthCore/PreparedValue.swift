@@ -11,9 +11,10 @@ public struct PreparedValue: Sendable {
     /// The JSON of a value that contains server values.
     let deferred: JSONValue?
 
-    /// Validates `json` for writing at `path`, or throws the error to answer with.
+    /// Validates `json` for writing at `path`, or throws the error to answer with. A final
+    /// `.priority` segment names a priority, not a child, so it does not count towards the depth.
     public init(_ json: JSONValue, at path: Path, limits: Limits) throws(DatabaseError) {
-        var importer = NodeImporter(limits: limits, baseDepth: path.count)
+        var importer = NodeImporter(limits: limits, baseDepth: path.withoutPriority.count)
         node = try importer.importNode(json)
         deferred = importer.sawServerValue ? json : nil
     }
@@ -29,7 +30,7 @@ public struct PreparedValue: Sendable {
     /// The node to write at `path` of `root`, with server values resolved at `now`.
     public func resolved(at path: Path, in root: Node, now: Int64, limits: Limits) -> Node {
         guard let deferred else { return node }
-        var importer = NodeImporter(limits: limits, baseDepth: path.count) { serverValue, relative in
+        var importer = NodeImporter(limits: limits, baseDepth: path.withoutPriority.count) { serverValue, relative in
             serverValue.resolved(now: now, current: root.child(at: path.appending(Path(relative))))
         }
         // The JSON was validated when this value was prepared; resolution cannot fail.

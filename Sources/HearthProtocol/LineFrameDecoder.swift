@@ -29,7 +29,10 @@ public struct LineFrameDecoder: ByteToMessageDecoder {
         let view = buffer.readableBytesView
         guard let newline = view[(view.startIndex + scanned)...].firstIndex(of: UInt8(ascii: "\n")) else {
             scanned = view.count
-            if scanned > maxLength {
+            // A `\r` at the end may be the first half of a `\r\n` split across reads: it counts
+            // only once a byte other than `\n` follows it.
+            let pending = scanned - (view.last == UInt8(ascii: "\r") ? 1 : 0)
+            if pending > maxLength {
                 failed = true
                 buffer.moveReaderIndex(forwardBy: buffer.readableBytes)
                 context.fireChannelRead(wrapInboundOut(.tooLarge))
