@@ -238,7 +238,8 @@ public final class Storage: @unchecked Sendable {
             fileSystem.close(file)
             return .failed(error, renamed: true)
         }
-        return .created(file)
+        // The descriptor now names the segment itself: errors on it must name that file.
+        return .created(OpenFile(descriptor: file.descriptor, path: path))
     }
 
     // MARK: - Appending

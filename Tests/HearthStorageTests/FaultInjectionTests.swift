@@ -48,6 +48,9 @@ final class FaultInjectionTests: XCTestCase {
             XCTAssertEqual((error as? StorageError)?.kind, .io)
             XCTAssertEqual((error as? StorageError)?.operation, "fsync")
             XCTAssertTrue("\(error)".contains(dir.file(segment)), "\(error)")
+            // The segment itself, not the temporary file it was created as.
+            XCTAssertEqual((error as? StorageError)?.file, dir.file(segment))
+            XCTAssertFalse("\(error)".contains(".tmp"), "\(error)")
         }
         XCTAssertEqual(dir.read(segment).count, size, "the failed batch was truncated away")
         plan.disarm()
