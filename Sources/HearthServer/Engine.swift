@@ -50,8 +50,8 @@ final class Engine: @unchecked Sendable {
     private let views = ViewRegistry()
     private let rules: IndexRules
     private let strictIndexes: Bool
-    /// Locations already warned about (one log line per location).
-    private var warnedIndexes: Set<String> = []
+    /// Undeclared indexes already warned about, as location and order (one log line each).
+    private var warnedIndexes: Set<[String]> = []
     private let allocator = ByteBufferAllocator()
     /// The write-ahead log; nil keeps the data in memory only.
     private let storage: Storage?
@@ -308,7 +308,7 @@ final class Engine: @unchecked Sendable {
     }
 
     /// Whether a query ordered by `order` at `path` may run: declared indexes pass; others pass
-    /// with a warning (logged once per location), or fail under `strictIndexes`.
+    /// with a warning (logged once per location and order), or fail under `strictIndexes`.
     private func indexCheck(_ order: QueryOrder, at path: Path) -> Result<String?, DatabaseError> {
         if rules.isDeclared(order, at: path) { return .success(nil) }
         let name: String
@@ -321,7 +321,7 @@ final class Engine: @unchecked Sendable {
         if strictIndexes {
             return .failure(DatabaseError(.indexNotDefined, "no index for this query: \(advice)"))
         }
-        if warnedIndexes.insert("\(path)").inserted {
+        if warnedIndexes.insert(["\(path)", name]).inserted {
             logger.warning("query on an undeclared index", metadata: ["path": "\(path)", "orderBy": "\(name)"])
         }
         return .success("index_not_defined: \(advice)")
