@@ -1,0 +1,54 @@
+/// One compiled rule node (rules.md §1.1): its rules, its literal children and its wildcard.
+/// Immutable and shared by every evaluation.
+final class RuleNode: Sendable {
+    let read: CompiledRule?
+    let write: CompiledRule?
+    let validate: CompiledRule?
+    /// Literal children, looked up by key; a short list is scanned, a long one hashed.
+    private let literalKeys: [Key]
+    private let literalNodes: [RuleNode]
+    private let literalIndex: [Key: Int]
+    let wildcard: RuleNode?
+    /// Whether this node or a descendant has a `.validate`.
+    let hasValidateBelow: Bool
+    /// The location with wildcard names, e.g. `/users/$uid`.
+    let displayPath: String
+
+    init(
+        read: CompiledRule?, write: CompiledRule?, validate: CompiledRule?, literals: [(Key, RuleNode)],
+        wildcard: RuleNode?, displayPath: String
+    ) {
+        self.read = read
+        self.write = write
+        self.validate = validate
+        literalKeys = literals.map(\.0)
+        literalNodes = literals.map(\.1)
+        var index: [Key: Int] = [:]
+        if literals.count > 8 {
+            for (i, key) in literalKeys.enumerated() { index[key] = i }
+        }
+        literalIndex = index
+        self.wildcard = wildcard
+        self.displayPath = displayPath
+        hasValidateBelow =
+            validate != nil || literals.contains { $0.1.hasValidateBelow } || wildcard?.hasValidateBelow == true
+    }
+
+    /// The literal child named `key`, if any.
+    func literal(_ key: Key) -> RuleNode? {
+        if literalIndex.isEmpty {
+            for i in literalKeys.indices where literalKeys[i] == key { return literalNodes[i] }
+            return nil
+        }
+        return literalIndex[key].map { literalNodes[$0] }
+    }
+
+    /// The rule node for the child `key` (§2): the literal one, else the wildcard, else nil (the
+    /// chain ends).
+    func child(_ key: Key) -> RuleNode? { literal(key) ?? wildcard }
+
+    /// The literal children (for the validation walk).
+    var literals: Zip2Sequence<[Key], [RuleNode]> { zip(literalKeys, literalNodes) }
+
+    var hasLiterals: Bool { !literalKeys.isEmpty }
+}
