@@ -1,0 +1,114 @@
+public import HearthJSON
+
+/// A compiled rules document (rules.md). Immutable and `Sendable`: compiled once, evaluated many
+/// times from any thread. Evaluation copies no trees: snapshots are locations in the trees it is
+/// given, and every name, constant path and regex of a rule was resolved when it was compiled.
+public struct RuleSet: Sendable {
+    let root: RuleNode
+    /// The document as parsed (comments dropped), for `getRules`.
+    public let document: JSONValue
+    /// The `.indexOn` declarations of the same document.
+    public let indexRules: IndexRules
+
+    /// Compiles the text of a rules file (Firebase JSON; `//` and `/* */` comments allowed),
+    /// applying every load-time check of rules.md §1.2 and the limits of §9.
+    public init(source: String, limits: RuleLimits = .default) throws(RulesError) {
+        let size = source.utf8.count
+        guard size <= limits.maxSourceBytes else {
+            throw RulesError("the rules file is \(size) bytes; the limit is \(limits.maxSourceBytes) bytes")
+        }
+        var parser = RulesSourceParser(source)
+        let parsed = try parser.parse()
+        root = try RuleTreeBuilder(bytes: parser.bytes, limits: limits).build(parsed)
+        document = parsed.json
+        do {
+            indexRules = try IndexRules(json: document)
+        } catch {
+            throw RulesError(error.message)
+        }
+    }
+
+    /// Compiles a rules document already parsed as JSON (e.g. from `setRules`). Lines and
+    /// columns in errors refer to the document's compact JSON text.
+    public init(document: JSONValue, limits: RuleLimits = .default) throws(RulesError) {
+        try self.init(source: document.jsonString, limits: limits)
+    }
+
+    /// Read check (rules.md §4): get, shallow, export, hash or subscribe at `path`. The first
+    /// `.read` on the rule chain of `path` that is true grants; `query` is the read's query (nil:
+    /// none).
+    public func checkRead(path: Path, query: RuleQuery?, auth: AuthContext?, root tree: Node, now: Int64) -> RuleVerdict
+    {
+        let segments = path.segments
+        var evaluator = RuleEvaluator(
+            auth: auth, now: Double(now), query: query ?? .none, oldRoot: tree, newRoot: tree, path: segments,
+            depth: 0, dataNode: tree, newDataNode: tree)
+        var node = root
+        while true {
+            if let read = node.read, evaluator.evaluate(read) {
+                return RuleVerdict(
+                    allowed: true, decidingRule: read.deciding,
+                    explanation: "\(read.rulePath) granted the read of \(path)"
+                )
+            }
+            guard evaluator.depth < segments.count, let next = node.child(segments[evaluator.depth]) else { break }
+            evaluator.dataNode = evaluator.dataNode.child(segments[evaluator.depth])
+            evaluator.newDataNode = evaluator.dataNode
+            evaluator.depth += 1
+            node = next
+        }
+        return RuleVerdict(allowed: false, decidingRule: nil, explanation: "no .read rule granted at \(path)")
+    }
+
+    /// Write check (rules.md §5.1): every target's `.write` chain on (`before`, `after`), then
+    /// `.validate` on the ancestors and on the written subtree of each target in `after`.
+    /// `targets` are node paths (never ending in `.priority`); `after` is the whole new tree with
+    /// the write applied (server values resolved).
+    public func checkWrite(
+        targets: [Path], before: Node, after: Node, auth: AuthContext?, now: Int64
+    ) -> RuleVerdict {
+        guard let first = targets.first else {
+            return RuleVerdict(allowed: true, decidingRule: nil, explanation: "nothing to write")
+        }
+        var evaluator = RuleEvaluator(
+            auth: auth, now: Double(now), query: .none, oldRoot: before, newRoot: after, path: first.segments,
+            depth: 0, dataNode: before, newDataNode: after)
+        var granting: CompiledRule?
+        for target in targets {
+            guard let rule = permission(target, &evaluator) else {
+                return RuleVerdict(
+                    allowed: false, decidingRule: nil, explanation: "no .write rule granted at \(target)")
+            }
+            if granting == nil { granting = rule }
+        }
+        if let failure = validation(targets, &evaluator) {
+            return RuleVerdict(
+                allowed: false, decidingRule: failure.rule.deciding,
+                explanation: "\(failure.rule.rulePath) failed at \(failure.path)")
+        }
+        let deciding = granting?.deciding
+        let explanation =
+            targets.count == 1
+            ? "\(granting?.rulePath ?? ".write") granted the write of \(first)"
+            : "\(granting?.rulePath ?? ".write") granted the write of \(first); every target was granted and validated"
+        return RuleVerdict(allowed: true, decidingRule: deciding, explanation: explanation)
+    }
+
+    /// Whether any `.read` rule on the chain of `path` refers to `root` or `data`, so that a
+    /// subscription there must be re-checked after writes (security.md §4). A chain with a
+    /// literal `true` never needs it: that rule always grants.
+    public func readDependsOnData(at path: Path) -> Bool {
+        var node = root
+        var depends = false
+        var depth = 0
+        while true {
+            if let read = node.read {
+                if read.constant == true { return false }
+                depends = depends || read.referencesData
+            }
+            guard depth < path.count, let next = node.child(path.segments[depth]) else { return depends }
+            node = next
+            depth += 1
+        }
+    }
+}
