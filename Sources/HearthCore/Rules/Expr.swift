@@ -13,8 +13,10 @@ indirect enum Expr: Sendable {
     case wildcard(depth: Int)
     case not(Expr)
     case negate(Expr)
-    case and(Expr, Expr)
-    case or(Expr, Expr)
+    /// `a && b && …`, flattened: false at the first false operand.
+    case all([Expr])
+    /// `a || b || …`, flattened: true at the first true operand.
+    case any([Expr])
     case conditional(Expr, Expr, Expr)
     case equal(Expr, Expr, negated: Bool)
     case compare(CompareOperator, Expr, Expr)

@@ -13,6 +13,7 @@ struct ExprCompiler {
     let wildcards: [String: Int]
     let maxRegexLength: Int
     private(set) var referencesData = false
+    private var depth = 0
 
     init(kind: RuleKind, wildcards: [String: Int], maxRegexLength: Int) {
         self.kind = kind
@@ -32,6 +33,13 @@ struct ExprCompiler {
     }
 
     private mutating func compile(_ syntax: ExprSyntax) throws(ExprError) -> (Expr, ValueType) {
+        depth += 1
+        defer { depth -= 1 }
+        guard depth <= ExprParser.maxNesting else {
+            throw ExprError(
+                message: "expression is nested too deeply (more than \(ExprParser.maxNesting) levels)",
+                offset: syntax.offset)
+        }
         switch syntax.kind {
         case .null: return (.constant(.null), .null)
         case .bool(let b): return (.constant(.bool(b)), .bool)
@@ -143,9 +151,19 @@ struct ExprCompiler {
     ) throws(ExprError) -> (Expr, ValueType) {
         switch op {
         case "&&", "||":
-            let a = try operand(left, accepting: .bool, for: op)
-            let b = try operand(right, accepting: .bool, for: op)
-            return (op == "&&" ? .and(a, b) : .or(a, b), .bool)
+            // Flatten the left-nested chain, so long chains cost no recursion depth.
+            var chain = [right]
+            var first = left
+            while case .binary(let inner, let l, let r) = first.kind, inner == op {
+                chain.append(r)
+                first = l
+            }
+            chain.append(first)
+            var operands: [Expr] = []
+            for syntax in chain.reversed() {
+                operands.append(try operand(syntax, accepting: .bool, for: op))
+            }
+            return (op == "&&" ? .all(operands) : .any(operands), .bool)
         case "==", "===", "!=", "!==":
             let (a, ta) = try compile(left)
             let (b, tb) = try compile(right)

@@ -7,7 +7,7 @@ struct ExprParser {
     private let maxNodes: Int
 
     /// Nesting deeper than this is refused (it bounds the recursion of every later pass).
-    static let maxNesting = 200
+    static let maxNesting = 256
 
     init(tokens: [ExprToken], maxNodes: Int) {
         self.tokens = tokens
@@ -53,7 +53,9 @@ struct ExprParser {
         depth += 1
         defer { depth -= 1 }
         if depth > Self.maxNesting {
-            throw ExprError(message: "expression is nested too deeply", offset: current.offset)
+            throw ExprError(
+                message: "expression is nested too deeply (more than \(Self.maxNesting) levels)", offset: current.offset
+            )
         }
         let condition = try binary(level: 0)
         guard isSymbol("?") else { return condition }
@@ -89,7 +91,8 @@ struct ExprParser {
             depth += 1
             defer { depth -= 1 }
             if depth > Self.maxNesting {
-                throw ExprError(message: "expression is nested too deeply", offset: offset)
+                throw ExprError(
+                    message: "expression is nested too deeply (more than \(Self.maxNesting) levels)", offset: offset)
             }
             let operand = try unary()
             return try node(negation ? .not(operand) : .negate(operand), offset)

@@ -44,12 +44,12 @@ struct RuleEvaluator {
         case .negate(let operand):
             guard case .number(let n) = try eval(operand) else { throw RuleFault() }
             return .number(-n)
-        case .and(let a, let b):
-            guard try bool(a) else { return .bool(false) }
-            return .bool(try bool(b))
-        case .or(let a, let b):
-            if try bool(a) { return .bool(true) }
-            return .bool(try bool(b))
+        case .all(let operands):
+            for operand in operands where !(try bool(operand)) { return .bool(false) }
+            return .bool(true)
+        case .any(let operands):
+            for operand in operands where try bool(operand) { return .bool(true) }
+            return .bool(false)
         case .conditional(let c, let a, let b): return try bool(c) ? try eval(a) : try eval(b)
         case .equal(let a, let b, let negated): return .bool(try Self.equals(try eval(a), try eval(b)) != negated)
         case .compare(let op, let a, let b): return .bool(try Self.compare(op, try eval(a), try eval(b)))
