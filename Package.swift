@@ -20,6 +20,10 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift.git", from: "0.2.0"),
+        // Security: TLS on both ends, and JWT signature checks (never hand-written).
+        .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
+        .package(url: "https://github.com/vapor/jwt-kit.git", from: "5.7.1"),
+        .package(url: "https://github.com/swift-extras/swift-extras-base64.git", from: "1.2.0"),
     ],
     targets: [
         .target(name: "HearthJSON"),
@@ -33,6 +37,14 @@ let package = Package(
                 "HearthCore", "HearthJSON", "CZlib",
                 .product(name: "Logging", package: "swift-log"),
             ]),
+        // Identity: admin secrets and JWT verification (every signature check is jwt-kit's).
+        .target(
+            name: "HearthAuth",
+            dependencies: [
+                "HearthCore", "HearthJSON",
+                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "ExtrasBase64", package: "swift-extras-base64"),
+            ]),
         .target(
             name: "HearthProtocol",
             dependencies: [
@@ -42,9 +54,10 @@ let package = Package(
         .target(
             name: "HearthServer",
             dependencies: [
-                "HearthCore", "HearthJSON", "HearthProtocol", "HearthStorage",
+                "HearthCore", "HearthJSON", "HearthProtocol", "HearthStorage", "HearthAuth",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Logging", package: "swift-log"),
             ]),
         .target(
@@ -54,6 +67,7 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Logging", package: "swift-log"),
             ]),
         .executableTarget(
@@ -68,7 +82,7 @@ let package = Package(
         .executableTarget(
             name: "hearth",
             dependencies: [
-                "HearthClient", "HearthStorage", "HearthJSON",
+                "HearthClient", "HearthStorage", "HearthJSON", "HearthAuth",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]),
         .executableTarget(
@@ -80,6 +94,8 @@ let package = Package(
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]),
         .testTarget(name: "HearthJSONTests", dependencies: ["HearthJSON"]),
         .testTarget(
@@ -94,7 +110,10 @@ let package = Package(
         .testTarget(
             name: "HearthServerTests",
             dependencies: [
-                "HearthServer", "HearthCore", "HearthJSON", "HearthProtocol", "HearthStorage",
+                "HearthServer", "HearthCore", "HearthJSON", "HearthProtocol", "HearthStorage", "HearthAuth",
+                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),

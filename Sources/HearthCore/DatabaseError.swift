@@ -19,14 +19,19 @@ public struct DatabaseError: Error, Sendable, Equatable, CustomStringConvertible
         case slowConsumer = "slow_consumer"
         case unavailable = "unavailable"
         case `internal` = "internal"
+        case invalidRules = "invalid_rules"
+        case unauthenticated = "unauthenticated"
     }
 
     public let code: Code
     public let message: String
+    /// For `overloaded`: how long to wait before retrying, when waiting helps.
+    public let retryAfterMs: Int?
 
-    public init(_ code: Code, _ message: String) {
+    public init(_ code: Code, _ message: String, retryAfterMs: Int? = nil) {
         self.code = code
         self.message = message
+        self.retryAfterMs = retryAfterMs
     }
 
     public var description: String { "\(code.rawValue): \(message)" }

@@ -3,24 +3,26 @@ public import HearthJSON
 /// The writes a connection asked to run when it goes away (semantics §5.5), kept as ordered
 /// overwrites. A set at P replaces everything queued at or below P; a later write below a queued
 /// P lands after it, which edits it; `cancel` at P drops what is queued at or below P and cuts P
-/// out of a value queued at an ancestor. All of it runs as one atomic write.
+/// out of a value queued at an ancestor. All of it runs as one atomic write. Each entry keeps the
+/// identity that registered it: the rules check it again, as that identity, when it runs.
 public struct OnDisconnectQueue: Sendable {
-    /// Queued overwrites: absolute path and the validated JSON (server values unresolved).
-    public private(set) var entries: [(path: Path, value: JSONValue)] = []
+    /// Queued overwrites: absolute path, the validated JSON (server values unresolved) and the
+    /// identity that registered it.
+    public private(set) var entries: [(path: Path, value: JSONValue, auth: AuthContext?)] = []
 
     public init() {}
 
     public var isEmpty: Bool { entries.isEmpty }
 
-    /// Queues `value` at `path` (null removes).
-    public mutating func set(_ path: Path, _ value: JSONValue) {
+    /// Queues `value` at `path` (null removes), registered by `auth`.
+    public mutating func set(_ path: Path, _ value: JSONValue, auth: AuthContext? = nil) {
         entries.removeAll { path.contains($0.path) }
-        entries.append((path, value))
+        entries.append((path, value, auth))
     }
 
     /// Queues one overwrite per relative path.
-    public mutating func update(_ path: Path, _ values: [(path: Path, value: JSONValue)]) {
-        for (relative, value) in values { set(path.appending(relative), value) }
+    public mutating func update(_ path: Path, _ values: [(path: Path, value: JSONValue)], auth: AuthContext? = nil) {
+        for (relative, value) in values { set(path.appending(relative), value, auth: auth) }
     }
 
     /// Forgets what is queued at or below `path`.
@@ -33,17 +35,12 @@ public struct OnDisconnectQueue: Sendable {
         }
     }
 
-    /// The single write that executes the queue, or nil when nothing is queued.
-    public func write(limits: Limits) -> Write? {
-        guard !entries.isEmpty else { return nil }
-        var overwrites: [(path: Path, value: PreparedValue)] = []
-        for (path, value) in entries {
+    /// The queued overwrites in order, prepared, each with the identity that registered it.
+    public func runs(limits: Limits) -> [(path: Path, value: PreparedValue, auth: AuthContext?)] {
+        entries.compactMap { entry in
             // Validated when queued; a value that no longer validates is skipped.
-            if let prepared = try? PreparedValue(value, at: path, limits: limits) {
-                overwrites.append((path, prepared))
-            }
+            (try? PreparedValue(entry.value, at: entry.path, limits: limits)).map { (entry.path, $0, entry.auth) }
         }
-        return .overwrites(overwrites)
     }
 }
 

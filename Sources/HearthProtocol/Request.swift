@@ -24,14 +24,37 @@ public enum Operation: Sendable {
     case write(Write, kind: WriteKind)
     /// Store `value` under a new push id below `path` (validated for that depth).
     case push(path: Path, value: PreparedValue)
-    /// Subscribe to the view (`path`, `query`) for the given event types.
-    case subscribe(path: Path, query: QuerySpec, events: EventMask)
+    /// Subscribe to the view (`path`, `query`) for the given event types. `ruleQuery` is the
+    /// query as the rules' `query` variable sees it (nil without a query).
+    case subscribe(path: Path, query: QuerySpec, events: EventMask, ruleQuery: RuleQuery?)
     /// End a subscription of this connection.
     case unsubscribe(sub: Int)
     /// Register, edit or cancel an onDisconnect operation for this connection.
     case onDisconnect(OnDisconnectAction)
     /// Answer with the server time.
     case ping
+    /// Change who the connection is (`auth` / `unauth`, security.md §3).
+    case auth(AuthStep)
+    /// Replace the rules (admin): compiled and type-checked already, on the I/O thread.
+    case setRules(RuleSet)
+    /// Return the current rules (admin).
+    case getRules
+    /// Evaluate `operation` as `identity` against the current data without performing it (admin).
+    indirect case simulate(identity: AuthContext?, operation: Operation)
+}
+
+/// The steps of authentication. The wire's `auth` decodes to `.token`; the connection verifies it
+/// off the engine thread and hands the engine `.verified` or `.refused`, so the engine only
+/// switches identities, in request order.
+public enum AuthStep: Sendable {
+    /// A token as received (JWT or admin secret), not yet verified.
+    case token(String)
+    /// A verified identity.
+    case verified(AuthContext)
+    /// A token that failed verification (`invalid_token`, or `overloaded` when throttled).
+    case refused(DatabaseError)
+    /// `unauth`: back to unauthenticated.
+    case signOut
 }
 
 /// Which write op a request was, for its response shape.
@@ -46,6 +69,8 @@ public struct ReadOptions: Sendable {
     public var shallow = false
     public var format: Node.Format = .plain
     public var hash = false
+    /// The query as the rules' `query` variable sees it (nil without a query).
+    public var ruleQuery: RuleQuery?
 
     public init(shallow: Bool = false, format: Node.Format = .plain, hash: Bool = false) {
         self.shallow = shallow

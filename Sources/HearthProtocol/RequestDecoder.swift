@@ -12,6 +12,11 @@ public struct RequestDecoder: Sendable {
     public struct Failure: Error, Sendable {
         public let id: RequestID
         public let error: DatabaseError
+
+        public init(id: RequestID, error: DatabaseError) {
+            self.id = id
+            self.error = error
+        }
     }
 
     /// Parser limits: deep enough for any value the data limits allow inside a request envelope
@@ -60,6 +65,7 @@ public struct RequestDecoder: Sendable {
             var options = ReadOptions()
             if let query = fields.json["query"] {
                 options.query = try QuerySpec(json: query, limits: limits)
+                options.ruleQuery = RuleQuery(json: query)
             }
             options.shallow = try fields.bool("shallow") ?? false
             options.hash = try fields.bool("hash") ?? false
@@ -154,19 +160,90 @@ public struct RequestDecoder: Sendable {
             return .ping
         case "subscribe":
             let path = try readPath(fields)
-            let query = try fields.json["query"].map { q throws(DatabaseError) in try QuerySpec(json: q, limits: limits)
-            }
-            return .subscribe(path: path, query: query ?? .default, events: try eventMask(fields))
+            let wireQuery = fields.json["query"]
+            let query = try wireQuery.map { q throws(DatabaseError) in try QuerySpec(json: q, limits: limits) }
+            return .subscribe(
+                path: path, query: query ?? .default, events: try eventMask(fields),
+                ruleQuery: wireQuery.map { RuleQuery(json: $0) })
         case "unsubscribe":
             guard let sub = fields.json["sub"]?.int64Value, sub > 0 else {
                 throw DatabaseError(.badRequest, "field \"sub\" must be a subscription id (a positive integer)")
             }
             return .unsubscribe(sub: Int(sub))
-        case "auth", "unauth":
-            throw DatabaseError(
-                .unknownOp, "op \"\(name)\" is not supported by this server version yet (no security rules)")
+        case "auth":
+            guard let token = try fields.string("token"), !token.isEmpty else {
+                throw DatabaseError(
+                    .badRequest, "field \"token\" must be a non-empty string (a JWT or an admin secret)")
+            }
+            return .auth(.token(token))
+        case "unauth":
+            return .auth(.signOut)
+        case "setRules":
+            return .setRules(try Self.ruleSet(fields.required("rules")))
+        case "getRules":
+            return .getRules
+        case "simulate":
+            let identity = try Self.simulatedIdentity(fields.json["as"] ?? .null)
+            let inner = try fields.required("request")
+            guard case .object = inner else {
+                throw DatabaseError(.badRequest, "field \"request\" must be a request object")
+            }
+            let operation = try operation(inner)
+            switch operation {
+            case .get, .subscribe, .write, .push, .onDisconnect: break
+            default:
+                throw DatabaseError(
+                    .badRequest,
+                    "simulate takes a read or write request (get, subscribe, set, update, remove, push, setPriority, transaction, onDisconnect)"
+                )
+            }
+            return .simulate(identity: identity, operation: operation)
         default:
             throw DatabaseError(.unknownOp, "unknown op \"\(name)\"")
+        }
+    }
+
+    /// Compiles the `rules` of a `setRules`: the whole rules document as the file holds it, as
+    /// an object or as its text (which may contain comments).
+    static func ruleSet(_ value: JSONValue) throws(DatabaseError) -> RuleSet {
+        do throws(RulesError) {
+            switch value {
+            case .string(let text): return try RuleSet(source: text)
+            case .object: return try RuleSet(document: value)
+            default: break
+            }
+        } catch {
+            throw DatabaseError(.invalidRules, error.description)
+        }
+        throw DatabaseError(.badRequest, "field \"rules\" must be a rules document ({\"rules\":{…}}) or its text")
+    }
+
+    /// The identity of a `simulate`: null (unauthenticated), `"admin"`, or
+    /// `{"uid": …, "token": {claims}, "provider": …}` as a verified token would give it.
+    static func simulatedIdentity(_ value: JSONValue) throws(DatabaseError) -> AuthContext? {
+        switch value {
+        case .null: return nil
+        case .string("admin"): return .admin
+        case .object:
+            guard case .string(let uid)? = value["uid"], !uid.isEmpty else {
+                throw DatabaseError(.badRequest, "field \"as\" needs a non-empty \"uid\"")
+            }
+            var claims: [JSONMember] = []
+            if let token = value["token"] {
+                guard case .object(let members) = token else {
+                    throw DatabaseError(.badRequest, "field \"as.token\" must be an object of claims")
+                }
+                claims = members.filter { $0.key != "sub" }
+            }
+            claims.insert(JSONMember("sub", .string(uid)), at: 0)
+            let provider: String
+            switch value["provider"] ?? JSONValue.object(claims)["provider"] {
+            case .string(let p)?: provider = p
+            default: provider = "custom"
+            }
+            return AuthContext(uid: uid, provider: provider, claims: .object(claims), expiresAt: nil)
+        default:
+            throw DatabaseError(.badRequest, "field \"as\" must be null, \"admin\" or {\"uid\":…,\"token\":{…}}")
         }
     }
 

@@ -24,6 +24,14 @@ public enum ResponseBody: Sendable {
     case pong(serverTime: Int64)
     /// A failed request.
     case failure(DatabaseError)
+    /// `auth`/`unauth` succeeded: the identity now in force (nil: unauthenticated).
+    case authenticated(AuthContext?, warning: String?)
+    /// `getRules`: the rules document in force (null in open mode).
+    case rules(JSONValue)
+    /// `setRules` took effect (with a warning when they could not be written back to a file).
+    case rulesReplaced(warning: String?)
+    /// `simulate`: what the rules decide for the simulated request.
+    case simulated(RuleVerdict)
 }
 
 /// Encodes responses and server-initiated lines.
@@ -86,6 +94,32 @@ public enum ResponseEncoder {
         case .failure(let error):
             buffer.append(contentsOf: #","ok":false,"error":"#.utf8)
             writeError(error, into: &buffer)
+        case .authenticated(let identity, let warning):
+            buffer.append(contentsOf: #","ok":true,"auth":"#.utf8)
+            if let identity {
+                identity.wireJSON.serialize(into: &buffer)
+            } else {
+                buffer.append(contentsOf: "null".utf8)
+            }
+            writeWarning(warning, into: &buffer)
+        case .rules(let document):
+            buffer.append(contentsOf: #","ok":true,"rules":"#.utf8)
+            document.serialize(into: &buffer)
+        case .rulesReplaced(let warning):
+            buffer.append(contentsOf: #","ok":true"#.utf8)
+            writeWarning(warning, into: &buffer)
+        case .simulated(let verdict):
+            buffer.append(contentsOf: #","ok":true,"allowed":"#.utf8)
+            buffer.append(contentsOf: (verdict.allowed ? "true" : "false").utf8)
+            buffer.append(contentsOf: #","rule":"#.utf8)
+            if let rule = verdict.decidingRule {
+                JSONValue.object(["path": .string(rule.path), "expression": .string(rule.expression)])
+                    .serialize(into: &buffer)
+            } else {
+                buffer.append(contentsOf: "null".utf8)
+            }
+            buffer.append(contentsOf: #","explanation":"#.utf8)
+            JSONWriter.writeString(verdict.explanation, into: &buffer)
         }
         buffer.append(contentsOf: "}\n".utf8)
     }
@@ -102,11 +136,15 @@ public enum ResponseEncoder {
         JSONWriter.writeString(error.code.rawValue, into: &buffer)
         buffer.append(contentsOf: #","message":"#.utf8)
         JSONWriter.writeString(error.message, into: &buffer)
+        if let retryAfterMs = error.retryAfterMs {
+            buffer.append(contentsOf: #","retryAfterMs":"#.utf8)
+            JSONWriter.writeInt(Int64(retryAfterMs), into: &buffer)
+        }
         buffer.append(UInt8(ascii: "}"))
     }
 
-    /// The line sent on connect.
-    public static func hello(server: String, serverTime: Int64, connection: String) -> [UInt8] {
+    /// The line sent on connect (with a `warning` when the server runs open on a reachable address).
+    public static func hello(server: String, serverTime: Int64, connection: String, warning: String? = nil) -> [UInt8] {
         var buffer: [UInt8] = []
         buffer.append(contentsOf: #"{"event":"hello","protocol":1,"server":"#.utf8)
         JSONWriter.writeString(server, into: &buffer)
@@ -114,12 +152,31 @@ public enum ResponseEncoder {
         JSONWriter.writeInt(serverTime, into: &buffer)
         buffer.append(contentsOf: #","connection":"#.utf8)
         JSONWriter.writeString(connection, into: &buffer)
+        writeWarning(warning, into: &buffer)
         buffer.append(contentsOf: "}\n".utf8)
         return buffer
     }
 
     /// The line sent before a shutting-down server closes a connection.
     public static let goaway: [UInt8] = Array("{\"event\":\"goaway\"}\n".utf8)
+
+    /// `{"sub":S,"event":"cancel","error":{…}}`: the server ended a subscription.
+    public static func cancelEvent(sub: Int, _ error: DatabaseError) -> [UInt8] {
+        var buffer: [UInt8] = Array(#"{"sub":"#.utf8)
+        JSONWriter.writeInt(Int64(sub), into: &buffer)
+        buffer.append(contentsOf: #","event":"cancel","error":"#.utf8)
+        writeError(error, into: &buffer)
+        buffer.append(contentsOf: "}\n".utf8)
+        return buffer
+    }
+
+    /// `{"event":"auth_revoked","reason":…}`: the identity ended (e.g. its token expired).
+    public static func authRevoked(reason: String) -> [UInt8] {
+        var buffer: [UInt8] = Array(#"{"event":"auth_revoked","reason":"#.utf8)
+        JSONWriter.writeString(reason, into: &buffer)
+        buffer.append(contentsOf: "}\n".utf8)
+        return buffer
+    }
 
     /// A connection-level error event (e.g. `slow_consumer`), sent before closing.
     public static func errorEvent(_ error: DatabaseError) -> [UInt8] {
@@ -179,5 +236,18 @@ public enum QueryResult: Sendable {
             }
             buffer.append(UInt8(ascii: "}"))
         }
+    }
+}
+
+extension AuthContext {
+    /// The identity as the `auth` response shows it: `{"admin":true}`, or
+    /// `{"uid","provider","token":{claims},"expires":ms}`.
+    public var wireJSON: JSONValue {
+        if isAdmin { return .object(["admin": .bool(true)]) }
+        var members = [
+            JSONMember("uid", .string(uid)), JSONMember("provider", .string(provider)), JSONMember("token", claims),
+        ]
+        if let expiresAt { members.append(JSONMember("expires", .int(expiresAt))) }
+        return .object(members)
     }
 }

@@ -3,6 +3,7 @@ import HearthJSON
 import HearthProtocol
 import Logging
 import NIOCore
+import NIOSSL
 
 /// One client connection: decodes request lines, hands them to the engine, and writes
 /// responses in request order and events as they come, within a bounded outbox.
@@ -24,6 +25,7 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
     private let engine: Engine
     private let decoder: RequestDecoder
     private let configuration: ServerConfiguration
+    private let security: SecurityState
     private let logger: Logger
     private let registry: ConnectionRegistry
     private let clock: @Sendable () -> Int64
@@ -43,14 +45,23 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
     /// Reused encoding buffer for responses.
     private var scratch: [UInt8] = []
     private var sessionLink: SessionLink?
+    /// The remote IP address (without port), for per-address limits and logs.
+    private var remoteAddress = "?"
+    /// Counted in `security.connections` (so released at close).
+    private var admitted = false
+    private var writeLimiter: WriteRateLimiter?
+    /// Closes the connection unless it authenticates in time (`authTimeoutSeconds`).
+    private var authDeadline: Scheduled<Void>?
 
     init(
-        id: UInt64, engine: Engine, configuration: ServerConfiguration, registry: ConnectionRegistry,
-        logger: Logger, clock: @escaping @Sendable () -> Int64
+        id: UInt64, engine: Engine, configuration: ServerConfiguration, security: SecurityState,
+        registry: ConnectionRegistry, logger: Logger, clock: @escaping @Sendable () -> Int64
     ) {
         self.id = id
         self.engine = engine
         self.configuration = configuration
+        self.security = security
+        self.writeLimiter = WriteRateLimiter(rate: security.limits.maxWritesPerSecondPerConnection)
         self.decoder = RequestDecoder(limits: configuration.limits)
         self.registry = registry
         self.clock = clock
@@ -76,15 +87,54 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
 
     func channelActive(context: ChannelHandlerContext) {
         logger.debug("connected", metadata: ["peer": "\(context.remoteAddress.map { "\($0)" } ?? "?")"])
+        remoteAddress = context.remoteAddress?.ipAddress ?? "?"
+        let isLoopback = remoteAddress == "::1" || remoteAddress.hasPrefix("127.") || remoteAddress == "?"
+        if let refusal = security.connections.admit(remoteAddress, isLoopback: isLoopback, limits: security.limits) {
+            limitHit("connection refused", metadata: ["reason": "\(refusal)"])
+            refuse(DatabaseError(.overloaded, refusal), context: context)
+            return
+        }
+        admitted = true
         let hello = ResponseEncoder.hello(
-            server: configuration.serverName, serverTime: clock(), connection: String(id))
+            server: configuration.serverName, serverTime: clock(), connection: String(id),
+            warning: security.helloWarning)
         send(hello, context: context)
         flushOutbox(context: context)
         registry.add(id: id, channel: context.channel, handler: NIOLoopBound(self, eventLoop: context.eventLoop))
+        let timeout = security.limits.authTimeoutSeconds
+        if timeout > 0, !security.isOpen {
+            authDeadline = context.eventLoop.assumeIsolated().scheduleTask(in: .seconds(Int64(timeout))) { [self] in
+                guard let context = self.context else { return }
+                limitHit("closing a connection that did not authenticate in time", metadata: [:])
+                refuse(
+                    DatabaseError(.unauthenticated, "no successful auth within \(timeout) s (authTimeoutSeconds)"),
+                    context: context)
+            }
+        }
         context.fireChannelActive()
     }
 
+    /// Sends one `error` event and closes, before anything else reaches the engine.
+    private func refuse(_ error: DatabaseError, context: ChannelHandlerContext) {
+        closing = true
+        outbox.clear()
+        let line = ResponseEncoder.errorEvent(error)
+        context.writeAndFlush(wrapOutboundOut(context.channel.allocator.buffer(bytes: line)), promise: nil)
+        context.close(promise: nil)
+    }
+
+    private func limitHit(_ message: Logger.Message, metadata: Logger.Metadata) {
+        security.counters.limitHits.add(1)
+        security.noticeLog.notice(
+            logger, message, metadata: metadata.merging(["peer": "\(remoteAddress)"]) { a, _ in a })
+    }
+
     func channelInactive(context: ChannelHandlerContext) {
+        authDeadline?.cancel()
+        if admitted {
+            admitted = false
+            security.connections.release(remoteAddress)
+        }
         closing = true
         submitBatch()
         engine.submit(.disconnected(sessionID: id))
@@ -104,7 +154,13 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        logger.debug("connection error", metadata: ["error": "\(error)"])
+        if error is NIOSSLError || error is BoringSSLError {
+            security.noticeLog.notice(
+                logger, "TLS handshake failed (a plain-text client, or an untrusted certificate?)",
+                metadata: ["peer": "\(remoteAddress)", "error": "\(error)"])
+        } else {
+            logger.debug("connection error", metadata: ["error": "\(error)"])
+        }
         context.close(promise: nil)
     }
 
@@ -124,7 +180,7 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
             closeAfterPendingResponses(context: context)
         case .line(let line):
             let result = line.withUnsafeReadableBytes { decoder.decode($0) }
-            switch result {
+            switch result.flatMap(admit) {
             case .success(let request):
                 slots.append(.awaitingEngine)
                 waitingForEngine += 1
@@ -135,6 +191,49 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
                 ResponseEncoder.encode(id: failure.id, .failure(failure.error), into: &bytes)
                 enqueueReady(bytes, context: context)
             }
+        }
+    }
+
+    /// What this connection settles before the engine sees a request: tokens are verified here,
+    /// off the engine thread (with failed attempts throttled per address), and writes pass the
+    /// connection's rate limit.
+    private func admit(_ request: Request) -> Result<Request, RequestDecoder.Failure> {
+        switch request.operation {
+        case .auth(.token(let token)):
+            let now = clock()
+            if let wait = security.failedAuth.retryAfter(for: remoteAddress, now: now) {
+                limitHit("auth throttled", metadata: [:])
+                let error = DatabaseError(
+                    .overloaded, "too many failed auth attempts from this address; try again later",
+                    retryAfterMs: wait)
+                return .success(Request(id: request.id, operation: .auth(.refused(error))))
+            }
+            switch security.verifier.verify(token, now: now) {
+            case .success(let identity):
+                authDeadline?.cancel()
+                authDeadline = nil
+                return .success(Request(id: request.id, operation: .auth(.verified(identity))))
+            case .failure(let error):
+                if !security.isOpen {
+                    security.failedAuth.recordFailure(from: remoteAddress, now: now)
+                    security.counters.failedAuths.add(1)
+                    security.noticeLog.notice(
+                        logger, "auth failed", metadata: ["peer": "\(remoteAddress)", "reason": "\(error.message)"])
+                }
+                return .success(Request(id: request.id, operation: .auth(.refused(error))))
+            }
+        case .write, .push:
+            if let wait = writeLimiter?.take() {
+                limitHit("write rate limit", metadata: [:])
+                let error = DatabaseError(
+                    .overloaded,
+                    "this connection writes faster than \(security.limits.maxWritesPerSecondPerConnection) a second (maxWritesPerSecondPerConnection); nothing was applied",
+                    retryAfterMs: wait)
+                return .failure(RequestDecoder.Failure(id: request.id, error: error))
+            }
+            return .success(request)
+        default:
+            return .success(request)
         }
     }
 
@@ -177,6 +276,8 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
             case .event(let sub, var body):
                 send(EventEncoder.prefix(sub: sub), context: context)
                 send(&body, context: context)
+            case .line(let bytes):
+                send(bytes, context: context)
             case .response(let id, let body):
                 scratch.removeAll(keepingCapacity: true)
                 ResponseEncoder.encode(id: id, body, into: &scratch)

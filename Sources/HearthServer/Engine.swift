@@ -12,6 +12,8 @@ import NIOCore
 enum Outbound: Sendable {
     case response(RequestID, ResponseBody)
     case event(sub: Int, body: ByteBuffer)
+    /// A whole server-initiated line (`cancel`, `auth_revoked`).
+    case line([UInt8])
 }
 
 /// How the engine reaches a connection: its id and a function that hands a batch of output to
@@ -29,6 +31,11 @@ enum Submission: Sendable {
     case disconnected(sessionID: UInt64)
     /// Completes when everything submitted before it has been applied and delivered.
     case barrier(EventLoopPromise<Void>)
+    /// A connection's identity reached its expiry (`generation` tells whether it is still the
+    /// identity in force).
+    case identityExpired(sessionID: UInt64, generation: UInt64)
+    /// New rules from outside the protocol (SIGHUP): take effect between two turns.
+    case replaceRules(RuleSet, EventLoopPromise<Void>)
 }
 
 /// The single writer: owns the database and every connection's engine-side state, and applies
@@ -44,21 +51,31 @@ final class Engine: @unchecked Sendable {
     // Everything below `inbox` is confined to `loop`.
     let loop: any EventLoop
     private let inbox = NIOLockedValueBox(Inbox())
-    private var database: Database
-    private var onDisconnect: [UInt64: OnDisconnectQueue] = [:]
-    private var pushIDs = PushIDGenerator()
-    private let views = ViewRegistry()
-    private let rules: IndexRules
+    var database: Database
+    var onDisconnect: [UInt64: OnDisconnectQueue] = [:]
+    var pushIDs = PushIDGenerator()
+    let views = ViewRegistry()
+    /// The access rules in force; nil is open mode (security.md §2).
+    var rules: RuleSet?
+    /// The `.indexOn` declarations (of `rules`, or of an index-only setup in open mode).
+    var indexRules: IndexRules
+    /// Where `setRules` writes the rules back (nil: kept in memory only).
+    let rulesFile: String?
+    /// Identity, read grants and link of each connection that has sent a request.
+    var sessions: [UInt64: SessionState] = [:]
+    /// Subscriptions whose read rules look at data: re-checked after every write.
+    var dataDependentGrants: Set<SubscriptionID> = []
+    let security: SecurityState
     private let strictIndexes: Bool
     /// Undeclared indexes already warned about, as location and order (one log line each).
     private var warnedIndexes: Set<[String]> = []
-    private let allocator = ByteBufferAllocator()
+    let allocator = ByteBufferAllocator()
     /// The write-ahead log; nil keeps the data in memory only.
     private let storage: Storage?
     /// Set when the log failed: writes are refused with `unavailable` until a restart.
     private var storageFailure: StorageError?
-    private let logger: Logger
-    private let clock: @Sendable () -> Int64
+    let logger: Logger
+    let clock: @Sendable () -> Int64
 
     private struct Inbox {
         var items: [Submission] = []
@@ -66,13 +83,17 @@ final class Engine: @unchecked Sendable {
     }
 
     init(
-        loop: any EventLoop, database: Database, storage: Storage?, rules: IndexRules, strictIndexes: Bool,
-        logger: Logger, clock: @escaping @Sendable () -> Int64
+        loop: any EventLoop, database: Database, storage: Storage?, rules: RuleSet?, indexRules: IndexRules,
+        rulesFile: String?, security: SecurityState, strictIndexes: Bool, logger: Logger,
+        clock: @escaping @Sendable () -> Int64
     ) {
         self.loop = loop
         self.database = database
         self.storage = storage
         self.rules = rules
+        self.indexRules = rules?.indexRules ?? indexRules
+        self.rulesFile = rulesFile
+        self.security = security
         self.strictIndexes = strictIndexes
         self.logger = logger
         self.clock = clock
@@ -123,9 +144,17 @@ final class Engine: @unchecked Sendable {
                 handle(request, session: session, now: now, batch: &batch)
             case .disconnected(let sessionID):
                 views.removeSession(sessionID)
+                if let grants = sessions.removeValue(forKey: sessionID)?.grants {
+                    for sub in grants.keys { dataDependentGrants.remove(SubscriptionID(session: sessionID, sub: sub)) }
+                }
                 runOnDisconnect(sessionID, now: now, batch: &batch)
             case .barrier(let promise):
                 batch.barriers.append(promise)
+            case .identityExpired(let sessionID, let generation):
+                expireIdentity(sessionID, generation: generation, now: now, batch: &batch)
+            case .replaceRules(let ruleSet, let promise):
+                install(ruleSet, now: now, batch: &batch)
+                promise.succeed()
             }
         }
         commit(&batch)
@@ -213,8 +242,13 @@ final class Engine: @unchecked Sendable {
             respond(.failure(unavailable))
             return
         }
+        let identity = sessions[session.id]?.identity
         switch request.operation {
         case .get(let path, let options):
+            if let denial = readDenial("get", at: path, query: options.ruleQuery, identity: identity, now: now) {
+                respond(.failure(denial))
+                return
+            }
             guard let query = options.query else {
                 respond(.value(database.root.child(at: path), rev: database.rev, options: options))
                 return
@@ -240,13 +274,28 @@ final class Engine: @unchecked Sendable {
                 respond(.window(result, rev: database.rev, options: options, warning: warning))
             }
         case .write(let write, let kind):
+            let operation = kind.operationName
             switch database.apply(write, now: now) {
             case .committed(let logged, let before):
+                if let denial = writeDenial(
+                    operation, at: write.requestPath(kind), targets: write.paths, before: before, after: database.root,
+                    identity: identity, now: now)
+                {
+                    database.restore(root: before, rev: logged.rev - 1)
+                    respond(.failure(denial))
+                    return
+                }
                 let rev = logged.rev
                 batch.record(logged)
-                views.apply(paths: write.paths, before: before, after: database.root, rev: rev, batch: &batch)
+                afterWrite(paths: write.paths, before: before, rev: rev, now: now, batch: &batch)
                 acknowledge(kind == .transaction ? .transactionCommitted(rev: rev) : .committed(rev: rev))
             case .stale(let current):
+                if case .transaction(let path, _, _, _) = write,
+                    let denial = staleTransactionDenial(write, at: path, identity: identity, now: now)
+                {
+                    respond(.failure(denial))
+                    return
+                }
                 respond(.stale(current: current))
             }
         case .push(let path, let value):
@@ -254,14 +303,35 @@ final class Engine: @unchecked Sendable {
             let write = Write.set(path: path.appending(Key(key)), value: value)
             switch database.apply(write, now: now) {
             case .committed(let logged, let before):
+                if let denial = writeDenial(
+                    "push", at: path, targets: write.paths, before: before, after: database.root, identity: identity,
+                    now: now)
+                {
+                    database.restore(root: before, rev: logged.rev - 1)
+                    respond(.failure(denial))
+                    return
+                }
                 let rev = logged.rev
                 batch.record(logged)
-                views.apply(paths: write.paths, before: before, after: database.root, rev: rev, batch: &batch)
+                afterWrite(paths: write.paths, before: before, rev: rev, now: now, batch: &batch)
                 acknowledge(.pushed(key: key, rev: rev))
             case .stale:
                 respond(.failure(DatabaseError(.internal, "push did not commit")))
             }
-        case .subscribe(let path, let query, let events):
+        case .subscribe(let path, let query, let events, let ruleQuery):
+            if let denial = readDenial("subscribe", at: path, query: ruleQuery, identity: identity, now: now) {
+                respond(.failure(denial))
+                return
+            }
+            let count = sessions[session.id]?.subscriptionCount ?? 0
+            if count >= security.limits.maxSubscriptionsPerConnection {
+                respond(
+                    .failure(
+                        DatabaseError(
+                            .overloaded,
+                            "this connection already has \(count) subscriptions (maxSubscriptionsPerConnection)")))
+                return
+            }
             switch indexCheck(query.order, at: path) {
             case .failure(let error):
                 respond(.failure(error))
@@ -269,6 +339,7 @@ final class Engine: @unchecked Sendable {
                 let (sub, view) = views.subscribe(
                     session: session, path: path, query: query, events: events, data: database.root,
                     declared: isDeclaredIndex(query.order, at: path))
+                grant(sub, of: session, path: path, query: ruleQuery)
                 respond(.subscribed(sub: sub, rev: database.rev, warning: warning))
                 for event in view.initialEvents() where events.contains(event.type) {
                     let body =
@@ -280,21 +351,42 @@ final class Engine: @unchecked Sendable {
             }
         case .unsubscribe(let sub):
             if views.unsubscribe(session: session.id, sub: sub) {
+                revokeGrant(sub, of: session.id)
                 respond(.done)
             } else {
                 respond(.failure(DatabaseError(.notFound, "this connection has no subscription \(sub)")))
             }
         case .onDisconnect(let action):
+            if let denial = onDisconnectDenial(action, identity: identity, now: now) {
+                respond(.failure(denial))
+                return
+            }
             var queue = onDisconnect[session.id] ?? OnDisconnectQueue()
             switch action {
-            case .set(let path, let value): queue.set(path, value)
-            case .update(let path, let values): queue.update(path, values)
+            case .set(let path, let value): queue.set(path, value, auth: identity)
+            case .update(let path, let values): queue.update(path, values, auth: identity)
             case .cancel(let path): queue.cancel(path)
             }
             onDisconnect[session.id] = queue.isEmpty ? nil : queue
             respond(.done)
         case .ping:
             respond(.pong(serverTime: now))
+        case .auth(let step):
+            respond(changeIdentity(step, of: session, now: now, batch: &batch))
+        case .setRules(let ruleSet):
+            respond(setRules(ruleSet, identity: identity, now: now, batch: &batch))
+        case .getRules:
+            guard identity?.isAdmin == true else {
+                respond(.failure(adminOnly("getRules")))
+                return
+            }
+            respond(.rules(rules?.document ?? .null))
+        case .simulate(let simulated, let operation):
+            guard identity?.isAdmin == true else {
+                respond(.failure(adminOnly("simulate")))
+                return
+            }
+            respond(.simulated(simulate(operation, as: simulated, now: now)))
         }
     }
 
@@ -303,14 +395,14 @@ final class Engine: @unchecked Sendable {
     private func isDeclaredIndex(_ order: QueryOrder, at path: Path) -> Bool {
         switch order {
         case .key, .priority: return false
-        case .value, .child: return rules.isDeclared(order, at: path)
+        case .value, .child: return indexRules.isDeclared(order, at: path)
         }
     }
 
     /// Whether a query ordered by `order` at `path` may run: declared indexes pass; others pass
     /// with a warning (logged once per location and order), or fail under `strictIndexes`.
     private func indexCheck(_ order: QueryOrder, at path: Path) -> Result<String?, DatabaseError> {
-        if rules.isDeclared(order, at: path) { return .success(nil) }
+        if indexRules.isDeclared(order, at: path) { return .success(nil) }
         let name: String
         switch order {
         case .value: name = ".value"
@@ -328,19 +420,28 @@ final class Engine: @unchecked Sendable {
     }
 
     private func runOnDisconnect(_ sessionID: UInt64, now: Int64, batch: inout Batch) {
-        guard let queue = onDisconnect.removeValue(forKey: sessionID),
-            let write = queue.write(limits: database.limits)
-        else { return }
+        guard let queue = onDisconnect.removeValue(forKey: sessionID) else { return }
         guard storageFailure == nil else {
             logger.error("onDisconnect operations dropped: storage failed", metadata: ["connection": "\(sessionID)"])
             return
         }
+        // Each operation is checked again, against the data of this moment (security.md §4).
+        let write = permittedOnDisconnectWrite(queue, session: sessionID, now: now)
+        guard let write else { return }
         if case .committed(let logged, let before) = database.apply(write, now: now) {
             let rev = logged.rev
             batch.record(logged)
-            views.apply(paths: write.paths, before: before, after: database.root, rev: rev, batch: &batch)
+            afterWrite(paths: write.paths, before: before, rev: rev, now: now, batch: &batch)
             logger.debug("ran onDisconnect operations", metadata: ["connection": "\(sessionID)", "rev": "\(rev)"])
         }
+    }
+
+    /// Brings subscriptions up to date with a committed write: first the ones whose read rules
+    /// no longer allow them are cancelled, so that they never see the data that revoked them;
+    /// then the views raise their events.
+    func afterWrite(paths: [Path], before: Node, rev: UInt64, now: Int64, batch: inout Batch) {
+        recheckDataDependentGrants(now: now, batch: &batch)
+        views.apply(paths: paths, before: before, after: database.root, rev: rev, batch: &batch)
     }
 }
 
@@ -348,7 +449,7 @@ extension HearthProtocol.Operation {
     /// Whether the operation shows data to the client (so earlier writes must be durable first).
     var readsData: Bool {
         switch self {
-        case .get, .subscribe: return true
+        case .get, .subscribe, .simulate: return true
         case .write(let write, _):
             if case .transaction = write { return true }  // a stale answer shows the current value
             return false
@@ -361,6 +462,30 @@ extension HearthProtocol.Operation {
         switch self {
         case .write, .push: return true
         default: return false
+        }
+    }
+}
+
+extension WriteKind {
+    /// The op's name, for `permission_denied` messages.
+    var operationName: String {
+        switch self {
+        case .set: return "set"
+        case .update: return "update"
+        case .remove: return "remove"
+        case .setPriority: return "setPriority"
+        case .transaction: return "transaction"
+        }
+    }
+}
+
+extension Write {
+    /// The path the request named (for `setPriority`, the node whose priority it sets).
+    func requestPath(_ kind: WriteKind) -> Path {
+        switch self {
+        case .set(let path, _): return kind == .setPriority ? path.withoutPriority : path
+        case .transaction(let path, _, _, _), .update(let path, _): return path
+        case .overwrites(let entries): return entries.first?.path ?? .root
         }
     }
 }

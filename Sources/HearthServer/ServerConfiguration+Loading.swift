@@ -34,12 +34,23 @@ extension ServerConfiguration {
     public mutating func apply(environment: [String: String]) throws(ConfigurationError) {
         let names: [(String, String)] = [
             ("HEARTH_HOST", "host"), ("HEARTH_PORT", "port"), ("HEARTH_DATA_DIR", "dataDir"),
-            ("HEARTH_FSYNC", "fsync"), ("HEARTH_LOG_LEVEL", "logLevel"),
+            ("HEARTH_FSYNC", "fsync"), ("HEARTH_LOG_LEVEL", "logLevel"), ("HEARTH_RULES_FILE", "rulesFile"),
+            ("HEARTH_TLS_CERTIFICATE", "tlsCertificate"), ("HEARTH_TLS_KEY", "tlsKey"),
+            ("HEARTH_TLS_CLIENT_CA", "tlsClientCA"),
         ]
         for (variable, setting) in names {
             if let text = environment[variable] {
                 try apply(setting: setting, text: text, source: "environment variable \(variable)")
             }
+        }
+        // Secrets come from the environment or the file, never from flags (`ps` shows those).
+        if let secret = environment["HEARTH_ADMIN_SECRET"], !secret.isEmpty { tokens.adminSecrets.append(secret) }
+        if let secret = environment["HEARTH_JWT_SECRET"], !secret.isEmpty { tokens.jwtSecret = secret }
+        if let open = environment["HEARTH_INSECURE_OPEN"] {
+            guard ["0", "1", "true", "false"].contains(open) else {
+                throw ConfigurationError("environment variable HEARTH_INSECURE_OPEN: must be 1 or 0, not \"\(open)\"")
+            }
+            insecureOpen = open == "1" || open == "true"
         }
     }
 
@@ -47,7 +58,8 @@ extension ServerConfiguration {
     public mutating func apply(setting: String, text: String, source: String) throws(ConfigurationError) {
         let value: JSONValue
         switch setting {
-        case "host", "dataDir", "fsync", "logLevel", "rulesFile": value = .string(text)
+        case "host", "dataDir", "fsync", "logLevel", "rulesFile", "tlsCertificate", "tlsKey", "tlsClientCA":
+            value = .string(text)
         default:
             guard let number = Int64(text) else {
                 throw ConfigurationError("\(source): \"\(text)\" is not a whole number")
@@ -63,6 +75,25 @@ extension ServerConfiguration {
                 throw ConfigurationError("\(source): \"\(setting)\" must be a string")
             }
             return s
+        }
+        func bool() throws(ConfigurationError) -> Bool {
+            guard case .bool(let b) = value else {
+                throw ConfigurationError("\(source): \"\(setting)\" must be true or false")
+            }
+            return b
+        }
+        func strings() throws(ConfigurationError) -> [String] {
+            switch value {
+            case .string(let s): return [s]
+            case .array(let items):
+                return try items.map { item throws(ConfigurationError) in
+                    guard case .string(let s) = item else {
+                        throw ConfigurationError("\(source): \"\(setting)\" must be a string or an array of strings")
+                    }
+                    return s
+                }
+            default: throw ConfigurationError("\(source): \"\(setting)\" must be a string or an array of strings")
+            }
         }
         func integer(_ range: ClosedRange<Int>) throws(ConfigurationError) -> Int {
             guard let i = value.int64Value, range.contains(Int(i)) else {
@@ -90,6 +121,24 @@ extension ServerConfiguration {
             }
             logLevel = level
         case "rulesFile": rulesFile = try string()
+        case "insecureOpen": insecureOpen = try bool()
+        case "adminSecrets": tokens.adminSecrets = try strings().filter { !$0.isEmpty }
+        case "jwtSecret": tokens.jwtSecret = try string()
+        case "jwtPublicKeys": tokens.jwtPublicKeyFiles = try strings()
+        case "jwtAudience": tokens.audience = try string()
+        case "jwtIssuer": tokens.issuer = try string()
+        case "jwtClockSkewSeconds": tokens.clockSkewSeconds = try integer(0...86_400)
+        case "emulatorOwnerIsAdmin": tokens.emulatorOwnerIsAdmin = try bool()
+        case "tlsCertificate": tlsCertificate = try string()
+        case "tlsKey": tlsKey = try string()
+        case "tlsClientCA": tlsClientCA = try string()
+        case "maxConnections": protection.maxConnections = try integer(1...10_000_000)
+        case "maxConnectionsPerAddress": protection.maxConnectionsPerAddress = try integer(1...10_000_000)
+        case "maxSubscriptionsPerConnection": protection.maxSubscriptionsPerConnection = try integer(1...10_000_000)
+        case "maxWritesPerSecondPerConnection":
+            protection.maxWritesPerSecondPerConnection = try integer(0...100_000_000)
+        case "authTimeoutSeconds": protection.authTimeoutSeconds = try integer(0...86_400)
+        case "maxFailedAuthPerMinute": protection.maxFailedAuthPerMinute = try integer(1...1_000_000)
         case "maxMessageBytes": maxMessageBytes = try integer(1024...(1 << 31))
         case "maxOutboundBytes": maxOutboundBytes = try integer(1024...(1 << 40))
         case "maxPipelinedRequests": maxPipelinedRequests = try integer(1...1_000_000)
@@ -112,12 +161,21 @@ extension ServerConfiguration {
         }
     }
 
-    /// Reads and applies a configuration file; a relative `rulesFile` in it is taken relative
-    /// to the file's directory.
+    /// Reads and applies a configuration file; relative file names in it (`rulesFile`, TLS and
+    /// JWT key files) are taken relative to the file's directory.
     public mutating func apply(fileAt path: String) throws(ConfigurationError) {
         defer {
-            if let rules = rulesFile, !rules.hasPrefix("/"), let slash = path.lastIndex(of: "/") {
-                rulesFile = String(path[...slash]) + rules
+            if let slash = path.lastIndex(of: "/") {
+                let base = String(path[...slash])
+                func resolve(_ file: String?) -> String? {
+                    guard let file, !file.hasPrefix("/") else { return file }
+                    return base + file
+                }
+                rulesFile = resolve(rulesFile)
+                tlsCertificate = resolve(tlsCertificate)
+                tlsKey = resolve(tlsKey)
+                tlsClientCA = resolve(tlsClientCA)
+                tokens.jwtPublicKeyFiles = tokens.jwtPublicKeyFiles.compactMap { resolve($0) }
             }
         }
         guard let bytes = readWholeFile(path) else {
@@ -148,18 +206,14 @@ func readWholeFile(_ path: String) -> [UInt8]? {
     return bytes
 }
 
-extension IndexRules {
-    /// Reads a rules file (Firebase format).
+extension RuleSet {
+    /// Reads and compiles a rules file; the error names the file, the rule, the line and column.
     public init(fileAt path: String) throws(ConfigurationError) {
         guard let bytes = readWholeFile(path) else { throw ConfigurationError("can't read the rules file \(path)") }
         do {
-            self = try IndexRules(json: try JSONParser.parse(bytes))
-        } catch let error as JSONError {
-            throw ConfigurationError("\(path): \(error.message)")
-        } catch let error as DatabaseError {
-            throw ConfigurationError("\(path): \(error.message)")
+            self = try RuleSet(source: String(decoding: bytes, as: UTF8.self))
         } catch {
-            throw ConfigurationError("\(path): \(error)")
+            throw ConfigurationError("\(path): \(error.description)")
         }
     }
 }

@@ -1,3 +1,4 @@
+public import HearthAuth
 public import HearthCore
 public import HearthStorage
 public import Logging
@@ -15,8 +16,24 @@ public struct ServerConfiguration: Sendable, Equatable {
     public var fsync = FsyncPolicy.always
     /// Log level (`logLevel`, `HEARTH_LOG_LEVEL`, `--log-level`).
     public var logLevel = Logger.Level.info
-    /// Rules file with `.indexOn` declarations (`rulesFile`); relative to the config file.
+    /// The security rules (`.read`, `.write`, `.validate`, `.indexOn`), enforced for every
+    /// non-admin connection (`rulesFile`, `HEARTH_RULES_FILE`; relative to the config file).
+    /// Without one the server is open, which it allows only on loopback (security.md §2).
     public var rulesFile: String?
+    /// Start open on a non-loopback address anyway (`insecureOpen`, `HEARTH_INSECURE_OPEN=1`,
+    /// `--insecure-open`).
+    public var insecureOpen = false
+    /// Admin secrets, JWT keys and claim checks (`adminSecrets`, `HEARTH_ADMIN_SECRET`,
+    /// `jwtSecret`, `HEARTH_JWT_SECRET`, `jwtPublicKeys`, `jwtAudience`, `jwtIssuer`,
+    /// `jwtClockSkewSeconds`, `emulatorOwnerIsAdmin`). Secrets are never taken from flags.
+    public var tokens = TokenVerifier.Settings()
+    /// PEM certificate chain and private key: both listeners speak TLS when set (`tlsCertificate`,
+    /// `tlsKey`); `tlsClientCA` also requires client certificates signed by that CA.
+    public var tlsCertificate: String?
+    public var tlsKey: String?
+    public var tlsClientCA: String?
+    /// Connection, subscription, write-rate and authentication limits.
+    public var protection = ProtectionLimits()
     /// Longest accepted request line in bytes (`maxMessageBytes`).
     public var maxMessageBytes = 16 * 1024 * 1024
     /// Unsent output a connection may accumulate before it is closed as a slow consumer

@@ -61,7 +61,7 @@ extension FileSystem {
     /// Writes `bytes` to a new file `path` atomically: a temporary file is written and fsynced,
     /// renamed over `path`, and the directory fsynced. On failure the temporary file is removed
     /// (best effort) and `path` is unchanged unless the rename already happened.
-    func writeAtomically(_ bytes: [UInt8], to path: String, directory: String) throws(StorageError) {
+    public func writeAtomically(_ bytes: [UInt8], to path: String, directory: String) throws(StorageError) {
         let temporary = path + ".tmp"
         let file = try open(temporary, mode: .createTruncate)
         do {

@@ -1,0 +1,107 @@
+import HearthCore
+import HearthJSON
+import HearthProtocol
+import HearthStorage
+
+/// Admin operations on the rules: `setRules` (and SIGHUP's reload), and `simulate`.
+extension Engine {
+    /// Replaces the rules: written back to the rules file first (atomically), so that what runs is
+    /// what a restart loads; then in force from the next request on, with every subscription
+    /// re-checked (security.md §5).
+    func setRules(_ ruleSet: RuleSet, identity: AuthContext?, now: Int64, batch: inout Batch) -> ResponseBody {
+        guard identity?.isAdmin == true else { return .failure(adminOnly("setRules")) }
+        var warning: String?
+        if let rulesFile {
+            do {
+                try RulesFileWriter.write(ruleSet.document, to: rulesFile)
+            } catch {
+                logger.error("could not write the rules file", metadata: ["file": "\(rulesFile)", "error": "\(error)"])
+                return .failure(
+                    DatabaseError(
+                        .unavailable, "the rules could not be written to \(rulesFile) (\(error)); the old rules stay"))
+            }
+        } else {
+            warning = "no rulesFile is configured: these rules are kept in memory until the server restarts"
+        }
+        install(ruleSet, now: now, batch: &batch)
+        logger.notice("rules replaced", metadata: ["file": "\(rulesFile ?? "(memory)")"])
+        return .rulesReplaced(warning: warning)
+    }
+
+    /// Puts `ruleSet` in force between two requests and re-checks every subscription.
+    func install(_ ruleSet: RuleSet, now: Int64, batch: inout Batch) {
+        rules = ruleSet
+        indexRules = ruleSet.indexRules
+        security.setOpen(false)
+        recheckAllGrants(now: now, batch: &batch)
+    }
+
+    /// What the rules decide for `operation` performed as `identity`, without performing it.
+    func simulate(_ operation: HearthProtocol.Operation, as identity: AuthContext?, now: Int64) -> RuleVerdict {
+        guard let rules else { return RuleVerdict.bypass("the server is open (no rules): everything is allowed") }
+        if identity?.isAdmin == true { return RuleVerdict.bypass("admin connections bypass the rules") }
+        let root = database.root
+        var probe = database
+        let write: Write
+        switch operation {
+        case .get(let path, let options):
+            return rules.checkRead(path: path, query: options.ruleQuery, auth: identity, root: root, now: now)
+        case .subscribe(let path, _, _, let ruleQuery):
+            return rules.checkRead(path: path, query: ruleQuery, auth: identity, root: root, now: now)
+        case .write(let w, _):
+            if case .transaction(let path, let value, _, let keep) = w {
+                write = .transaction(
+                    path: path, value: value, expectation: .value(root.child(at: path), comparePriorities: true),
+                    valueHasPriority: keep)
+            } else {
+                write = w
+            }
+        case .push(let path, let value):
+            var ids = pushIDs
+            write = .set(path: path.appending(Key(ids.next(now: now))), value: value)
+        case .onDisconnect(let action):
+            switch action {
+            case .cancel: return RuleVerdict.bypass("cancelling onDisconnect operations needs no rule")
+            case .set(let path, let value):
+                guard let prepared = try? PreparedValue(value, at: path, limits: database.limits) else {
+                    return RuleVerdict.bypass("the value is invalid")
+                }
+                write = .set(path: path, value: prepared)
+            case .update(let base, let values):
+                let prepared = values.compactMap { entry in
+                    (try? PreparedValue(entry.value, at: base.appending(entry.path), limits: database.limits))
+                        .map { (path: entry.path, value: $0) }
+                }
+                guard let update = try? Write.update(at: base, values: prepared) else {
+                    return RuleVerdict.bypass("the update is invalid")
+                }
+                write = update
+            }
+        default:
+            return RuleVerdict.bypass("only reads and writes can be simulated")
+        }
+        guard case .committed = probe.apply(write, now: now) else {
+            return RuleVerdict.bypass("the write would not commit")
+        }
+        return rules.checkWrite(targets: write.paths, before: root, after: probe.root, auth: identity, now: now)
+    }
+}
+
+extension RuleVerdict {
+    /// An allow that no rule decided.
+    static func bypass(_ explanation: String) -> RuleVerdict {
+        RuleVerdict(allowed: true, decidingRule: nil, explanation: explanation)
+    }
+}
+
+/// Writes a rules document to its file atomically (temporary file, fsync, rename, fsync of the
+/// directory), pretty enough for people to read and edit.
+enum RulesFileWriter {
+    static func write(_ document: JSONValue, to path: String) throws(StorageError) {
+        var text = document.prettyJSONString
+        text.append("\n")
+        let directory = path.lastIndex(of: "/").map { String(path[..<$0]) } ?? "."
+        try PosixFileSystem().writeAtomically(
+            Array(text.utf8), to: path, directory: directory.isEmpty ? "/" : directory)
+    }
+}

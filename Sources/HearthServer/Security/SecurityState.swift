@@ -1,0 +1,84 @@
+import HearthAuth
+import HearthCore
+import Logging
+import NIOConcurrencyHelpers
+
+/// Security state shared by the I/O threads and the engine: the token verifier (replaced on
+/// SIGHUP), whether the server is open, the limits and their bookkeeping, and the counters.
+final class SecurityState: Sendable {
+    let limits: ProtectionLimits
+    let counters = SecurityCounters()
+    let noticeLog = RateLimitedLog(linesPerSecond: 5)
+    let failedAuth: FailedAuthThrottle
+    let connections = ConnectionCounter()
+    /// Sent in every `hello` when the server runs open on a reachable address.
+    let helloWarning: String?
+    private let verifierBox: NIOLockedValueBox<TokenVerifier>
+    private let openBox: NIOLockedValueBox<Bool>
+
+    init(limits: ProtectionLimits, verifier: TokenVerifier, open: Bool, helloWarning: String?) {
+        self.limits = limits
+        self.failedAuth = FailedAuthThrottle(perMinute: limits.maxFailedAuthPerMinute)
+        self.helloWarning = helloWarning
+        verifierBox = NIOLockedValueBox(verifier)
+        openBox = NIOLockedValueBox(open)
+    }
+
+    var verifier: TokenVerifier { verifierBox.withLockedValue { $0 } }
+
+    func replaceVerifier(_ verifier: TokenVerifier) { verifierBox.withLockedValue { $0 = verifier } }
+
+    /// No rules: every connection may do everything.
+    var isOpen: Bool { openBox.withLockedValue { $0 } }
+
+    func setOpen(_ open: Bool) { openBox.withLockedValue { $0 = open } }
+}
+
+/// Counts of what security turned away, for metrics and tests.
+final class SecurityCounters: Sendable {
+    let denials = Counter()
+    let failedAuths = Counter()
+    let limitHits = Counter()
+
+    final class Counter: Sendable {
+        private let value = NIOLockedValueBox(0)
+        func add(_ n: Int) { value.withLockedValue { $0 += n } }
+        var count: Int { value.withLockedValue { $0 } }
+    }
+}
+
+/// Notice-level log lines of denials and limit hits, at most a few per second, so that an
+/// attack cannot fill the disk; the lines dropped are counted in the next one that passes.
+final class RateLimitedLog: Sendable {
+    private struct Window {
+        var second: Int64 = 0
+        var lines = 0
+        var suppressed = 0
+    }
+
+    private let linesPerSecond: Int
+    private let window = NIOLockedValueBox(Window())
+
+    init(linesPerSecond: Int) { self.linesPerSecond = linesPerSecond }
+
+    func notice(_ logger: Logger, _ message: Logger.Message, metadata: Logger.Metadata) {
+        let second = wallClockMilliseconds() / 1000
+        let suppressed: Int? = window.withLockedValue { w in
+            if w.second != second {
+                w.second = second
+                w.lines = 0
+            }
+            guard w.lines < linesPerSecond else {
+                w.suppressed += 1
+                return nil
+            }
+            w.lines += 1
+            defer { w.suppressed = 0 }
+            return w.suppressed
+        }
+        guard let suppressed else { return }
+        var metadata = metadata
+        if suppressed > 0 { metadata["suppressed"] = "\(suppressed)" }
+        logger.notice(message, metadata: metadata)
+    }
+}
