@@ -118,14 +118,16 @@ final class SubscriptionTests: XCTestCase {
     }
 
     func testDeclaredIndexesIncludingWildcardsNeedNoWarning() async throws {
-        let rules = try IndexRules(
-            json: json(#"{"rules":{"d":{".indexOn":["height"]},"users":{"$uid":{"posts":{".indexOn":".value"}}}}}"#))
+        let rulesFile = try temporaryFile(
+            #"{"rules":{".read":true,".write":true,"d":{".indexOn":["height"]},"users":{"$uid":{"posts":{".indexOn":".value"}}}}}"#
+        )
         var configuration = ServerConfiguration()
         configuration.port = 0
         configuration.strictIndexes = true
+        configuration.rulesFile = rulesFile
         configuration.dataDirectory = temporaryDataDirectory()
         defer { try? FileManager.default.removeItem(atPath: configuration.dataDirectory) }
-        let server = try await HearthServer.start(configuration: configuration, rules: rules, logger: quietLogger)
+        let server = try await HearthServer.start(configuration: configuration, logger: quietLogger)
         defer { Task { await server.shutdown() } }
         let c = try TestClient(port: server.port)
         try c.request(#"{"op":"set","path":"/d","value":{"x":{"height":3},"y":{"height":1}}}"#)
