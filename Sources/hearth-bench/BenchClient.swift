@@ -3,6 +3,7 @@ import Histogram
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
+import NIOSSL
 
 /// What a server sent, in the load generator's terms.
 enum BenchInbound {
@@ -33,14 +34,17 @@ final class BenchConnection: Sendable {
         self.handler = handler
     }
 
+    /// Connects; over TLS when `tls` is given, and authenticated with `token` when given.
     static func connect(
-        target: Target, host: String, port: Int, group: any EventLoopGroup
+        target: Target, host: String, port: Int, group: any EventLoopGroup, tls: NIOSSLContext? = nil,
+        token: String? = nil
     ) async throws -> BenchConnection {
         let channel = try await ClientBootstrap(group: group)
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     let pipeline = channel.pipeline.syncOperations
+                    if let tls { try pipeline.addHandler(try NIOSSLClientHandler(context: tls, serverHostname: nil)) }
                     switch target {
                     case .hearth:
                         try pipeline.addHandler(ByteToMessageHandler(LineFrameDecoder(maxLength: 1 << 30)))
@@ -57,7 +61,9 @@ final class BenchConnection: Sendable {
             NIOLoopBound(
                 try channel.pipeline.syncOperations.handler(type: BenchHandler.self), eventLoop: channel.eventLoop)
         }.get()
-        return BenchConnection(target: target, channel: channel, handler: handler)
+        let connection = BenchConnection(target: target, channel: channel, handler: handler)
+        if let token { try await connection.request(.auth(token: token)).get() }
+        return connection
     }
 
     /// Sends one request; the future completes with its answer.

@@ -15,6 +15,10 @@ enum BenchRequest: Sendable {
     /// Leaves `k<i>` = i for i in `range` under `key` in one request: Hearth multi-path `update`;
     /// Redis `HSET` of as many hash fields.
     case storeLeaves(key: [String], range: Range<Int>)
+    /// A round trip that touches no data: Hearth `ping`; Redis `PING`.
+    case ping
+    /// Hearth `auth` with a token; Redis `AUTH` with a password.
+    case auth(token: String)
 }
 
 /// The server a scenario drives.

@@ -11,6 +11,6 @@ struct HearthBench: AsyncParsableCommand {
         subcommands: [
             WritesScenario.self, PipelinedScenario.self, FanoutScenario.self, LatencyScenario.self,
             IdleScenario.self, MemoryScenario.self, ViewsScenario.self, QueryIndexScenario.self,
-            WriteWidthScenario.self, RestartScenario.self,
+            WriteWidthScenario.self, RestartScenario.self, HandshakesScenario.self,
         ])
 }

@@ -1,3 +1,4 @@
+import HearthJSON
 import HearthProtocol
 import NIOCore
 
@@ -22,6 +23,13 @@ enum HearthLines {
                 buffer.writeString(#""\#(leafKey(i))":\#(i)"#)
             }
             buffer.writeString("}}")
+        case .ping:
+            buffer.writeString(#"{"op":"ping"}"#)
+        case .auth(let token):
+            var line: [UInt8] = Array(#"{"op":"auth","token":"#.utf8)
+            JSONWriter.writeString(token, into: &line)
+            line.append(UInt8(ascii: "}"))
+            buffer.writeBytes(line)
         }
         buffer.writeInteger(UInt8(ascii: "\n"))
     }

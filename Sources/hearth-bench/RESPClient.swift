@@ -21,6 +21,10 @@ enum RESP {
                 arguments.append(String(i))
             }
             writeCommand(arguments, into: &buffer)
+        case .ping:
+            writeCommand(["PING"], into: &buffer)
+        case .auth(let token):
+            writeCommand(["AUTH", token], into: &buffer)
         }
     }
 
