@@ -13,7 +13,7 @@ final class RulesPropertyTests: XCTestCase {
     func testVerdictsMatchTheReference() throws {
         var rng = SplitMix64(seed: 0x5EC0_41E5)
         var checked = (reads: 0, writes: 0, allowed: 0)
-        for iteration in 0..<1500 {
+        for iteration in 0..<1000 {
             let rules = Self.ruleNode(&rng, depth: 0, bound: [])
             let document = JSONValue.object(["rules": rules.json]).jsonString
             let compiled: RuleSet

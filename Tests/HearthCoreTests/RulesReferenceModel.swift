@@ -58,7 +58,10 @@ enum RulesReference {
     }
 
     enum Literal {
-        case null, bool(Bool), number(Int), string(String)
+        case null
+        case bool(Bool)
+        case number(Int)
+        case string(String)
 
         var text: String {
             switch self {
@@ -245,7 +248,11 @@ enum RulesReference {
     struct Failure: Error {}
 
     enum Value: Equatable {
-        case null, bool(Bool), number(Double), string(String), object
+        case null
+        case bool(Bool)
+        case number(Double)
+        case string(String)
+        case object
     }
 
     static func holds(_ expr: Expr, _ context: Context) -> Bool {
