@@ -42,6 +42,12 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
     private var context: ChannelHandlerContext?
     /// Output gathered during one event-loop turn, written with one write and one flush.
     private var outbox = ByteBuffer()
+    /// Outboxes waiting for the channel to become writable, so that the channel itself holds
+    /// little: a `slow_consumer` event then goes out right after the lines already handed to it.
+    private var waiting = CircularBuffer<ByteBuffer>()
+    private var waitingBytes = 0
+    /// Set once the connection is closing as a slow consumer.
+    private var slowConsumerClose: Scheduled<Void>?
     /// Reused encoding buffer for responses.
     private var scratch: [UInt8] = []
     private var sessionLink: SessionLink?
@@ -130,6 +136,7 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func channelInactive(context: ChannelHandlerContext) {
+        slowConsumerClose?.cancel()
         authDeadline?.cancel()
         if admitted {
             admitted = false
@@ -145,7 +152,9 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
 
     /// A client that shuts down its sending side still gets every answer, then the close.
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        if let event = event as? ChannelEvent, event == .inputClosed {
+        if slowConsumerClose != nil, let event = event as? ChannelEvent, event == .inputClosed {
+            context.close(promise: nil)
+        } else if let event = event as? ChannelEvent, event == .inputClosed {
             submitBatch()
             closeAfterPendingResponses(context: context)
         } else {
@@ -252,7 +261,9 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
     // MARK: Backpressure on reads
 
     func read(context: ChannelHandlerContext) {
-        if waitingForEngine >= configuration.maxPipelinedRequests {
+        // A closing slow consumer's input is read and dropped: unread input would make the
+        // close a reset, which discards the `slow_consumer` event still in the socket buffer.
+        if slowConsumerClose == nil, waitingForEngine >= configuration.maxPipelinedRequests {
             readPaused = true
         } else {
             context.read()
@@ -328,32 +339,75 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     /// A reader too slow to keep its unsent output under `maxOutboundBytes` is told
-    /// `slow_consumer` (best effort) and disconnected.
+    /// `slow_consumer` and disconnected. The output still waiting here is dropped, so the event
+    /// follows only the lines already handed to the channel (whole lines); the output side is
+    /// shut once it is written, and the connection closed when the client closes its side or
+    /// after `slowConsumerGrace`, whichever comes first.
     private func checkOutboxBound(context: ChannelHandlerContext) {
-        guard outstandingBytes + outbox.readableBytes > configuration.maxOutboundBytes else { return }
+        let pending = outstandingBytes + waitingBytes + outbox.readableBytes
+        guard pending > configuration.maxOutboundBytes else { return }
         closing = true
         outbox.clear()
-        logger.warning("closing a slow consumer", metadata: ["outstandingBytes": "\(outstandingBytes)"])
+        waiting.removeAll()
+        waitingBytes = 0
+        logger.warning("closing a slow consumer", metadata: ["pendingBytes": "\(pending)"])
         let error = DatabaseError(
             .slowConsumer, "the connection's unsent output exceeded \(configuration.maxOutboundBytes) bytes")
         let line = ResponseEncoder.errorEvent(error)
-        context.writeAndFlush(wrapOutboundOut(context.channel.allocator.buffer(bytes: line)), promise: nil)
-        context.close(promise: nil)
+        let written = context.eventLoop.makePromise(of: Void.self)
+        written.futureResult.assumeIsolated().whenComplete { result in
+            if case .success = result {
+                context.close(mode: .output, promise: nil)
+            } else {
+                context.close(promise: nil)
+            }
+        }
+        context.writeAndFlush(wrapOutboundOut(context.channel.allocator.buffer(bytes: line)), promise: written)
+        slowConsumerClose = context.eventLoop.assumeIsolated().scheduleTask(in: Self.slowConsumerGrace) {
+            context.close(promise: nil)
+        }
+        context.read()
     }
 
-    /// Writes what the outbox holds with one write, and flushes.
+    /// How long a slow consumer has to read what was sent, the `slow_consumer` event last.
+    static let slowConsumerGrace: TimeAmount = .seconds(10)
+
+    /// Writes what the outbox holds with one write, and flushes; when the channel is not
+    /// writable, the outbox waits for it in `waiting`.
     private func flushOutbox(context: ChannelHandlerContext) {
         guard !closing, outbox.readableBytes > 0 else { return }
         let count = outbox.readableBytes
         let buffer = outbox
         outbox = context.channel.allocator.buffer(capacity: Swift.min(count, 64 * 1024))
+        if waiting.isEmpty, context.channel.isWritable {
+            write(buffer, context: context)
+            context.flush()
+        } else {
+            waiting.append(buffer)
+            waitingBytes += count
+        }
+    }
+
+    private func write(_ buffer: ByteBuffer, context: ChannelHandlerContext) {
+        let count = buffer.readableBytes
         outstandingBytes += count
         let promise = context.eventLoop.makePromise(of: Void.self)
         promise.futureResult.assumeIsolated().whenComplete { [self] _ in
             outstandingBytes -= count
-            if closeWhenDrained, outstandingBytes == 0 { context.close(promise: nil) }
+            if closeWhenDrained, outstandingBytes == 0, waiting.isEmpty { context.close(promise: nil) }
         }
-        context.writeAndFlush(wrapOutboundOut(buffer), promise: promise)
+        context.write(wrapOutboundOut(buffer), promise: promise)
+    }
+
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        if context.channel.isWritable, !waiting.isEmpty, !closing {
+            while context.channel.isWritable, let next = waiting.popFirst() {
+                waitingBytes -= next.readableBytes
+                write(next, context: context)
+            }
+            context.flush()
+        }
+        context.fireChannelWritabilityChanged()
     }
 
     // MARK: Shutdown
@@ -375,7 +429,7 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
     /// Closes after the bytes already written have left, so that the last answers arrive.
     private func closeOnceDrained(context: ChannelHandlerContext) {
         flushOutbox(context: context)
-        if outstandingBytes == 0 {
+        if outstandingBytes == 0, waiting.isEmpty {
             context.close(promise: nil)
         } else {
             closeWhenDrained = true

@@ -78,4 +78,36 @@ final class ProtocolEdgeCaseTests: XCTestCase {
             XCTAssertEqual(try c.readResponse().errorCode, "too_large")
         }
     }
+
+    func testSlowConsumerReceivesItsErrorEventBeforeTheClose() async throws {
+        try await withLiveServer(setting: \.maxOutboundBytes, to: 256 * 1024) { server in
+            let writer = try TestClient(port: server.port)
+            let big = String(repeating: "x", count: 512 * 1024)
+            try writer.request(#"{"op":"set","path":"/big","value":"\#(big)"}"#)
+            let slow = try TestClient(port: server.port)
+            // Ask for far more than the socket buffers hold, and read nothing for a while.
+            let requests = String(repeating: #"{"op":"get","path":"/big"}"# + "\n", count: 200)
+            try slow.sendRaw(Array(requests.utf8))
+            try await Task.sleep(for: .milliseconds(500))
+            var lines: [String] = []
+            var closed = false
+            let deadline = Date().addingTimeInterval(30)
+            while Date() < deadline {
+                do {
+                    lines.append(try slow.readLine(timeout: 5))
+                } catch {
+                    closed = "\(error)".contains("closed")
+                    break
+                }
+            }
+            XCTAssertTrue(closed, "the slow consumer was not disconnected in order")
+            // Whole responses, then the error event, last.
+            let last = try XCTUnwrap(lines.last)
+            XCTAssertEqual(json(last)["event"], .string("error"), String(last.prefix(200)))
+            XCTAssertEqual(json(last).errorCode, "slow_consumer")
+            for line in lines.dropLast() { XCTAssertEqual(json(line)["ok"], .bool(true)) }
+            XCTAssertLessThan(lines.count - 1, 200)
+            XCTAssertEqual(try writer.request(#"{"op":"ping","id":1}"#)["ok"], .bool(true))
+        }
+    }
 }
