@@ -28,6 +28,13 @@ public struct HearthError: Error, Sendable, Equatable, CustomStringConvertible {
         case invalidURL = "invalid_url"
         /// A transaction lost the compare-and-set race 25 times in a row.
         case maxRetries = "maxretry"
+        /// Nothing listens at the URL's host and port: the connection was refused.
+        case connectionRefused = "connection_refused"
+        /// The URL's host name does not resolve to an address.
+        case unknownHost = "unknown_host"
+        /// The connection failed otherwise: timed out, network unreachable, closed before the
+        /// server's hello, or the client was taken offline.
+        case connectionFailed = "connection_failed"
     }
 
     public let code: Code

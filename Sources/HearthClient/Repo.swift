@@ -52,6 +52,12 @@ final class Repo: @unchecked Sendable {
     var nextOnDisconnectID = 1
     /// The client-made `/.info` tree.
     var infoRoot: Node = .empty
+    /// Whether the current connection's hello has arrived (`.info/connected` is true).
+    private var greeted = false
+    /// Why the last connection attempt failed; nil once a connection is greeted.
+    private var connectionError: HearthError?
+    /// Callers of `waitForConnection`, answered by the next hello or failed attempt.
+    private var connectionWaiters: [@Sendable (Result<Void, HearthError>) -> Void] = []
 
     init(url: DatabaseURL, configuration: Database.Configuration) {
         self.url = url
@@ -93,6 +99,8 @@ final class Repo: @unchecked Sendable {
             self.reconnectTask?.cancel()
             self.reconnectTask = nil
             self.channel?.close(promise: nil)
+            self.connectionAttemptEnded(
+                .failure(HearthError(.connectionFailed, "the client was taken offline (goOffline())")))
         }
     }
 
@@ -128,8 +136,7 @@ final class Repo: @unchecked Sendable {
                 case .success(let channel):
                     if !self.wantsOnline { channel.close(promise: nil) }
                 case .failure(let error):
-                    self.logger.debug("connect failed", metadata: ["error": "\(error)"])
-                    self.scheduleReconnect()
+                    self.connectFailed(HearthError.connecting(to: self.url, error))
                 }
             }
     }
@@ -172,6 +179,17 @@ final class Repo: @unchecked Sendable {
     func channelBecameInactive(_ channel: any Channel) {
         guard self.channel === channel else { return }
         self.channel = nil
+        if greeted {
+            greeted = false
+            logger.debug(
+                wantsOnline ? "disconnected; reconnecting" : "disconnected", metadata: ["url": "\(url.description)"])
+        } else if wantsOnline {
+            connectFailed(
+                HearthError(
+                    .connectionFailed,
+                    "cannot connect to \(url.description): the connection closed before the server's hello"),
+                reconnect: false)
+        }
         var resend: [Outgoing] = []
         while let out = inFlight.popFirst() {
             if out.kind == .request { resend.append(out) }
@@ -180,7 +198,6 @@ final class Repo: @unchecked Sendable {
         for listener in subscriptions.values { listener.sub = nil }
         subscriptions.removeAll()
         setInfo(connected: false, serverTimeOffset: currentServerTimeOffset)
-        logger.debug("disconnected", metadata: ["url": "\(url.description)"])
         scheduleReconnect()
     }
 
@@ -216,6 +233,9 @@ final class Repo: @unchecked Sendable {
             switch json["event"]?.stringValue {
             case "hello":
                 attempt = 0
+                logger.debug("connected", metadata: ["url": "\(url.description)"])
+                greeted = true
+                connectionAttemptEnded(.success(()))
                 let serverTime = json["serverTime"]?.int64Value ?? Self.now()
                 let offset = serverTime - Self.now()
                 shared.withLockedValue { $0.serverTimeOffset = offset }
@@ -226,6 +246,45 @@ final class Repo: @unchecked Sendable {
                 logger.debug("server event", metadata: ["line": "\(json.jsonString)"])
             }
         }
+    }
+
+    // MARK: Connection state
+
+    /// Calls `completion` once connected (at once if the client already is), or with the error
+    /// of the next failed attempt (at once with the last one if the latest attempt failed).
+    func waitForConnection(_ completion: @escaping @Sendable (Result<Void, HearthError>) -> Void) {
+        loop.execute {
+            if self.greeted {
+                completion(.success(()))
+            } else if let error = self.connectionError, !self.connecting, self.channel == nil {
+                completion(.failure(error))
+            } else {
+                self.connectionWaiters.append(completion)
+            }
+        }
+    }
+
+    /// The last connection attempt's failure, nil while connected (from any thread).
+    var lastConnectionError: EventLoopFuture<HearthError?> {
+        loop.submit { self.greeted ? nil : self.connectionError }
+    }
+
+    /// Records a failed attempt, logs it with its reason and retries after the backoff.
+    private func connectFailed(_ error: HearthError, reconnect: Bool = true) {
+        logger.debug(
+            "\(error.message); retrying", metadata: ["url": "\(url.description)", "code": "\(error.code.rawValue)"])
+        connectionAttemptEnded(.failure(error))
+        if reconnect { scheduleReconnect() }
+    }
+
+    private func connectionAttemptEnded(_ result: Result<Void, HearthError>) {
+        switch result {
+        case .success: connectionError = nil
+        case .failure(let error): connectionError = error
+        }
+        let waiters = connectionWaiters
+        connectionWaiters = []
+        for waiter in waiters { waiter(result) }
     }
 
     // MARK: Requests

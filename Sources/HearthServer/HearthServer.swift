@@ -55,8 +55,12 @@ public final class HearthServer: Sendable {
         options.fsync = configuration.fsync
         options.compactionMinBytes = configuration.compactionMinBytes
         options.compactionRatio = configuration.compactionRatio
+        // A taken port is reported now, not after a recovery that may take long.
+        try ListenError.probe(host: configuration.host, port: configuration.port)
+        let recoveryLog = RecoveryLog(logger: logger, directory: configuration.dataDirectory)
         let (storage, recovered) = try Storage.open(
-            directory: configuration.dataDirectory, options: options, fileSystem: fileSystem, logger: logger)
+            directory: configuration.dataDirectory, options: options, fileSystem: fileSystem, logger: logger,
+            progress: recoveryLog.update)
         logger.info(
             "recovered the database",
             metadata: ["rev": "\(recovered.rev)", "dataDir": "\(configuration.dataDirectory)"])
@@ -95,7 +99,7 @@ public final class HearthServer: Sendable {
             try? await engine.loop.submit { engine.closeStorage() }.get()
             try? await ioGroup.shutdownGracefully()
             try? await engineGroup.shutdownGracefully()
-            throw error
+            throw ListenError.from(error, host: configuration.host, port: configuration.port)
         }
         guard let address = listener.localAddress else {
             throw DatabaseError(.internal, "the listening socket has no local address")

@@ -58,14 +58,38 @@ struct DirectoryScan {
     var replayedRecords = 0
     /// The last path decoded, whose keys the next record may share.
     private var lastPath: Path?
+    /// Told how far the scan has got (see `ScanProgress`).
+    private var progress: ((ScanProgress) -> Void)?
+    /// Bytes of the files to read, and of those already handled.
+    private var totalBytes: Int64 = 0
+    private var doneBytes: Int64 = 0
 
     /// Scans `directory`. Throws only when a file cannot be read; damage is reported in `problem`.
-    static func run(directory: String, fileSystem: any FileSystem) throws(StorageError) -> DirectoryScan {
+    /// `progress` hears how far it has got: at each step, and about every megabyte.
+    static func run(
+        directory: String, fileSystem: any FileSystem, progress: ((ScanProgress) -> Void)? = nil
+    ) throws(StorageError) -> DirectoryScan {
         var scan = DirectoryScan()
+        scan.progress = progress
         try scan.scan(directory: directory, fileSystem: fileSystem)
-        if let replay = scan.replay { scan.root = replay.build() }
+        if let replay = scan.replay {
+            scan.report(.tree, done: scan.totalBytes)
+            scan.root = replay.build()
+        }
         scan.replay = nil
+        scan.progress = nil
         return scan
+    }
+
+    private func report(_ step: ScanProgress.Step, done: Int64) {
+        progress?(ScanProgress(step: step, done: min(done, totalBytes), total: totalBytes))
+    }
+
+    /// The size of the file at `path`, or 0 when it cannot be opened (reading it will say why).
+    private static func size(of path: String, fileSystem: any FileSystem) -> Int64 {
+        guard let file = try? fileSystem.open(path, mode: .read) else { return 0 }
+        defer { fileSystem.close(file) }
+        return (try? fileSystem.size(file)) ?? 0
     }
 
     private mutating func scan(directory: String, fileSystem: any FileSystem) throws(StorageError) {
@@ -92,6 +116,12 @@ struct DirectoryScan {
             return
         }
         let base = manifest.baseRev
+        if progress != nil {
+            let read = segments.map(\.name) + (manifest.snapshotRev.map { [DataFiles.snapshotName($0)] } ?? [])
+            totalBytes = read.filter(names.contains).reduce(0) {
+                $0 + Self.size(of: DataFiles.path(directory, $1), fileSystem: fileSystem)
+            }
+        }
         if let snapshotRev = manifest.snapshotRev {
             let name = DataFiles.snapshotName(snapshotRev)
             guard names.contains(name) else {
@@ -100,9 +130,20 @@ struct DirectoryScan {
                     isTornTail: false)
                 return
             }
+            report(.snapshot, done: 0)
             let bytes = try fileSystem.readFile(DataFiles.path(directory, name))
             do {
-                root = try SnapshotFile.decode(bytes, rev: snapshotRev)
+                if let progress {
+                    // Parsing the JSON is about half of the decoding; building the tree the rest.
+                    let share = Double(bytes.count) / 2
+                    let total = totalBytes
+                    root = try SnapshotFile.decode(bytes, rev: snapshotRev) { fraction in
+                        progress(ScanProgress(step: .snapshot, done: Int64(share * fraction), total: total))
+                    }
+                } else {
+                    root = try SnapshotFile.decode(bytes, rev: snapshotRev)
+                }
+                doneBytes = Int64(bytes.count)
                 rev = snapshotRev
             } catch {
                 problem = Problem(file: name, offset: error.offset, reason: error.reason, isTornTail: false)
@@ -144,7 +185,9 @@ struct DirectoryScan {
                 return
             }
             let bytes = try fileSystem.readFile(DataFiles.path(directory, entry.name))
+            report(.log, done: doneBytes)
             let segment = replaySegment(name: entry.name, firstRev: entry.firstRev, bytes: bytes, isLast: isLast)
+            doneBytes += Int64(bytes.count)
             liveSegments.append(segment)
             if problem != nil {
                 laterSegments = segments[(index + 1)...].map(\.name)
@@ -171,6 +214,7 @@ struct DirectoryScan {
         var batchFirstRev = firstRev
         var pending: [CommittedWrite] = []
         var batchOpen = false
+        var nextReport = offset + (1 << 20)
         func fail(_ reason: String, torn: Bool = false) -> Problem {
             Problem(
                 file: name, offset: Int64(offset), reason: reason, isTornTail: torn, cutOffset: Int64(batchStart))
@@ -203,6 +247,10 @@ struct DirectoryScan {
                 segment.nextRev = rev + 1
                 offset = end
                 batchOpen = continues
+                if offset >= nextReport, progress != nil {
+                    report(.log, done: doneBytes + Int64(offset))
+                    nextReport = offset + (1 << 20)
+                }
                 if !continues {
                     apply(pending)
                     pending.removeAll()

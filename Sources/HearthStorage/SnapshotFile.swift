@@ -36,7 +36,10 @@ enum SnapshotFile {
     }
 
     /// The tree in a snapshot file that must be at `rev`, or why the file is invalid.
-    static func decode(_ file: [UInt8], rev: UInt64) throws(FormatError) -> Node {
+    /// `progress` hears the fraction of the snapshot's JSON parsed so far, about every megabyte.
+    static func decode(
+        _ file: [UInt8], rev: UInt64, progress: ((Double) -> Void)? = nil
+    ) throws(FormatError) -> Node {
         guard file.count >= headerSize else {
             throw FormatError(offset: 0, reason: "incomplete snapshot header (\(file.count) of \(headerSize) bytes)")
         }
@@ -77,7 +80,14 @@ enum SnapshotFile {
         case .failure(let error): throw FormatError(offset: Int64(headerSize), reason: "snapshot data: \(error.reason)")
         }
         let value: JSONValue
-        do { value = try JSONParser.parse(json, limits: RecoveryLimits.json) } catch {
+        do {
+            if let progress {
+                let count = Double(max(json.count, 1))
+                value = try JSONParser.parse(json, limits: RecoveryLimits.json) { progress(Double($0) / count) }
+            } else {
+                value = try JSONParser.parse(json, limits: RecoveryLimits.json)
+            }
+        } catch {
             throw FormatError(
                 offset: Int64(headerSize),
                 reason: "snapshot JSON is invalid at byte \(error.offset) of the inflated data: \(error.message)")

@@ -81,15 +81,18 @@ public final class Storage: @unchecked Sendable {
     /// - Throws: `StorageError` of kind `.locked` (another process has the directory),
     ///   `.corrupt` (with file and byte offset; nothing is changed, `hearth check --repair` is
     ///   suggested) or `.io`.
+    /// - Parameter progress: hears how far recovery has got (a large directory takes seconds),
+    ///   on the calling thread: at each step and about every megabyte.
     /// - Returns: the storage, and the tree and revision to start the database from.
     public static func open(
         directory: String, options: StorageOptions = .default, fileSystem: any FileSystem = PosixFileSystem(),
-        logger: Logger
+        logger: Logger, progress: ((ScanProgress) -> Void)? = nil
     ) throws(StorageError) -> (storage: Storage, recovered: (root: Node, rev: UInt64)) {
         let lock = try lock(directory: directory, fileSystem: fileSystem)
         do {
             return try recover(
-                directory: directory, options: options, fileSystem: fileSystem, logger: logger, lock: lock)
+                directory: directory, options: options, fileSystem: fileSystem, logger: logger, lock: lock,
+                progress: progress)
         } catch {
             fileSystem.close(lock)
             throw error
@@ -113,10 +116,11 @@ public final class Storage: @unchecked Sendable {
     }
 
     private static func recover(
-        directory: String, options: StorageOptions, fileSystem: any FileSystem, logger: Logger, lock: OpenFile
+        directory: String, options: StorageOptions, fileSystem: any FileSystem, logger: Logger, lock: OpenFile,
+        progress: ((ScanProgress) -> Void)?
     ) throws(StorageError) -> (storage: Storage, recovered: (root: Node, rev: UInt64)) {
         let started = ContinuousClock.now
-        var scan = try DirectoryScan.run(directory: directory, fileSystem: fileSystem)
+        var scan = try DirectoryScan.run(directory: directory, fileSystem: fileSystem, progress: progress)
         if let problem = scan.problem {
             guard problem.isTornTail, !scan.liveSegments.isEmpty else {
                 throw .corrupt(

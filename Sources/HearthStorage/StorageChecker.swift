@@ -13,9 +13,12 @@ public enum StorageChecker {
     /// inflation, JSON, tree) and every WAL record after it (checksums, revision order,
     /// payload) — and reports the first problem with its file and byte offset. Read-only; it
     /// takes no lock, so a server may be running (its last record may then look torn).
-    public static func check(directory: String, fileSystem: any FileSystem = PosixFileSystem()) -> CheckReport {
+    /// `progress` hears how far the check has got, as recovery's does.
+    public static func check(
+        directory: String, fileSystem: any FileSystem = PosixFileSystem(), progress: ((ScanProgress) -> Void)? = nil
+    ) -> CheckReport {
         do {
-            let scan = try DirectoryScan.run(directory: directory, fileSystem: fileSystem)
+            let scan = try DirectoryScan.run(directory: directory, fileSystem: fileSystem, progress: progress)
             return report(scan, directory: directory, actions: [], backup: nil)
         } catch {
             return CheckReport(
@@ -36,13 +39,13 @@ public enum StorageChecker {
     /// - Throws: `.locked` when a server holds the directory, `.corrupt` for a damaged snapshot,
     ///   `.io` when a file cannot be read or written.
     public static func repair(
-        directory: String, fileSystem: any FileSystem = PosixFileSystem()
+        directory: String, fileSystem: any FileSystem = PosixFileSystem(), progress: ((ScanProgress) -> Void)? = nil
     ) throws(StorageError) -> CheckReport {
         let lock = try Storage.lock(directory: directory, fileSystem: fileSystem)
         defer { fileSystem.close(lock) }
         var repair = Repair(directory: directory, fileSystem: fileSystem)
         for _ in 0..<1000 {
-            let scan = try DirectoryScan.run(directory: directory, fileSystem: fileSystem)
+            let scan = try DirectoryScan.run(directory: directory, fileSystem: fileSystem, progress: progress)
             guard let problem = scan.problem else {
                 return report(scan, directory: directory, actions: repair.actions, backup: repair.backup)
             }

@@ -15,9 +15,11 @@ struct CLIFailure: Error {
         switch error {
         case let failure as CLIFailure:
             self = failure
+        case let error as HearthError where error.code == .invalidQuery:
+            self.init(status: 2, message: "invalid query: \(QueryOptions.inFlagTerms(error.message))")
         case let error as HearthError:
-            let usage: Set<HearthError.Code> = [.invalidPath, .invalidKey, .invalidValue, .invalidQuery, .invalidURL]
-            self.init(status: usage.contains(error.code) ? 2 : 1, message: error.description)
+            let usage: Set<HearthError.Code> = [.invalidPath, .invalidKey, .invalidValue, .invalidURL]
+            self.init(status: usage.contains(error.code) ? 2 : 1, message: ConnectionOptions.describe(error))
         default:
             self.init(status: 1, message: "\(error)")
         }

@@ -13,10 +13,10 @@ struct CheckCommand: ParsableCommand {
         commandName: "check",
         abstract: "Verify a data directory (exit 0 when consistent, 1 when damaged).",
         discussion: """
-            Reads MANIFEST, the snapshot and every WAL record, checking each record's CRC and
-            revision. With --repair, copies each file it is about to change into
-            <data-dir>/backup-<timestamp>/ and truncates the data at the first bad record, so
-            that the server starts again with everything before it. Stop hearthd first: the
+            Reads MANIFEST, the snapshot and every WAL record, checking each record's CRC and \
+            revision. With --repair, copies each file it is about to change into \
+            <data-dir>/backup-<timestamp>/ and truncates the data at the first bad record, so \
+            that the server starts again with everything before it. Stop hearthd first: the \
             data directory's lock is required.
             """)
 
@@ -28,14 +28,17 @@ struct CheckCommand: ParsableCommand {
 
     func run() throws {
         let report: CheckReport
+        let meter = ScanMeter(label: "check")
+        Progress.say("check", "reading \(dataDir)")
         if repair {
-            do { report = try StorageChecker.repair(directory: dataDir) } catch {
+            do { report = try StorageChecker.repair(directory: dataDir, progress: meter.update) } catch {
                 writeError(error.message)
                 throw ExitCode(1)
             }
         } else {
-            report = StorageChecker.check(directory: dataDir)
+            report = StorageChecker.check(directory: dataDir, progress: meter.update)
         }
+        meter.finish()
         print(report.jsonLine)
         writeError(report.description)
         if !report.isOK && !(report.problem?.isTornTail ?? false) { throw ExitCode(1) }
@@ -72,5 +75,30 @@ extension CheckReport {
         members.append(JSONMember("actions", .array(actions.map(JSONValue.string))))
         members.append(JSONMember("backup", backupDirectory.map(JSONValue.string) ?? .null))
         return JSONValue.object(members).jsonString
+    }
+}
+
+/// Shows a scan's progress (see `ScanProgress`) with a `Progress`, made once the total is known.
+/// A repair scans again after each fix; each scan gets its own bar.
+final class ScanMeter {
+    private let label: String
+    private var progress: Progress?
+
+    init(label: String) { self.label = label }
+
+    func update(_ scan: ScanProgress) {
+        if let progress, scan.done == 0, scan.step == .snapshot || scan.step == .log {
+            progress.finish()
+            self.progress = nil
+        }
+        let progress = self.progress ?? Progress(label, total: Int(scan.total), unit: .bytes)
+        self.progress = progress
+        progress.step = scan.step.rawValue
+        progress.update(done: Int(scan.done))
+    }
+
+    func finish() {
+        progress?.finish()
+        progress = nil
     }
 }

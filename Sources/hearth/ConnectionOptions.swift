@@ -24,16 +24,27 @@ struct ConnectionOptions: ParsableArguments {
         url ?? getenv("HEARTH_URL").map { String(cString: $0) } ?? "hearth://127.0.0.1:9000"
     }
 
-    /// A connected client: fails (status 1) when the server does not answer within `timeout`.
+    /// A connected client: fails (status 1) at once when the connection is refused or the host
+    /// is unknown, and when the server does not greet within `timeout`.
     func connect() async throws -> Database {
-        let database = try Database(validatingURL: resolvedURL)
-        let connected = database.reference(withPath: ".info/connected")
-        try await withTimeout(timeout, "connecting to \(database.url)") {
-            for try await event in connected.events(of: .value) where event.snapshot.value as? Bool == true {
-                return
-            }
+        var configuration = Database.Configuration()
+        configuration.connectTimeout = .nanoseconds(Int64(min(timeout, 3600) * 1e9))
+        let database = try Database(validatingURL: resolvedURL, configuration: configuration)
+        do {
+            try await withTimeout(timeout, "connecting to \(database.url)") { try await database.waitForConnection() }
+        } catch let error as HearthError {
+            throw CLIFailure.failed(Self.describe(error))
         }
         return database
+    }
+
+    /// A connection failure in the CLI's words: refused connections suggest starting hearthd.
+    static func describe(_ error: HearthError) -> String {
+        switch error.code {
+        case .connectionRefused: return "\(error.message) (is hearthd running?)"
+        case .unknownHost, .connectionFailed: return error.message
+        default: return error.description
+        }
     }
 
     /// `operation`, failing (status 1) when it takes longer than `timeout`.

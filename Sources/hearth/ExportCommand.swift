@@ -40,7 +40,7 @@ struct ExportCommand: AsyncParsableCommand {
                 try output.flush()
                 return
             }
-            let progress = Progress("export", total: Int(listing.childrenCount), unit: "children")
+            let progress = Progress("export", total: Int(listing.childrenCount), unit: .items("children"))
             try await writePages(of: reference, to: output, progress: progress)
             progress.finish()
         }

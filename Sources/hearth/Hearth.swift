@@ -1,4 +1,5 @@
 import ArgumentParser
+import HearthClient
 
 #if canImport(Glibc)
 import Glibc
@@ -15,6 +16,7 @@ struct Hearth: AsyncParsableCommand {
             Exit status: 0 ok, 1 server, connection or data error (message on stderr), 2 usage \
             (including invalid paths, keys, values and queries). Only JSON is written to stdout.
             """,
+        version: Database.sdkVersion,
         subcommands: [
             GetCommand.self, SetCommand.self, UpdateCommand.self, RemoveCommand.self, PushCommand.self,
             ListenCommand.self, ImportCommand.self, ExportCommand.self, PingCommand.self, CheckCommand.self,

@@ -30,35 +30,71 @@ struct ImportCommand: AsyncParsableCommand {
         }
     }
 
+    /// Inputs from this size on have each step announced before it starts.
+    static let announcedBytes = 1 << 20
+
     func run() async throws {
         try await reportingFailures {
+            let name = file == "-" ? "stdin" : file
             let bytes = try readAll(path: file)
+            let announce = bytes.count >= Self.announcedBytes
+            func say(_ text: String) { if announce { Progress.say("import", text) } }
+            say("parsing \(name) (\(Progress.bytes(bytes.count)))")
             let value: JSONValue
             do {
                 value = try JSONParser.parse(bytes)
             } catch {
-                throw CLIFailure.failed("\(file) is not valid JSON: \(error)")
+                throw CLIFailure.failed("\(name) is not valid JSON: \(error)")
             }
+            say("cutting it into updates of at most \(Progress.bytes(batchBytes))")
             let plan = try ImportPlan(value, maxBytes: batchBytes, splitRoot: merge)
+            say("connecting to \(connection.resolvedURL)")
             let database = try await connection.connect()
             let reference = database.reference(withPath: path)
-            let progress = Progress("import", total: plan.totalBytes, unit: "bytes")
+            // Counted in bytes of the file: each update advances by its share of the file.
+            let progress = FileShare(
+                Progress("import", total: bytes.count, unit: .bytes), fileBytes: bytes.count,
+                planBytes: plan.totalBytes)
             if let single = plan.singleValue {
                 // Without --merge, a tree that fits in one batch; with it, a leaf.
+                say("writing \(path) in one update")
                 try await connection.bounded("import") { try await reference.setValue(single) }
-                progress.advance(by: plan.totalBytes)
             } else {
-                if !merge { try await connection.bounded("import: remove") { try await reference.removeValue() } }
+                if !merge {
+                    say("removing what is at \(path)")
+                    try await connection.bounded("import: remove") { try await reference.removeValue() }
+                }
+                let updates = plan.batches.count + plan.priorityBatches.count
+                say("writing \(path) in \(updates) updates")
                 try await send(plan.batches, to: reference, progress: progress)
                 try await send(plan.priorityBatches, to: reference, progress: progress)
             }
-            progress.finish()
+            progress.progress.finish()
+        }
+    }
+
+    /// Progress in bytes of the file, from the bytes of the plan's entries sent so far.
+    final class FileShare {
+        let progress: Progress
+        let fileBytes: Int
+        let planBytes: Int
+        private var sent = 0
+
+        init(_ progress: Progress, fileBytes: Int, planBytes: Int) {
+            self.progress = progress
+            self.fileBytes = fileBytes
+            self.planBytes = max(planBytes, 1)
+        }
+
+        func advance(by entryBytes: Int) {
+            sent += entryBytes
+            progress.update(done: Int(Double(fileBytes) * Double(sent) / Double(planBytes)))
         }
     }
 
     /// Sends `batches` (in any order), `window` updates at a time.
     private func send(
-        _ batches: [[ImportPlan.Entry]], to reference: DatabaseReference, progress: Progress
+        _ batches: [[ImportPlan.Entry]], to reference: DatabaseReference, progress: FileShare
     ) async throws {
         let connection = self.connection
         try await withThrowingTaskGroup(of: Int.self) { group in

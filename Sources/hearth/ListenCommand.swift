@@ -45,6 +45,7 @@ struct ListenCommand: AsyncParsableCommand {
             let selected = query.apply(to: database.reference(withPath: path))
             let (stops, stop) = AsyncStream<CLIFailure?>.makeStream()
             let interrupt = Self.onInterrupt { stop.yield(nil) }
+            Self.reportConnection(of: database)
             let ordered = query.isSet
             let export = self.export
             for type in types {
@@ -79,6 +80,37 @@ struct ListenCommand: AsyncParsableCommand {
             members.append(JSONMember("prev", prev.map(JSONValue.string) ?? .null))
         }
         return .object(members)
+    }
+
+    /// Says on stderr when the connection is lost and when it is back (the client reconnects by
+    /// itself, and events resume with what changed meanwhile).
+    static func reportConnection(of database: Database) {
+        let url = database.url
+        let state = ConnectionState()
+        database.reference(withPath: ".info/connected").observe(.value) { snapshot in
+            let connected = snapshot.value as? Bool == true
+            switch state.change(to: connected) {
+            case .lost: writeError("hearth: lost the connection to \(url); reconnecting")
+            case .back: writeError("hearth: reconnected to \(url)")
+            case nil: break
+            }
+        }
+    }
+
+    /// Whether the connection was up, to report changes only (callbacks run one at a time).
+    final class ConnectionState: @unchecked Sendable {
+        enum Change { case lost, back }
+        private var connected = true
+        private var everLost = false
+
+        func change(to now: Bool) -> Change? {
+            defer { connected = now }
+            if connected && !now {
+                everLost = true
+                return .lost
+            }
+            return !connected && now && everLost ? .back : nil
+        }
     }
 
     /// Calls `handler` on SIGINT instead of dying, until the source is cancelled.

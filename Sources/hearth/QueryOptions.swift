@@ -52,6 +52,49 @@ struct QueryOptions: ParsableArguments {
             || endAt != nil || endBefore != nil || equalTo != nil || limitToFirst != nil || limitToLast != nil
     }
 
+    /// The flag for each name a query error may use: HearthClient's methods and the
+    /// protocol's query fields. Longer names come first, so that a name is never replaced inside
+    /// a longer one.
+    static let flagNames: [(String, String)] = [
+        ("queryOrdered(byChild:)", "--order-by-child"), ("queryOrderedByKey()", "--order-by-key"),
+        ("queryOrderedByValue()", "--order-by-value"), ("queryOrderedByPriority()", "--order-by-priority"),
+        ("queryLimited(toFirst:) or queryLimited(toLast:)", "--limit-to-first or --limit-to-last"),
+        ("queryStarting or queryEqual", "--start-at, --start-after or --equal-to"),
+        ("queryEnding or queryEqual", "--end-at, --end-before or --equal-to"),
+        ("multiple orderBy calls", "several orders"), ("startAfterKey", "--start-after-key"),
+        ("endBeforeKey", "--end-before-key"), ("startAtKey", "--start-at-key"), ("equalToKey", "--equal-to-key"),
+        ("endAtKey", "--end-at-key"), ("startAfter", "--start-after"), ("endBefore", "--end-before"),
+        ("startAt", "--start-at"), ("equalTo", "--equal-to"), ("endAt", "--end-at"),
+        ("limitToFirst", "--limit-to-first"), ("limitToLast", "--limit-to-last"), ("orderBy", "the order"),
+    ]
+
+    /// A query error in the terms of this command's flags: without the name of the HearthClient
+    /// method that found it (`queryStarting(atValue:childKey:): …`) and with each protocol field
+    /// (`startAtKey`) replaced by its flag (`--start-at-key`).
+    static func inFlagTerms(_ message: String) -> String {
+        var text = Substring(message)
+        // "queryStarting(atValue:childKey:): the reason" → "the reason".
+        if text.hasPrefix("query"), let close = text.firstRange(of: "): ") {
+            text = text[close.upperBound...]
+        }
+        var result = ""
+        var rest = text
+        outer: while !rest.isEmpty {
+            let startsWord = result.last.map { !($0.isLetter || $0.isNumber) } ?? true
+            if startsWord {
+                for (name, flag) in flagNames where rest.hasPrefix(name) {
+                    let after = rest.dropFirst(name.count)
+                    if let next = after.first, next.isLetter || next.isNumber { continue }
+                    result += flag
+                    rest = after
+                    continue outer
+                }
+            }
+            result.append(rest.removeFirst())
+        }
+        return result
+    }
+
     /// `reference` narrowed by the flags, in the order order, bounds, limit.
     func apply(to reference: DatabaseReference) -> DatabaseQuery {
         var query: DatabaseQuery = reference

@@ -17,10 +17,10 @@ struct HearthDaemon: AsyncParsableCommand {
         commandName: "hearthd",
         abstract: "Hearth: a realtime JSON database server.",
         discussion: """
-            Serves one JSON tree over TCP with a line-delimited JSON protocol (docs/PROTOCOL.md).
-            Settings come from, in increasing precedence: built-in defaults, the configuration
-            file (--config or HEARTH_CONFIG; see config/hearth.json for every option), the
-            environment (HEARTH_HOST, HEARTH_PORT, HEARTH_DATA_DIR, HEARTH_FSYNC,
+            Serves one JSON tree over TCP with a line-delimited JSON protocol (docs/PROTOCOL.md). \
+            Settings come from, in increasing precedence: built-in defaults, the configuration \
+            file (--config or HEARTH_CONFIG; see config/hearth.json for every option), the \
+            environment (HEARTH_HOST, HEARTH_PORT, HEARTH_DATA_DIR, HEARTH_FSYNC, \
             HEARTH_LOG_LEVEL) and these flags. SIGTERM or SIGINT shuts down gracefully.
             """,
         version: hearthVersion)
@@ -60,7 +60,7 @@ struct HearthDaemon: AsyncParsableCommand {
                 try settings.apply(setting: setting, text: text, source: "flag \(flag)")
             }
         } catch {
-            throw StartupError(message: error.message)
+            throw badSetting(error.message)
         }
         let level = settings.logLevel
         LoggingSystem.bootstrap { label in
@@ -71,12 +71,17 @@ struct HearthDaemon: AsyncParsableCommand {
         let logger = Logger(label: "hearthd")
         var rules = IndexRules()
         if let rulesFile = settings.rulesFile {
-            do { rules = try IndexRules(fileAt: rulesFile) } catch { throw StartupError(message: error.message) }
+            do { rules = try IndexRules(fileAt: rulesFile) } catch { throw badSetting(error.message) }
             logger.info("loaded index rules", metadata: ["file": "\(rulesFile)"])
         }
         // Signals are caught from before the server starts, so an early SIGTERM is graceful too.
         let termination = TerminationSignal()
-        let server = try await HearthServer.start(configuration: settings, rules: rules, logger: logger)
+        let server: HearthServer
+        do {
+            server = try await HearthServer.start(configuration: settings, rules: rules, logger: logger)
+        } catch let error as ListenError where error.isAddressInUse {
+            throw StartupError(message: "\(error.message) (another hearthd? set --port)")
+        }
         logger.info(
             "hearthd \(hearthVersion) serving \(settings.dataDirectory) on \(settings.host):\(server.port) (fsync \(settings.fsync.rawValue))"
         )

@@ -73,23 +73,27 @@ final class CLIProcess: @unchecked Sendable {
     private var err = Data()
     private let readers = DispatchGroup()
 
-    /// The `hearth` built beside the test bundle.
-    static func binaryURL() throws -> URL {
+    /// The executable `name` (`hearth`, `hearthd`) built beside the test bundle.
+    static func binaryURL(_ name: String = "hearth") throws -> URL {
         let testBinary = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
         var directory = testBinary.deletingLastPathComponent()
         for _ in 0..<4 {
-            let candidate = directory.appendingPathComponent("hearth")
+            let candidate = directory.appendingPathComponent(name)
             if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
             directory = directory.deletingLastPathComponent()
         }
-        throw TestFailure("hearth was not built beside the tests (swift test builds it; or run `swift build`)")
+        throw TestFailure("\(name) was not built beside the tests (swift test builds it; or run `swift build`)")
     }
 
-    init(_ arguments: [String], url: String?, stdin: String? = nil) throws {
-        process.executableURL = try Self.binaryURL()
+    init(
+        _ arguments: [String], url: String?, stdin: String? = nil, executable: String = "hearth",
+        environment extra: [String: String] = [:]
+    ) throws {
+        process.executableURL = try Self.binaryURL(executable)
         process.arguments = arguments
         var environment = ProcessInfo.processInfo.environment
         environment["HEARTH_URL"] = url
+        environment.merge(extra) { $1 }
         process.environment = environment
         let stdoutPipe = Pipe()
         let stderrPipe = Pipe()
