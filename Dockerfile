@@ -32,6 +32,9 @@ RUN groupadd --system hearth \
     && chown hearth:hearth /data
 COPY --from=build /out/hearthd /usr/local/bin/hearthd
 COPY config/hearth.json config/rules.json /etc/hearth/
+# The configuration (and through it the rules) is read from here, whatever command is given;
+# flags and HEARTH_* variables still override it.
+ENV HEARTH_CONFIG=/etc/hearth/hearth.json
 # Declared after the chown, so a new volume starts out owned by hearth.
 VOLUME ["/data"]
 USER hearth
@@ -40,8 +43,9 @@ EXPOSE 9000
 # hearthd shuts down gracefully on SIGTERM: goaway, answer what was received, exit 0.
 STOPSIGNAL SIGTERM
 # Healthy when the server accepts a connection and greets it with its hello line. Needs only bash,
-# head and grep, which the base image has. It assumes the default port 9000 inside the container.
+# head and grep, which the base image has. It connects to $HEARTH_PORT (9000 when unset): change
+# the port with HEARTH_PORT, not --port.
 HEALTHCHECK --interval=5s --timeout=3s --start-period=10s --retries=3 \
-    CMD ["bash", "-c", "exec 3<>/dev/tcp/127.0.0.1/9000 && head -n1 <&3 | grep -q '\"event\":\"hello\"'"]
+    CMD ["bash", "-c", "exec 3<>/dev/tcp/127.0.0.1/${HEARTH_PORT:-9000} && head -n1 <&3 | grep -q '\"event\":\"hello\"'"]
 ENTRYPOINT ["/usr/local/bin/hearthd"]
 CMD ["--host", "0.0.0.0", "--data-dir", "/data"]

@@ -105,10 +105,11 @@ final class GettingStartedTests: XCTestCase {
                     "triceratops": 22,
                 ],
             ]
-            try await db.reference(withPath: "facts").setValue(facts)
+            // `hearth import --merge / dinosaurs.json` in the guide.
+            try await db.reference().updateChildValues(facts)
 
-            let dinosaurs = db.reference(withPath: "facts/dinosaurs")
-            let scores = db.reference(withPath: "facts/scores")
+            let dinosaurs = db.reference(withPath: "dinosaurs")
+            let scores = db.reference(withPath: "scores")
             func keys(_ query: DatabaseQuery) async throws -> [String] {
                 try await query.getData().children.map(\.key)
             }
