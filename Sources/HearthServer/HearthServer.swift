@@ -1,3 +1,4 @@
+import HearthAuth
 public import HearthCore
 import HearthProtocol
 public import HearthStorage
@@ -5,6 +6,7 @@ public import Logging
 import NIOConcurrencyHelpers
 public import NIOCore
 import NIOPosix
+import NIOSSL
 
 /// The running database server: a TCP listener, its connections and the engine.
 ///
@@ -16,6 +18,8 @@ public final class HearthServer: Sendable {
     /// The bound address (with the actual port when 0 was asked for).
     public let localAddress: SocketAddress
     let engine: Engine
+    let security: SecurityState
+    private let tls: TLSSetup?
     private let ioGroup: MultiThreadedEventLoopGroup
     private let engineGroup: MultiThreadedEventLoopGroup
     private let listener: any Channel
@@ -29,13 +33,15 @@ public final class HearthServer: Sendable {
     public var port: Int { localAddress.port ?? configuration.port }
 
     private init(
-        configuration: ServerConfiguration, localAddress: SocketAddress, engine: Engine,
-        ioGroup: MultiThreadedEventLoopGroup, engineGroup: MultiThreadedEventLoopGroup,
+        configuration: ServerConfiguration, localAddress: SocketAddress, engine: Engine, security: SecurityState,
+        tls: TLSSetup?, ioGroup: MultiThreadedEventLoopGroup, engineGroup: MultiThreadedEventLoopGroup,
         listener: any Channel, registry: ConnectionRegistry, logger: Logger
     ) {
         self.configuration = configuration
         self.localAddress = localAddress
         self.engine = engine
+        self.security = security
+        self.tls = tls
         self.ioGroup = ioGroup
         self.engineGroup = engineGroup
         self.listener = listener
@@ -43,14 +49,30 @@ public final class HearthServer: Sendable {
         self.logger = logger
     }
 
-    /// Opens the data directory, recovers the database, and returns once the server accepts
-    /// connections. Throws `StorageError` when the directory is locked by another process or
+    /// Loads the rules, keys and certificates, opens the data directory, recovers the database,
+    /// and returns once the server accepts connections. Throws `ConfigurationError` for unusable
+    /// security settings (among them: no rules on a reachable address without `insecureOpen`,
+    /// security.md §2), and `StorageError` when the directory is locked by another process or
     /// its files are damaged (the message names the file and offset).
     /// `fileSystem` is the storage's seam to the disk (tests inject faults through it).
+    /// `clock` is the server's time in ms since the epoch (tests fix it, e.g. for the rules' `now`).
     public static func start(
-        configuration: ServerConfiguration, rules: IndexRules = IndexRules(),
-        fileSystem: any FileSystem = PosixFileSystem(), logger: Logger
+        configuration: ServerConfiguration, fileSystem: any FileSystem = PosixFileSystem(), logger: Logger,
+        clock: @escaping @Sendable () -> Int64 = wallClockMilliseconds
     ) async throws -> HearthServer {
+        let rules = try configuration.rulesFile.map { path throws(ConfigurationError) in try RuleSet(fileAt: path) }
+        let openWarning = try openModeWarning(configuration, hasRules: rules != nil)
+        if let openWarning { logger.warning("\(openWarning)") }
+        let verifier = try await TokenVerifier.load(configuration.tokens) { path in
+            guard let bytes = readWholeFile(path) else { throw ConfigurationError("can't read \(path)") }
+            return String(decoding: bytes, as: UTF8.self)
+        }
+        let tls = try TLSSetup.load(
+            certificate: configuration.tlsCertificate, key: configuration.tlsKey, clientCA: configuration.tlsClientCA)
+        let reachable = !isLoopback(configuration.host)
+        let security = SecurityState(
+            limits: configuration.protection, verifier: verifier, open: rules == nil,
+            helloWarning: reachable ? openWarning : nil)
         var options = StorageOptions.default
         options.fsync = configuration.fsync
         options.compactionMinBytes = configuration.compactionMinBytes
@@ -66,11 +88,11 @@ public final class HearthServer: Sendable {
             metadata: ["rev": "\(recovered.rev)", "dataDir": "\(configuration.dataDirectory)"])
         let engineGroup = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let ioGroup = MultiThreadedEventLoopGroup(numberOfThreads: System.coreCount)
-        let clock = wallClockMilliseconds
         let engine = Engine(
             loop: engineGroup.next(),
             database: Database(root: recovered.root, rev: recovered.rev, limits: configuration.limits),
-            storage: storage, rules: rules, strictIndexes: configuration.strictIndexes, logger: logger, clock: clock)
+            storage: storage, rules: rules, indexRules: IndexRules(), rulesFile: configuration.rulesFile,
+            security: security, strictIndexes: configuration.strictIndexes, logger: logger, clock: clock)
         if configuration.fsync == .everysec {
             engine.loop.scheduleRepeatedTask(initialDelay: .seconds(1), delay: .seconds(1)) { _ in engine.syncIfDue() }
         }
@@ -85,8 +107,11 @@ public final class HearthServer: Sendable {
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     let handler = ConnectionHandler(
-                        id: nextID.next(), engine: engine, configuration: configuration, registry: registry,
-                        logger: logger, clock: clock)
+                        id: nextID.next(), engine: engine, configuration: configuration, security: security,
+                        registry: registry, logger: logger, clock: clock)
+                    if let tls {
+                        try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: tls.context))
+                    }
                     try channel.pipeline.syncOperations.addHandler(
                         ByteToMessageHandler(LineFrameDecoder(maxLength: configuration.maxMessageBytes)))
                     try channel.pipeline.syncOperations.addHandler(handler)
@@ -105,8 +130,74 @@ public final class HearthServer: Sendable {
             throw DatabaseError(.internal, "the listening socket has no local address")
         }
         return HearthServer(
-            configuration: configuration, localAddress: address, engine: engine, ioGroup: ioGroup,
-            engineGroup: engineGroup, listener: listener, registry: registry, logger: logger)
+            configuration: configuration, localAddress: address, engine: engine, security: security, tls: tls,
+            ioGroup: ioGroup, engineGroup: engineGroup, listener: listener, registry: registry, logger: logger)
+    }
+
+    /// Security.md §2: with no rules the server is open. On loopback that is allowed with a
+    /// warning; on a reachable address only with `insecureOpen`. Returns the warning to log.
+    static func openModeWarning(
+        _ configuration: ServerConfiguration, hasRules: Bool
+    ) throws(ConfigurationError)
+        -> String?
+    {
+        guard !hasRules else { return nil }
+        if isLoopback(configuration.host) {
+            return
+                "no rulesFile: the server is OPEN (anyone who reaches \(configuration.host) may read and write everything); fine on your own machine, never on a reachable address"
+        }
+        guard configuration.insecureOpen else {
+            throw ConfigurationError(
+                "refusing to start open on \(configuration.host), which other machines can reach: give a rules file (rulesFile in the configuration, HEARTH_RULES_FILE) or, to accept the risk, --insecure-open (HEARTH_INSECURE_OPEN=1, insecureOpen: true)"
+            )
+        }
+        return
+            "insecureOpen: the server is OPEN on \(configuration.host): anyone who reaches it may read and write everything"
+    }
+
+    /// SIGHUP: re-reads the rules file, the JWT keys and the TLS files. What fails to load is
+    /// logged with the reason and the settings in use stay; returns those reasons.
+    @discardableResult
+    public func reload() async -> [String] {
+        var failures: [String] = []
+        if let path = configuration.rulesFile {
+            do {
+                let rules = try RuleSet(fileAt: path)
+                let done = engine.loop.makePromise(of: Void.self)
+                engine.submit(.replaceRules(rules, done))
+                try? await done.futureResult.get()
+                logger.notice("reloaded the rules", metadata: ["file": "\(path)"])
+            } catch {
+                failures.append(error.message)
+                logger.error("the rules were not reloaded; the old rules stay", metadata: ["error": "\(error.message)"])
+            }
+        }
+        do {
+            let verifier = try await TokenVerifier.load(configuration.tokens) { path in
+                guard let bytes = readWholeFile(path) else { throw ConfigurationError("can't read \(path)") }
+                return String(decoding: bytes, as: UTF8.self)
+            }
+            security.replaceVerifier(verifier)
+        } catch {
+            failures.append(error.message)
+            logger.error("the JWT keys were not reloaded; the old keys stay", metadata: ["error": "\(error.message)"])
+        }
+        if let tls {
+            do {
+                try tls.reload()
+                logger.notice("reloaded the TLS certificate")
+            } catch {
+                failures.append(error.message)
+                logger.error(
+                    "the TLS certificate was not reloaded; the old one stays", metadata: ["error": "\(error.message)"])
+            }
+        }
+        return failures
+    }
+
+    /// Security counters (denials, failed authentications, limit hits), for tests and metrics.
+    public var securityCounts: (denials: Int, failedAuths: Int, limitHits: Int) {
+        (security.counters.denials.count, security.counters.failedAuths.count, security.counters.limitHits.count)
     }
 
     /// Graceful shutdown; safe to call more than once (later calls wait for the first).
@@ -146,6 +237,11 @@ public final class HearthServer: Sendable {
         let (root, rev) = try await engine.snapshot().get()
         return (root, rev)
     }
+}
+
+/// Whether `host` is a loopback address (`127.0.0.0/8`, `::1`, `localhost`).
+func isLoopback(_ host: String) -> Bool {
+    host == "localhost" || host == "::1" || host == "[::1]" || host.hasPrefix("127.")
 }
 
 /// A thread-safe counter for connection ids.

@@ -40,6 +40,14 @@ struct HearthDaemon: AsyncParsableCommand {
     @Option(help: "When to force the log to disk: always, everysec or never (default always).")
     var fsync: String?
 
+    @Option(name: .customLong("rules-file"), help: "Security rules file (Firebase format; see docs/rules.md).")
+    var rulesFile: String?
+
+    @Flag(
+        name: .customLong("insecure-open"),
+        help: "Start without rules on an address other machines can reach (everyone may do everything).")
+    var insecureOpen = false
+
     @Option(
         name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical (default info).")
     var logLevel: String?
@@ -55,10 +63,12 @@ struct HearthDaemon: AsyncParsableCommand {
             let flags: [(String, String, String?)] = [
                 ("host", "--host", host), ("port", "--port", port.map(String.init)), ("dataDir", "--data-dir", dataDir),
                 ("fsync", "--fsync", fsync), ("logLevel", "--log-level", logLevel),
+                ("rulesFile", "--rules-file", rulesFile),
             ]
             for case (let setting, let flag, let text?) in flags {
                 try settings.apply(setting: setting, text: text, source: "flag \(flag)")
             }
+            if insecureOpen { settings.insecureOpen = true }
         } catch {
             throw badSetting(error.message)
         }
@@ -69,19 +79,19 @@ struct HearthDaemon: AsyncParsableCommand {
             return handler
         }
         let logger = Logger(label: "hearthd")
-        var rules = IndexRules()
-        if let rulesFile = settings.rulesFile {
-            do { rules = try IndexRules(fileAt: rulesFile) } catch { throw badSetting(error.message) }
-            logger.info("loaded index rules", metadata: ["file": "\(rulesFile)"])
-        }
         // Signals are caught from before the server starts, so an early SIGTERM is graceful too.
         let termination = TerminationSignal()
         let server: HearthServer
         do {
-            server = try await HearthServer.start(configuration: settings, rules: rules, logger: logger)
+            server = try await HearthServer.start(configuration: settings, logger: logger)
+        } catch let error as ConfigurationError {
+            throw badSetting(error.message)
         } catch let error as ListenError where error.isAddressInUse {
             throw StartupError(message: "\(error.message) (another hearthd? set --port)")
         }
+        if let rulesFile = settings.rulesFile { logger.info("rules in force", metadata: ["file": "\(rulesFile)"]) }
+        let reload = ReloadSignal { Task { await server.reload() } }
+        defer { reload.stop() }
         logger.info(
             "hearthd \(hearthVersion) serving \(settings.dataDirectory) on \(settings.host):\(server.port) (fsync \(settings.fsync.rawValue))"
         )
@@ -137,6 +147,21 @@ final class TerminationSignal: @unchecked Sendable {
             }
         }
     }
+}
+
+/// SIGHUP: reload the rules, the JWT keys and the TLS certificate (security.md §5, §7).
+final class ReloadSignal: @unchecked Sendable {
+    // Set once in `init`; the dispatch source is thread-safe.
+    private let source: any DispatchSourceSignal
+
+    init(_ action: @escaping @Sendable () -> Void) {
+        signal(SIGHUP, SIG_IGN)
+        source = DispatchSource.makeSignalSource(signal: SIGHUP, queue: DispatchQueue(label: "hearthd.sighup"))
+        source.setEventHandler(handler: action)
+        source.resume()
+    }
+
+    func stop() { source.cancel() }
 }
 
 /// A configuration problem found at startup: reported in one line, without the usage text.
