@@ -100,10 +100,22 @@ struct RuleRegex: Sendable {
 
     /// Whether the pattern matches somewhere in `text`.
     func matches(_ text: String) -> Bool {
-        var current = ThreadList(capacity: program.count)
-        var next = ThreadList(capacity: program.count)
-        var stack: [Int] = []
-        stack.reserveCapacity(8)
+        let n = program.count
+        // Two thread lists (dense + sparse each) and the closure stack, which never holds more
+        // than 2n + 1 entries (each instruction pushes at most two once it is marked). Small
+        // programs get their scratch space on the stack.
+        return withUnsafeTemporaryAllocation(of: Int.self, capacity: 6 * n + 1) { buffer in
+            buffer.initialize(repeating: 0)
+            var current = ThreadList(UnsafeMutableBufferPointer(rebasing: buffer[0..<2 * n]))
+            var next = ThreadList(UnsafeMutableBufferPointer(rebasing: buffer[2 * n..<4 * n]))
+            var stack = Stack(UnsafeMutableBufferPointer(rebasing: buffer[4 * n..<buffer.count]))
+            return run(text, &current, &next, &stack)
+        }
+    }
+
+    private func run(
+        _ text: String, _ current: inout ThreadList, _ next: inout ThreadList, _ stack: inout Stack
+    ) -> Bool {
         let scalars = text.unicodeScalars
         var position = scalars.startIndex
         let end = scalars.endIndex
@@ -137,21 +149,21 @@ struct RuleRegex: Sendable {
     /// Adds the thread at `pc` and everything reachable by empty moves; true when one reaches
     /// `match`.
     private func addThread(
-        _ pc: Int, to list: inout ThreadList, atStart: Bool, atEnd: Bool, stack: inout [Int]
+        _ pc: Int, to list: inout ThreadList, atStart: Bool, atEnd: Bool, stack: inout Stack
     ) -> Bool {
-        stack.append(pc)
-        while let pc = stack.popLast() {
+        stack.push(pc)
+        while let pc = stack.pop() {
             guard list.insert(pc) else { continue }
             switch program[pc] {
             case .match:
-                stack.removeAll(keepingCapacity: true)
+                stack.clear()
                 return true
-            case .jump(let target): stack.append(target)
+            case .jump(let target): stack.push(target)
             case .split(let a, let b):
-                stack.append(b)
-                stack.append(a)
-            case .begin: if atStart { stack.append(pc + 1) }
-            case .end: if atEnd { stack.append(pc + 1) }
+                stack.push(b)
+                stack.push(a)
+            case .begin: if atStart { stack.push(pc + 1) }
+            case .end: if atEnd { stack.push(pc + 1) }
             case .char, .any, .set: continue
             }
         }
@@ -159,15 +171,18 @@ struct RuleRegex: Sendable {
     }
 }
 
-/// A sparse set of program counters: O(1) insert, membership and clear.
+/// A sparse set of program counters over caller-provided memory: O(1) insert, membership and
+/// clear.
 private struct ThreadList {
-    var dense: [Int]
-    var sparse: [Int]
+    let dense: UnsafeMutableBufferPointer<Int>
+    let sparse: UnsafeMutableBufferPointer<Int>
     var count = 0
 
-    init(capacity: Int) {
-        dense = Array(repeating: 0, count: capacity)
-        sparse = Array(repeating: 0, count: capacity)
+    /// `memory` holds 2n initialized integers for a program of n instructions.
+    init(_ memory: UnsafeMutableBufferPointer<Int>) {
+        let half = memory.count / 2
+        dense = UnsafeMutableBufferPointer(rebasing: memory[0..<half])
+        sparse = UnsafeMutableBufferPointer(rebasing: memory[half..<memory.count])
     }
 
     /// Inserts `pc`; false when it was already present.
@@ -178,6 +193,27 @@ private struct ThreadList {
         dense[count] = pc
         count += 1
         return true
+    }
+
+    mutating func clear() { count = 0 }
+}
+
+/// A fixed-capacity stack over caller-provided memory.
+private struct Stack {
+    let memory: UnsafeMutableBufferPointer<Int>
+    var count = 0
+
+    init(_ memory: UnsafeMutableBufferPointer<Int>) { self.memory = memory }
+
+    mutating func push(_ value: Int) {
+        memory[count] = value
+        count += 1
+    }
+
+    mutating func pop() -> Int? {
+        guard count > 0 else { return nil }
+        count -= 1
+        return memory[count]
     }
 
     mutating func clear() { count = 0 }
