@@ -111,6 +111,7 @@ writes=$(scale 200000)
 pipelined=$(scale 400000)
 fan_writes=$(scale 200)
 handshakes=$(scale 5000)
+subscribes=$(scale 100000)
 for round in $(seq $rounds); do
     echo "==> round $round of $rounds" >&2
     start_server
@@ -120,10 +121,14 @@ for round in $(seq $rounds); do
     HEARTH_TOKEN=$token run "writes blog rules" writes --connections 50 --count "$writes" --seconds 20
     HEARTH_TOKEN=$token run "pipelined blog rules" pipelined --count "$pipelined" --seconds 20
 
+    start_server
+    HEARTH_TOKEN=$token run "subscribes open" subscribes --count "$subscribes" --seconds 20
     start_server --rules-file scripts/bench-rules/open.json
+    HEARTH_TOKEN=$token run "subscribes, rule without data" subscribes --count "$subscribes" --seconds 20
     HEARTH_TOKEN=$token run "fanout 10k, rule without data" fanout --subscribers 10000 --writes "$fan_writes" --window 20 --seconds 60
     start_server --rules-file scripts/bench-rules/guarded-fanout.json
     seed_member
+    HEARTH_TOKEN=$token run "subscribes, rule reading root" subscribes --count "$subscribes" --seconds 20
     HEARTH_TOKEN=$token run "fanout 10k, rule reading root" fanout --subscribers 10000 --writes "$fan_writes" --window 20 --seconds 60
 
     start_server
@@ -145,6 +150,8 @@ def median(label, field):
 pairs = [
     ("writes, 50 connections", "writes open", "writes blog rules", "opsPerSecond", "writes/s"),
     ("writes, 1 connection pipelined", "pipelined open", "pipelined blog rules", "opsPerSecond", "writes/s"),
+    ("subscribe, 1 connection", "subscribes open", "subscribes, rule without data", "subscribesPerSecond", "subscriptions/s"),
+    ("subscribe, 1 connection", "subscribes open", "subscribes, rule reading root", "subscribesPerSecond", "subscriptions/s"),
     ("fan-out to 10,000 subscriptions", "fanout 10k, rule without data", "fanout 10k, rule reading root", "eventsPerSecond", "events/s"),
     ("writes, 50 connections", "writes plain TCP", "writes TLS", "opsPerSecond", "writes/s"),
     ("new connections", "handshakes plain TCP", "handshakes TLS", "connectionsPerSecond", "connections/s"),

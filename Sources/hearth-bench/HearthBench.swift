@@ -11,6 +11,7 @@ struct HearthBench: AsyncParsableCommand {
         subcommands: [
             WritesScenario.self, PipelinedScenario.self, FanoutScenario.self, LatencyScenario.self,
             IdleScenario.self, MemoryScenario.self, ViewsScenario.self, QueryIndexScenario.self,
-            WriteWidthScenario.self, RestartScenario.self, HandshakesScenario.self,
+            WriteWidthScenario.self, RestartScenario.self, HandshakesScenario.self, SubscribesScenario.self,
+            RulesScenario.self,
         ])
 }
