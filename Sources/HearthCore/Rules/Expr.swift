@@ -84,8 +84,9 @@ indirect enum Expr: Sendable {
     }
 }
 
-/// One compiled rule: a `.read`, `.write` or `.validate` of one rule node.
-struct CompiledRule: Sendable {
+/// One compiled rule: a `.read`, `.write` or `.validate` of one rule node. A class, so that
+/// reaching a rule from its node costs one reference count, not one per field.
+final class CompiledRule: Sendable {
     let expr: Expr
     /// The expression as written (`true`/`false` for booleans).
     let source: String
@@ -95,6 +96,14 @@ struct CompiledRule: Sendable {
     let referencesData: Bool
     /// The value of a rule that is a boolean literal.
     let constant: Bool?
+
+    init(expr: Expr, source: String, rulePath: String, referencesData: Bool, constant: Bool?) {
+        self.expr = expr
+        self.source = source
+        self.rulePath = rulePath
+        self.referencesData = referencesData
+        self.constant = constant
+    }
 
     var deciding: DecidingRule { DecidingRule(path: rulePath, expression: source) }
 }

@@ -72,26 +72,76 @@ struct RuleEvaluator {
             }
         case .queryField(let field): return query.value(of: field)
         case .childPath(let receiver, let keys, let test):
+            if test { return .bool(!(try node(receiver)).descendant(keys).isEmpty) }
             guard case .snapshot(let snapshot) = try eval(receiver) else { throw RuleFault() }
-            if test { return .bool(!snapshot.node.descendant(keys).isEmpty) }
             return .snapshot(snapshot.child(keys))
-        case .call(let method, let receiver, let args): return try call(method, try eval(receiver), args)
+        case .call(let method, let receiver, let args):
+            switch method {
+            case .val, .hasChild, .hasChildren, .exists, .getPriority, .isNumber, .isString, .isBoolean:
+                return try nodeMethod(method, try node(receiver), args)
+            default: return try call(method, try eval(receiver), args)
+            }
         case .hasChildrenList(let receiver, let paths):
-            guard case .snapshot(let snapshot) = try eval(receiver) else { throw RuleFault() }
+            let node = try node(receiver)
             var all = true
             for path in paths {
                 switch path {
                 case .keys(let keys):
-                    if all, snapshot.node.descendant(keys).isEmpty { all = false }
+                    if all, node.descendant(keys).isEmpty { all = false }
                 case .expression(let e):
                     guard case .string(let text) = try eval(e) else { throw RuleFault() }
-                    if all, snapshot.node.descendant(childKeys(text)).isEmpty { all = false }
+                    if all, node.descendant(childKeys(text)).isEmpty { all = false }
                 }
             }
             return .bool(all)
         case .matches(let receiver, let regex):
             guard case .string(let s) = try eval(receiver) else { throw RuleFault() }
             return .bool(regex.matches(s))
+        }
+    }
+
+    /// The node of a snapshot-valued expression. Snapshots that are a variable followed by
+    /// constant `child()` steps are resolved by walking the node directly, without building a
+    /// `Snapshot`.
+    private func node(_ expr: Expr) throws(RuleFault) -> Node {
+        switch expr {
+        case .data: return dataNode
+        case .newData: return newDataNode
+        case .root: return oldRoot
+        case .childPath(let inner, let keys, false): return try node(inner).descendant(keys)
+        default:
+            guard case .snapshot(let snapshot) = try eval(expr) else { throw RuleFault() }
+            return snapshot.node
+        }
+    }
+
+    /// The snapshot methods that only need the node.
+    private func nodeMethod(_ method: Expr.Method, _ node: Node, _ args: [Expr]) throws(RuleFault) -> RuleValue {
+        switch method {
+        case .val:
+            switch node.content {
+            case .leaf(let leaf): return RuleValue(leaf: leaf)
+            case .children(let map): return map.isEmpty ? .null : .object
+            }
+        case .hasChild: return .bool(!node.descendant(childKeys(try string(args[0]))).isEmpty)
+        case .hasChildren: return .bool(!node.isLeaf && !node.isEmpty)
+        case .exists: return .bool(!node.isEmpty)
+        case .getPriority:
+            switch node.priority {
+            case .number(let n)?: return .number(n.doubleValue)
+            case .string(let s)?: return .string(s)
+            case nil: return .null
+            }
+        case .isNumber:
+            if case .number? = node.leafValue { return .bool(true) }
+            return .bool(false)
+        case .isString:
+            if case .string? = node.leafValue { return .bool(true) }
+            return .bool(false)
+        case .isBoolean:
+            if case .bool? = node.leafValue { return .bool(true) }
+            return .bool(false)
+        default: throw RuleFault()
         }
     }
 
@@ -134,36 +184,12 @@ struct RuleEvaluator {
     private func call(_ method: Expr.Method, _ receiver: RuleValue, _ args: [Expr]) throws(RuleFault) -> RuleValue {
         if method.isSnapshotMethod {
             guard case .snapshot(let snapshot) = receiver else { throw RuleFault() }
-            let node = snapshot.node
             switch method {
-            case .val:
-                switch node.content {
-                case .leaf(let leaf): return RuleValue(leaf: leaf)
-                case .children(let map): return map.isEmpty ? .null : .object
-                }
             case .child: return .snapshot(snapshot.child(childKeys(try string(args[0]))))
-            case .hasChild: return .bool(!node.descendant(childKeys(try string(args[0]))).isEmpty)
             case .parent:
                 guard let parent = snapshot.parent(in: snapshot.isNew ? newRoot : oldRoot) else { throw RuleFault() }
                 return .snapshot(parent)
-            case .hasChildren: return .bool(!node.isLeaf && !node.isEmpty)
-            case .exists: return .bool(!node.isEmpty)
-            case .getPriority:
-                switch node.priority {
-                case .number(let n)?: return .number(n.doubleValue)
-                case .string(let s)?: return .string(s)
-                case nil: return .null
-                }
-            case .isNumber:
-                if case .number? = node.leafValue { return .bool(true) }
-                return .bool(false)
-            case .isString:
-                if case .string? = node.leafValue { return .bool(true) }
-                return .bool(false)
-            case .isBoolean:
-                if case .bool? = node.leafValue { return .bool(true) }
-                return .bool(false)
-            default: throw RuleFault()
+            default: return try nodeMethod(method, snapshot.node, args)
             }
         }
         guard case .string(let s) = receiver else { throw RuleFault() }
@@ -224,6 +250,16 @@ struct RuleEvaluator {
 }
 
 extension Node {
+    /// The descendant at `keys` (empty when absent).
+    func descendant(_ keys: ArraySlice<Key>) -> Node {
+        var node = self
+        for key in keys {
+            node = node.child(key)
+            if node.isEmpty { return node }
+        }
+        return node
+    }
+
     /// The descendant at `keys` (empty when absent).
     func descendant(_ keys: [Key]) -> Node {
         var node = self

@@ -6,6 +6,8 @@ final class RuleNode: Sendable {
     let validate: CompiledRule?
     /// Literal children, looked up by key; a short list is scanned, a long one hashed.
     private let literalKeys: [Key]
+    /// The UTF-8 of each literal key (keys compare by code units, never canonically).
+    private let literalBytes: [[UInt8]]
     private let literalNodes: [RuleNode]
     private let literalIndex: [Key: Int]
     let wildcard: RuleNode?
@@ -22,6 +24,7 @@ final class RuleNode: Sendable {
         self.write = write
         self.validate = validate
         literalKeys = literals.map(\.0)
+        literalBytes = literals.map { Array($0.0.string.utf8) }
         literalNodes = literals.map(\.1)
         var index: [Key: Int] = [:]
         if literals.count > 8 {
@@ -37,10 +40,24 @@ final class RuleNode: Sendable {
     /// The literal child named `key`, if any.
     func literal(_ key: Key) -> RuleNode? {
         if literalIndex.isEmpty {
-            for i in literalKeys.indices where literalKeys[i] == key { return literalNodes[i] }
-            return nil
+            var text = key.string
+            return text.withUTF8 { bytes -> RuleNode? in
+                for i in literalKeys.indices where literalBytes[i].count == bytes.count {
+                    if Self.equal(literalBytes[i], bytes) { return literalNodes[i] }
+                }
+                return nil
+            }
         }
         return literalIndex[key].map { literalNodes[$0] }
+    }
+
+    private static func equal(_ a: [UInt8], _ b: UnsafeBufferPointer<UInt8>) -> Bool {
+        var i = 0
+        while i < b.count {
+            if a[i] != b[i] { return false }
+            i += 1
+        }
+        return true
     }
 
     /// The rule node for the child `key` (§2): the literal one, else the wildcard, else nil (the

@@ -105,7 +105,10 @@ struct RuleRegex: Sendable {
         // than 2n + 1 entries (each instruction pushes at most two once it is marked). Small
         // programs get their scratch space on the stack.
         return withUnsafeTemporaryAllocation(of: Int.self, capacity: 6 * n + 1) { buffer in
-            buffer.initialize(repeating: 0)
+            // Only the sparse halves are read before written; Int is trivial, so the dense halves
+            // and the stack may start uninitialized.
+            UnsafeMutableBufferPointer(rebasing: buffer[n..<2 * n]).initialize(repeating: 0)
+            UnsafeMutableBufferPointer(rebasing: buffer[3 * n..<4 * n]).initialize(repeating: 0)
             var current = ThreadList(UnsafeMutableBufferPointer(rebasing: buffer[0..<2 * n]))
             var next = ThreadList(UnsafeMutableBufferPointer(rebasing: buffer[2 * n..<4 * n]))
             var stack = Stack(UnsafeMutableBufferPointer(rebasing: buffer[4 * n..<buffer.count]))

@@ -40,58 +40,72 @@ public struct RuleSet: Sendable {
     public func checkRead(path: Path, query: RuleQuery?, auth: AuthContext?, root tree: Node, now: Int64) -> RuleVerdict
     {
         let segments = path.segments
-        var evaluator = RuleEvaluator(
-            auth: auth, now: Double(now), query: query ?? .none, oldRoot: tree, newRoot: tree, path: segments,
-            depth: 0, dataNode: tree, newDataNode: tree)
         var node = root
+        var depth = 0
+        // Constant rules need no evaluator; one is made at the first rule that does.
+        var evaluator: RuleEvaluator?
         while true {
-            if let read = node.read, evaluator.evaluate(read) {
-                return RuleVerdict(
-                    allowed: true, decidingRule: read.deciding,
-                    explanation: "\(read.rulePath) granted the read of \(path)"
-                )
+            if let read = node.read {
+                let granted: Bool
+                if let constant = read.constant {
+                    granted = constant
+                } else {
+                    if evaluator == nil {
+                        let here = tree.descendant(segments[0..<depth])
+                        evaluator = RuleEvaluator(
+                            auth: auth, now: Double(now), query: query ?? .none, oldRoot: tree, newRoot: tree,
+                            path: segments, depth: depth, dataNode: here, newDataNode: here)
+                    }
+                    granted = evaluator?.evaluate(read) ?? false
+                }
+                if granted {
+                    return RuleVerdict(
+                        allowed: true, decidingRule: read.deciding, reason: .readGranted(rule: read.rulePath, at: path))
+                }
             }
-            guard evaluator.depth < segments.count, let next = node.child(segments[evaluator.depth]) else { break }
-            evaluator.dataNode = evaluator.dataNode.child(segments[evaluator.depth])
-            evaluator.newDataNode = evaluator.dataNode
-            evaluator.depth += 1
+            guard depth < segments.count, let next = node.child(segments[depth]) else { break }
+            if evaluator != nil {
+                let child = evaluator?.dataNode.child(segments[depth]) ?? .empty
+                evaluator?.dataNode = child
+                evaluator?.newDataNode = child
+                evaluator?.depth = depth + 1
+            }
+            depth += 1
             node = next
         }
-        return RuleVerdict(allowed: false, decidingRule: nil, explanation: "no .read rule granted at \(path)")
+        return RuleVerdict(allowed: false, decidingRule: nil, reason: .readDenied(at: path))
     }
 
-    /// Write check (rules.md §5.1): every target's `.write` chain on (`before`, `after`), then
-    /// `.validate` on the ancestors and on the written subtree of each target in `after`.
+    /// Write check (rules.md §5.1): every target's `.write` chain on (`before`, `after`), and
+    /// `.validate` on the ancestors and on the written subtree of each target in `after`. A
+    /// target without permission is reported before any failed validation.
     /// `targets` are node paths (never ending in `.priority`); `after` is the whole new tree with
     /// the write applied (server values resolved).
     public func checkWrite(
         targets: [Path], before: Node, after: Node, auth: AuthContext?, now: Int64
     ) -> RuleVerdict {
         guard let first = targets.first else {
-            return RuleVerdict(allowed: true, decidingRule: nil, explanation: "nothing to write")
+            return RuleVerdict(allowed: true, decidingRule: nil, reason: .nothingToWrite)
         }
         var evaluator = RuleEvaluator(
             auth: auth, now: Double(now), query: .none, oldRoot: before, newRoot: after, path: first.segments,
             depth: 0, dataNode: before, newDataNode: after)
         var granting: CompiledRule?
+        var walk = WriteWalk(targets: targets.count)
         for target in targets {
-            guard let rule = permission(target, &evaluator) else {
-                return RuleVerdict(
-                    allowed: false, decidingRule: nil, explanation: "no .write rule granted at \(target)")
+            guard let rule = walk.check(target, from: root, &evaluator) else {
+                return RuleVerdict(allowed: false, decidingRule: nil, reason: .writeDenied(at: target))
             }
             if granting == nil { granting = rule }
         }
-        if let failure = validation(targets, &evaluator) {
+        if let failure = walk.failure {
             return RuleVerdict(
                 allowed: false, decidingRule: failure.rule.deciding,
-                explanation: "\(failure.rule.rulePath) failed at \(failure.path)")
+                reason: .validateFailed(rule: failure.rule.rulePath, at: failure.path))
         }
-        let deciding = granting?.deciding
-        let explanation =
-            targets.count == 1
-            ? "\(granting?.rulePath ?? ".write") granted the write of \(first)"
-            : "\(granting?.rulePath ?? ".write") granted the write of \(first); every target was granted and validated"
-        return RuleVerdict(allowed: true, decidingRule: deciding, explanation: explanation)
+        return RuleVerdict(
+            allowed: true, decidingRule: granting?.deciding,
+            reason: .writeGranted(rule: granting?.rulePath ?? ".write", at: first, targets: targets.count))
     }
 
     /// Whether any `.read` rule on the chain of `path` refers to `root` or `data`, so that a

@@ -1,68 +1,54 @@
-/// The two walks of a write check (rules.md §5.1).
-extension RuleSet {
+/// The walks of a write check (rules.md §5.1), one per target: down the rule chain of the target
+/// evaluating `.write` until one grants and `.validate` on the ancestors that exist in the new
+/// tree, then through the new subtree of the target. Both trees are descended once per target.
+struct WriteWalk {
     /// A `.validate` that failed, and where.
     struct ValidationFailure {
         let rule: CompiledRule
         let path: Path
     }
 
-    /// Walks the rule chain of `target` from the root and returns the first `.write` that is
-    /// true, or nil when none is (or the chain ends first).
-    func permission(_ target: Path, _ evaluator: inout RuleEvaluator) -> CompiledRule? {
+    /// The first failed validation; once set, no more `.validate` is evaluated (permission still
+    /// is, so that a denied target is reported first).
+    private(set) var failure: ValidationFailure?
+    /// Ancestors already validated for an earlier target (only kept for several targets).
+    private var validatedAncestors: Set<Path> = []
+    private let several: Bool
+
+    init(targets: Int) { several = targets > 1 }
+
+    /// Checks one target; returns the granting `.write`, or nil when none grants (or the chain
+    /// ends first).
+    mutating func check(_ target: Path, from root: RuleNode, _ evaluator: inout RuleEvaluator) -> CompiledRule? {
         let segments = target.segments
         evaluator.path = segments
         evaluator.depth = 0
         evaluator.dataNode = evaluator.oldRoot
         evaluator.newDataNode = evaluator.newRoot
         var node = root
+        var granted: CompiledRule?
         while true {
-            if let write = node.write, evaluator.evaluate(write) { return write }
-            guard evaluator.depth < segments.count, let next = node.child(segments[evaluator.depth]) else {
-                return nil
+            if granted == nil, let write = node.write, evaluator.evaluate(write) { granted = write }
+            let depth = evaluator.depth
+            if depth == segments.count { break }
+            // An ancestor, strictly above the target.
+            if failure == nil, let validate = node.validate, !evaluator.newDataNode.isEmpty,
+                !several || validatedAncestors.insert(Path(Array(segments[0..<depth]))).inserted,
+                !evaluator.evaluate(validate)
+            {
+                failure = ValidationFailure(rule: validate, path: Path(Array(segments[0..<depth])))
             }
-            let key = segments[evaluator.depth]
+            guard let next = node.child(segments[depth]) else { return granted }
+            if granted != nil, failure != nil || !next.hasValidateBelow { return granted }
+            let key = segments[depth]
             evaluator.dataNode = evaluator.dataNode.child(key)
             evaluator.newDataNode = evaluator.newDataNode.child(key)
-            evaluator.depth += 1
+            evaluator.depth = depth + 1
             node = next
         }
-    }
-
-    /// Evaluates every `.validate` of §5.1 step 2 for all targets: the ancestors of each target
-    /// that exist in the new tree (each once), then every non-null node of each target's new
-    /// subtree that has a rule node with `.validate` below it. Returns the first failure.
-    func validation(_ targets: [Path], _ evaluator: inout RuleEvaluator) -> ValidationFailure? {
-        var validatedAncestors: Set<Path> = []
-        for target in targets {
-            let segments = target.segments
-            evaluator.path = segments
-            evaluator.depth = 0
-            evaluator.dataNode = evaluator.oldRoot
-            evaluator.newDataNode = evaluator.newRoot
-            var node = root
-            // Ancestors, strictly above the target.
-            while evaluator.depth < segments.count {
-                if !node.hasValidateBelow { break }
-                if let validate = node.validate, !evaluator.newDataNode.isEmpty {
-                    var fresh = true
-                    if targets.count > 1 {
-                        fresh = validatedAncestors.insert(Path(Array(segments[0..<evaluator.depth]))).inserted
-                    }
-                    if fresh, !evaluator.evaluate(validate) {
-                        return ValidationFailure(rule: validate, path: Path(Array(segments[0..<evaluator.depth])))
-                    }
-                }
-                guard let next = node.child(segments[evaluator.depth]) else { break }
-                let key = segments[evaluator.depth]
-                evaluator.dataNode = evaluator.dataNode.child(key)
-                evaluator.newDataNode = evaluator.newDataNode.child(key)
-                evaluator.depth += 1
-                node = next
-            }
-            guard evaluator.depth == segments.count, node.hasValidateBelow else { continue }
-            if let failure = validateSubtree(node, &evaluator) { return failure }
-        }
-        return nil
+        guard granted != nil else { return nil }
+        if failure == nil, node.hasValidateBelow { failure = validateSubtree(node, &evaluator) }
+        return granted
     }
 
     /// Validates the node at the evaluator's location and its new subtree. The evaluator's path
