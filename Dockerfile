@@ -31,7 +31,13 @@ RUN groupadd --system hearth \
     && mkdir -p /data /etc/hearth \
     && chown hearth:hearth /data
 COPY --from=build /out/hearthd /usr/local/bin/hearthd
-COPY config/hearth.json config/rules.json /etc/hearth/
+# The image is reachable from other machines, so its rules require sign-in; users authenticate
+# with JWTs signed with HEARTH_JWT_SECRET (or the keys in jwtPublicKeys), admins with
+# HEARTH_ADMIN_SECRET. Pass secrets with -e or an env file, never as arguments.
+COPY config/hearth.json /etc/hearth/
+COPY config/docker/rules.json /etc/hearth/rules.json
+# setRules (and `hearth rules set`) writes the rules back next to them, atomically.
+RUN chown -R hearth:hearth /etc/hearth
 # The configuration (and through it the rules) is read from here, whatever command is given;
 # flags and HEARTH_* variables still override it.
 ENV HEARTH_CONFIG=/etc/hearth/hearth.json

@@ -66,11 +66,17 @@ openssl x509 -req -in "$work/server.csr" -CA "$work/ca.crt" -CAkey "$work/ca.key
     -out "$work/server.crt" -days 1 -extfile "$work/san.ext" 2>/dev/null
 
 port=""
-start_server() { # extra hearthd flags...
+# The per-connection write rate limit is off (these scenarios measure throughput); TLS needs its
+# own configuration file, which also turns it off.
+echo '{"maxWritesPerSecondPerConnection": 0}' >"$work/base.json"
+
+start_server() { # extra hearthd flags (a --config replaces base.json)...
     stop_server
+    local config=(--config "$work/base.json")
+    case " $* " in *" --config "*) config=() ;; esac
     rm -rf "$work/data"
     port=$(free_port)
-    "$bin/hearthd" --port "$port" --data-dir "$work/data" --fsync never --log-level error "$@" &
+    "$bin/hearthd" --port "$port" --data-dir "$work/data" --fsync never --log-level error "${config[@]}" "$@" &
     server_pid=$!
     for _ in $(seq 200); do
         (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && return 0
@@ -92,7 +98,7 @@ print(json.dumps(line))' "$label" | tee -a "$results"
 
 tls_config() {
     cat >"$work/tls.json" <<EOF
-{"tlsCertificate": "$work/server.crt", "tlsKey": "$work/server.key"}
+{"tlsCertificate": "$work/server.crt", "tlsKey": "$work/server.key", "maxWritesPerSecondPerConnection": 0}
 EOF
     echo "$work/tls.json"
 }

@@ -51,16 +51,24 @@ wait_for_hello() {
     return 1
 }
 
-# Sends a set and a get to a fresh server at $1:$2 and checks the answers.
+# The admin secret of the servers started here (a throwaway, passed in the environment).
+export HEARTH_ADMIN_SECRET="smoke-$RANDOM$RANDOM$RANDOM"
+
+# Checks that a fresh server at $1:$2, under the image's locked rules, refuses an unauthenticated
+# write, then accepts a set and a get from an admin.
 check_set_and_get() {
     local host=$1 port=$2 output
     output=$(talk "$host" "$port" \
+        '{"op":"set","id":0,"path":"/smoke","value":1}' \
+        "{\"op\":\"auth\",\"id\":\"a\",\"token\":\"$HEARTH_ADMIN_SECRET\"}" \
         '{"op":"set","id":1,"path":"/smoke","value":{"ok":true}}' \
         '{"op":"get","id":2,"path":"/smoke"}')
-    printf '%s\n' "$output" | sed 's/^/    /'
-    local hello set get
-    { IFS= read -r hello; IFS= read -r set; IFS= read -r get; } <<<"$output"
+    printf '%s\n' "$output" | sed "s/$HEARTH_ADMIN_SECRET/<secret>/; s/^/    /"
+    local hello denied auth set get
+    { IFS= read -r hello; IFS= read -r denied; IFS= read -r auth; IFS= read -r set; IFS= read -r get; } <<<"$output"
     [[ $hello == '{"event":"hello","protocol":1,'* ]] || fail "unexpected hello: $hello"
+    [[ $denied == *'"code":"permission_denied"'* ]] || fail "an unauthenticated set was not refused: $denied"
+    [[ $auth == '{"id":"a","ok":true,"auth":{"admin":true}}' ]] || fail "unexpected answer to auth: $auth"
     [[ $set == '{"id":1,"ok":true,"rev":1}' ]] || fail "unexpected answer to set: $set"
     [[ $get == '{"id":2,"ok":true,"value":{"ok":true},"rev":1}' ]] || fail "unexpected answer to get: $get"
 }
@@ -71,7 +79,7 @@ smoke_docker() {
 
     log "starting a container"
     local cid
-    cid=$(docker run -d -p 127.0.0.1::9000 "$IMAGE")
+    cid=$(docker run -d -p 127.0.0.1::9000 -e HEARTH_ADMIN_SECRET "$IMAGE")
     # shellcheck disable=SC2064  # expand $cid now
     trap "docker rm -f $cid >/dev/null 2>&1 || true" EXIT
     local port
@@ -138,7 +146,8 @@ smoke_local() {
         port=$((20000 + RANDOM % 40000))
         if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then continue; fi
         log "starting $bin on 127.0.0.1:$port with data directory $dir"
-        "$bin" --host 127.0.0.1 --port "$port" --data-dir "$dir/data" >"$dir/log" 2>&1 &
+        "$bin" --host 127.0.0.1 --port "$port" --data-dir "$dir/data" --rules-file config/docker/rules.json \
+            >"$dir/log" 2>&1 &
         pid=$!
         if wait_for_hello 127.0.0.1 "$port" 30 "$pid"; then break; fi
         if kill -0 "$pid" 2>/dev/null; then

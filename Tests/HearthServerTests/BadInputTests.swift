@@ -143,7 +143,7 @@ final class BadInputTests: XCTestCase {
         }
     }
 
-    func testInvalidQueriesAndAuthAreRefused() async throws {
+    func testInvalidQueriesAndMalformedSecurityRequestsAreRefused() async throws {
         try await withLiveServer { server in
             let c = try TestClient(port: server.port)
             try self.assertError(c, #"{"op":"get","path":"/","query":{"limitToFirst":0}}"#, code: "invalid_query")
@@ -151,7 +151,12 @@ final class BadInputTests: XCTestCase {
                 c, #"{"op":"get","path":"/","query":{"orderBy":"$key","startAt":1}}"#, code: "invalid_query")
             try self.assertError(c, #"{"op":"subscribe","path":"/","query":{"bogus":1}}"#, code: "invalid_query")
             try self.assertError(c, #"{"op":"get","path":"/","query":[1]}"#, code: "invalid_query")
-            try self.assertError(c, #"{"op":"auth","token":"t"}"#, code: "unknown_op")
+            try self.assertError(c, #"{"op":"auth"}"#, code: "bad_request", contains: "token")
+            try self.assertError(c, #"{"op":"auth","token":""}"#, code: "bad_request", contains: "token")
+            try self.assertError(c, #"{"op":"setRules","rules":7}"#, code: "bad_request", contains: "rules")
+            try self.assertError(c, #"{"op":"setRules","rules":{"rules":{".read":"1 +"}}}"#, code: "invalid_rules")
+            try self.assertError(c, #"{"op":"simulate","request":{"op":"ping"}}"#, code: "bad_request")
+            try self.assertError(c, #"{"op":"simulate","as":5,"request":{"op":"get","path":"/"}}"#, code: "bad_request")
         }
     }
 

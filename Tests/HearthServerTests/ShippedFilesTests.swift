@@ -26,7 +26,7 @@ final class ShippedFilesTests: XCTestCase {
     }
 
     func testEveryOrderingTheGuideQueriesIsDeclaredInTheExampleRules() throws {
-        let rules = try IndexRules(json: JSONParser.parse(text("config/rules.json")))
+        let rules = try RuleSet(source: text("config/rules.json")).indexRules
         var checked = 0
         for words in try guideCommands() where words.count > 2 && ["get", "listen"].contains(words[1]) {
             let path = try Path.parse(words[2])
@@ -66,9 +66,19 @@ final class ShippedFilesTests: XCTestCase {
         }
     }
 
+    func testTheDockerRulesRequireSignInAndTheExampleRulesAreOpen() throws {
+        let locked = try RuleSet(source: text("config/docker/rules.json"))
+        let user = AuthContext(uid: "u", provider: "custom", claims: .object([]), expiresAt: nil)
+        XCTAssertFalse(locked.checkRead(path: .root, query: nil, auth: nil, root: .empty, now: 0).allowed)
+        XCTAssertTrue(locked.checkRead(path: .root, query: nil, auth: user, root: .empty, now: 0).allowed)
+        let open = try RuleSet(source: text("config/rules.json"))
+        XCTAssertTrue(open.checkRead(path: .root, query: nil, auth: nil, root: .empty, now: 0).allowed)
+    }
+
     func testDockerImageUsesItsConfigurationAndChecksItsOwnPort() throws {
         let dockerfile = try text("Dockerfile")
-        XCTAssertTrue(dockerfile.contains("COPY config/hearth.json config/rules.json /etc/hearth/"))
+        XCTAssertTrue(dockerfile.contains("COPY config/hearth.json /etc/hearth/"))
+        XCTAssertTrue(dockerfile.contains("COPY config/docker/rules.json /etc/hearth/rules.json"))
         let lines = dockerfile.split(separator: "\n").map(String.init)
         let usesConfig =
             lines.contains { $0.hasPrefix("ENV HEARTH_CONFIG=/etc/hearth/hearth.json") }
