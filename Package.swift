@@ -121,7 +121,7 @@ let package = Package(
         .testTarget(
             name: "HearthClientTests",
             dependencies: [
-                "HearthClient", "HearthServer", "HearthCore", "HearthJSON",
+                "HearthClient", "HearthServer", "HearthCore", "HearthJSON", "HearthAuth",
                 .product(name: "Logging", package: "swift-log"),
             ]),
         // Runs the built `hearth` executable against an in-process server.

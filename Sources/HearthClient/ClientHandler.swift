@@ -28,6 +28,7 @@ final class ClientHandler: ChannelInboundHandler {
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         repo.logger.debug("connection error", metadata: ["error": "\(error)"])
+        repo.channelErrorCaught(error, on: context.channel)
         context.close(promise: nil)
     }
 }

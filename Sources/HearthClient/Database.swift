@@ -23,17 +23,29 @@ public final class Database: Sendable {
         public var eventLoopGroup: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
         /// Debug and trace logging of the connection.
         public var logger = Logger(label: "hearth.client")
+        /// Where tokens come from: called on every new connection (the first and each
+        /// reconnect) before any request is sent, and again when the server revokes the
+        /// connection's identity (`auth_revoked`, e.g. an expired token). Return a JWT or an
+        /// admin secret, or nil to stay unauthenticated; a throwing provider counts as nil.
+        /// Requests wait while it runs. `Database.auth(token:)` and `unauth()` take over from it.
+        public var tokenProvider: (@Sendable () async throws -> String?)?
+        /// The certificate authorities that vouch for a `hearths://` server: the system's
+        /// roots by default. Plain `hearth://` URLs do not use TLS.
+        public var tlsTrustRoots: TLSTrustRoots = .system
+        /// A client certificate for `hearths://` servers that require one (mutual TLS).
+        public var tlsClientCertificate: TLSClientCertificate?
 
         public init(callbackQueue: DispatchQueue = DispatchQueue(label: "hearth.client.callbacks")) {
             self.callbackQueue = callbackQueue
         }
     }
 
-    /// `hearth://host:port`.
+    /// `hearth://host:port`, or `hearths://host:port` for TLS.
     public let url: String
     let repo: Repo
 
-    /// Connects to the server at `url` (`hearth://host[:port]`, port 9000 by default).
+    /// Connects to the server at `url` (`hearth://host[:port]`, port 9000 by default;
+    /// `hearths://` for TLS).
     /// An invalid URL is a programmer error and traps; use `init(validatingURL:)` for input.
     public convenience init(url: String, configuration: Configuration = Configuration()) {
         do {

@@ -1,15 +1,25 @@
-/// A parsed `hearth://host[:port]` URL.
+/// A parsed `hearth://host[:port]` or `hearths://host[:port]` URL.
 struct DatabaseURL: Sendable, Equatable {
     static let defaultPort = 9000
 
     let host: String
     let port: Int
+    /// `hearths://`: the connection speaks TLS and verifies the server's certificate.
+    let tls: Bool
 
-    /// Parses `hearth://host[:port][/]`; IPv6 hosts go in brackets (`hearth://[::1]:9000`).
+    /// Parses `hearth://host[:port][/]` (plain TCP) or `hearths://host[:port][/]` (TLS); IPv6
+    /// hosts go in brackets (`hearth://[::1]:9000`).
     init(_ string: String) throws(HearthError) {
-        let prefix = "hearth://"
-        guard string.hasPrefix(prefix) else {
-            throw HearthError(.invalidURL, "\"\(string)\" is not a Hearth URL: it must start with hearth://")
+        let prefix: String
+        if string.hasPrefix("hearths://") {
+            prefix = "hearths://"
+            tls = true
+        } else if string.hasPrefix("hearth://") {
+            prefix = "hearth://"
+            tls = false
+        } else {
+            throw HearthError(
+                .invalidURL, "\"\(string)\" is not a Hearth URL: it must start with hearth:// (or hearths:// for TLS)")
         }
         var rest = Substring(string.dropFirst(prefix.count))
         if rest.hasSuffix("/") { rest = rest.dropLast() }
@@ -34,7 +44,7 @@ struct DatabaseURL: Sendable, Equatable {
             host = rest
         }
         guard !host.isEmpty, !host.contains("/") else {
-            throw HearthError(.invalidURL, "\"\(string)\" has no host (expected hearth://host:port)")
+            throw HearthError(.invalidURL, "\"\(string)\" has no host (expected \(prefix)host:port)")
         }
         var port = Self.defaultPort
         if let portText {
@@ -48,6 +58,7 @@ struct DatabaseURL: Sendable, Equatable {
     }
 
     var description: String {
-        host.contains(":") ? "hearth://[\(host)]:\(port)" : "hearth://\(host):\(port)"
+        let scheme = tls ? "hearths" : "hearth"
+        return host.contains(":") ? "\(scheme)://[\(host)]:\(port)" : "\(scheme)://\(host):\(port)"
     }
 }

@@ -16,8 +16,15 @@ public struct HearthError: Error, Sendable, Equatable, CustomStringConvertible {
         case invalidQuery = "invalid_query"
         case tooLarge = "too_large"
         case tooDeep = "too_deep"
+        /// The rules do not allow the operation (`path` names where it was denied).
         case permissionDenied = "permission_denied"
+        /// `auth` with a token that is neither a valid JWT nor an admin secret; the message says why.
         case invalidToken = "invalid_token"
+        /// `setRules` with a rules document that does not compile; the message names the rule's
+        /// path, line and column.
+        case invalidRules = "invalid_rules"
+        /// The connection did not authenticate within the server's `authTimeoutSeconds`.
+        case unauthenticated = "unauthenticated"
         case indexNotDefined = "index_not_defined"
         case notFound = "not_found"
         case overloaded = "overloaded"
@@ -39,6 +46,10 @@ public struct HearthError: Error, Sendable, Equatable, CustomStringConvertible {
 
     public let code: Code
     public let message: String
+    /// For `permission_denied`: the path of the denied operation (the one the request named).
+    public internal(set) var path: String?
+    /// For `overloaded` when waiting helps: the milliseconds the server asks to wait before retrying.
+    public internal(set) var retryAfterMs: Int?
 
     public init(_ code: Code, _ message: String) {
         self.code = code
@@ -58,5 +69,6 @@ extension HearthError {
     init(wire: JSONValue) {
         let code = wire["code"]?.stringValue.flatMap(Code.init(rawValue:)) ?? .internal
         self.init(code, wire["message"]?.stringValue ?? "the server reported an error without a message")
+        self.retryAfterMs = wire["retryAfterMs"]?.int64Value.map { Int(clamping: $0) }
     }
 }

@@ -99,8 +99,12 @@ extension Repo {
         guard let listener = subscriptions[sub] else { return }
         let type = json["event"]?.stringValue
         if type == "cancel" {
+            // The server has dropped the subscription already: nothing to unsubscribe.
             subscriptions[sub] = nil
-            cancel(listener, HearthError(wire: json["error"] ?? .null))
+            listener.sub = nil
+            var error = HearthError(wire: json["error"] ?? .null)
+            if error.code == .permissionDenied { error.path = listener.path.description }
+            cancel(listener, error)
             return
         }
         let node = ValueConversion.node(fromServer: json["value"] ?? .null)

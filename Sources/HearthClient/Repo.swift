@@ -36,7 +36,7 @@ final class Repo: @unchecked Sendable {
 
     // MARK: Loop-confined state
 
-    private var channel: (any Channel)?
+    private(set) var channel: (any Channel)?
     private var connecting = false
     private var wantsOnline = true
     private var attempt = 0
@@ -45,13 +45,15 @@ final class Repo: @unchecked Sendable {
     /// Sent, in order, waiting for their responses.
     private var inFlight = CircularBuffer<Outgoing>()
     /// User requests made while disconnected, in order.
-    private var queued: [Outgoing] = []
+    var queued: [Outgoing] = []
     /// Live server subscriptions of the current connection.
     var subscriptions: [Int: Listener] = [:]
     var onDisconnectEntries: [OnDisconnectEntry] = []
     var nextOnDisconnectID = 1
     /// The client-made `/.info` tree.
     var infoRoot: Node = .empty
+    /// The credential, whether requests wait for an `auth`, and TLS (see Repo+Auth, Repo+TLS).
+    var security = ConnectionSecurity()
     /// Whether the current connection's hello has arrived (`.info/connected` is true).
     private var greeted = false
     /// Why the last connection attempt failed; nil once a connection is greeted.
@@ -124,6 +126,7 @@ final class Repo: @unchecked Sendable {
             .connectTimeout(configuration.connectTimeout)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
+                    try self.addTLSHandler(to: channel)
                     try channel.pipeline.syncOperations.addHandler(
                         ByteToMessageHandler(LineFrameDecoder(maxLength: Int(Int32.max))))
                     try channel.pipeline.syncOperations.addHandler(ClientHandler(repo: self))
@@ -165,7 +168,13 @@ final class Repo: @unchecked Sendable {
             return
         }
         self.channel = channel
-        // Rebuild the connection's state first, then send what waited, in order.
+        authenticate(on: channel)
+    }
+
+    /// Rebuilds the connection's state first, then sends what waited, in order (after the
+    /// `auth`, when there is one).
+    func sessionReady() {
+        guard let channel else { return }
         replayOnDisconnect()
         for listener in registeredListeners() where !listener.path.isInfo {
             subscribe(listener)
@@ -179,15 +188,17 @@ final class Repo: @unchecked Sendable {
     func channelBecameInactive(_ channel: any Channel) {
         guard self.channel === channel else { return }
         self.channel = nil
+        securitySessionEnded()
         if greeted {
             greeted = false
             logger.debug(
                 wantsOnline ? "disconnected; reconnecting" : "disconnected", metadata: ["url": "\(url.description)"])
         } else if wantsOnline {
             connectFailed(
-                HearthError(
-                    .connectionFailed,
-                    "cannot connect to \(url.description): the connection closed before the server's hello"),
+                takeChannelFailure()
+                    ?? HearthError(
+                        .connectionFailed,
+                        "cannot connect to \(url.description): the connection closed before the server's hello"),
                 reconnect: false)
         }
         var resend: [Outgoing] = []
@@ -225,7 +236,7 @@ final class Repo: @unchecked Sendable {
             if json["ok"]?.boolValue == true {
                 out.completion(.success(json))
             } else {
-                out.completion(.failure(HearthError(wire: json["error"] ?? .null)))
+                out.completion(.failure(HearthError(wire: json["error"] ?? .null, request: out.body)))
             }
         } else if let sub = json["sub"]?.int64Value {
             handleEvent(json, sub: Int(sub))
@@ -242,6 +253,8 @@ final class Repo: @unchecked Sendable {
                 setInfo(connected: true, serverTimeOffset: offset)
             case "goaway":
                 channel.close(promise: nil)
+            case "auth_revoked":
+                authRevoked(json)
             default:
                 logger.debug("server event", metadata: ["line": "\(json.jsonString)"])
             }
@@ -301,6 +314,7 @@ final class Repo: @unchecked Sendable {
         loop.preconditionInEventLoop()
         let out = Outgoing(kind: kind, body: body, completion: completion)
         if let channel {
+            guard !holdWhileAuthenticating(out) else { return }
             write(out)
             channel.flush()
         } else if kind == .request {
@@ -308,7 +322,7 @@ final class Repo: @unchecked Sendable {
         }
     }
 
-    private func write(_ out: Outgoing) {
+    func write(_ out: Outgoing) {
         guard let channel else { return }
         let id = nextRequestID
         nextRequestID += 1
