@@ -82,7 +82,8 @@ let package = Package(
         .executableTarget(
             name: "hearth",
             dependencies: [
-                "HearthClient", "HearthStorage", "HearthJSON", "HearthAuth",
+                // HearthCore: `hearth rules check` compiles rules offline with RuleSet.
+                "HearthClient", "HearthStorage", "HearthJSON", "HearthAuth", "HearthCore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]),
         .executableTarget(

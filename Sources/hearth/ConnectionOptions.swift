@@ -7,11 +7,17 @@ import Glibc
 
 /// `--url` and `--timeout`, shared by every command that talks to a server.
 struct ConnectionOptions: ParsableArguments {
-    @Option(help: "The server, hearth://host[:port] (default: $HEARTH_URL, else hearth://127.0.0.1:9000).")
+    @Option(
+        help:
+            "The server, hearth://host[:port], or hearths:// for TLS (default: $HEARTH_URL, else hearth://127.0.0.1:9000)."
+    )
     var url: String?
 
     @Option(help: "Seconds to wait for the connection and for each answer before failing.")
     var timeout: Double = 10
+
+    /// `--token`, `--ca-file`, `--insecure-skip-verify`.
+    @OptionGroup var security: SecurityOptions
 
     func validate() throws {
         guard timeout > 0, timeout.isFinite else {
@@ -29,12 +35,14 @@ struct ConnectionOptions: ParsableArguments {
     func connect() async throws -> Database {
         var configuration = Database.Configuration()
         configuration.connectTimeout = .nanoseconds(Int64(min(timeout, 3600) * 1e9))
+        security.apply(to: &configuration)
         let database = try Database(validatingURL: resolvedURL, configuration: configuration)
         do {
             try await withTimeout(timeout, "connecting to \(database.url)") { try await database.waitForConnection() }
         } catch let error as HearthError {
             throw CLIFailure.failed(Self.describe(error))
         }
+        try await security.authenticate(database, within: self)
         return database
     }
 

@@ -20,6 +20,7 @@ struct Hearth: AsyncParsableCommand {
         subcommands: [
             GetCommand.self, SetCommand.self, UpdateCommand.self, RemoveCommand.self, PushCommand.self,
             ListenCommand.self, ImportCommand.self, ExportCommand.self, PingCommand.self, CheckCommand.self,
+            TokenCommand.self, RulesCommand.self,
         ])
 
     /// Accepted before the subcommand too (`hearth --url … get /`).
