@@ -5,34 +5,84 @@ public import HearthJSON
 /// P lands after it, which edits it; `cancel` at P drops what is queued at or below P and cuts P
 /// out of a value queued at an ancestor. All of it runs as one atomic write. Each entry keeps the
 /// identity that registered it: the rules check it again, as that identity, when it runs.
+///
+/// Every edit returns the `OnDisconnectChange` the write-ahead log records, so that the queue
+/// survives a crash of the server (docs/STORAGE.md "onDisconnect records"). Entries stay in
+/// registration order, which is the order of their ids.
 public struct OnDisconnectQueue: Sendable {
-    /// Queued overwrites: absolute path, the validated JSON (server values unresolved) and the
-    /// identity that registered it.
-    public private(set) var entries: [(path: Path, value: JSONValue, auth: AuthContext?)] = []
+    /// The connection's durable name: the id of the first entry of this queue (0 while empty and
+    /// never used).
+    public private(set) var owner: UInt64 = 0
+    /// Queued overwrites in order: absolute path, the validated JSON (server values unresolved)
+    /// and the identity that registered it.
+    public private(set) var entries: [OnDisconnectRegistration] = []
 
     public init() {}
 
+    /// The queue of a connection of an earlier run, rebuilt from its logged entries (all with
+    /// the same owner).
+    public init(recovered entries: [OnDisconnectRegistration]) {
+        self.entries = entries.sorted { $0.id < $1.id }
+        owner = self.entries.first?.owner ?? 0
+    }
+
     public var isEmpty: Bool { entries.isEmpty }
 
-    /// Queues `value` at `path` (null removes), registered by `auth`.
-    public mutating func set(_ path: Path, _ value: JSONValue, auth: AuthContext? = nil) {
-        entries.removeAll { path.contains($0.path) }
-        entries.append((path, value, auth))
+    /// Queues `value` at `path` (null removes), registered by `auth`; the new entry takes the id
+    /// `nextID`, which is then advanced.
+    @discardableResult
+    public mutating func set(
+        _ path: Path, _ value: JSONValue, auth: AuthContext? = nil, nextID: inout UInt64
+    ) -> OnDisconnectChange {
+        var change = OnDisconnectChange()
+        add(path, value, auth: auth, nextID: &nextID, into: &change)
+        return change
     }
 
     /// Queues one overwrite per relative path.
-    public mutating func update(_ path: Path, _ values: [(path: Path, value: JSONValue)], auth: AuthContext? = nil) {
-        for (relative, value) in values { set(path.appending(relative), value, auth: auth) }
+    @discardableResult
+    public mutating func update(
+        _ path: Path, _ values: [(path: Path, value: JSONValue)], auth: AuthContext? = nil, nextID: inout UInt64
+    ) -> OnDisconnectChange {
+        var change = OnDisconnectChange()
+        for (relative, value) in values {
+            add(path.appending(relative), value, auth: auth, nextID: &nextID, into: &change)
+        }
+        return change
+    }
+
+    private mutating func add(
+        _ path: Path, _ value: JSONValue, auth: AuthContext?, nextID: inout UInt64,
+        into change: inout OnDisconnectChange
+    ) {
+        let replaced = entries.filter { path.contains($0.path) }.map(\.id)
+        if !replaced.isEmpty {
+            entries.removeAll { path.contains($0.path) }
+            // An entry added by the same request and replaced by it again was never logged.
+            let added = Set(change.put.map(\.id))
+            change.put.removeAll { replaced.contains($0.id) }
+            change.removed += replaced.filter { !added.contains($0) }
+        }
+        if entries.isEmpty { owner = nextID }
+        let entry = OnDisconnectRegistration(id: nextID, owner: owner, path: path, value: value, auth: auth)
+        nextID += 1
+        entries.append(entry)
+        change.put.append(entry)
     }
 
     /// Forgets what is queued at or below `path`.
-    public mutating func cancel(_ path: Path) {
+    @discardableResult
+    public mutating func cancel(_ path: Path) -> OnDisconnectChange {
+        var change = OnDisconnectChange()
+        change.removed = entries.filter { path.contains($0.path) }.map(\.id)
         entries.removeAll { path.contains($0.path) }
         for i in entries.indices {
             if let relative = entries[i].path.relative(path) {
                 entries[i].value = entries[i].value.removing(relative.segments[...])
+                change.put.append(entries[i])
             }
         }
+        return change
     }
 
     /// The queued overwrites in order, prepared, each with the identity that registered it.
@@ -42,6 +92,9 @@ public struct OnDisconnectQueue: Sendable {
             (try? PreparedValue(entry.value, at: entry.path, limits: limits)).map { (entry.path, $0, entry.auth) }
         }
     }
+
+    /// The change that drops the whole queue (it ran, or was abandoned).
+    public var removal: OnDisconnectChange { OnDisconnectChange(removed: entries.map(\.id)) }
 }
 
 extension JSONValue {

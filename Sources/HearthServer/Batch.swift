@@ -1,17 +1,22 @@
 import HearthCore
 import HearthProtocol
+import HearthStorage
 import NIOCore
 
-/// The work of one engine turn: each connection's output in order, the committed writes the
-/// log has not taken yet, and what to undo if the log refuses them.
+/// The work of one engine turn: each connection's output in order, the committed writes and
+/// onDisconnect changes the log has not taken yet, and what to undo if the log refuses them.
 ///
 /// Outputs that a write produced (its acknowledgement and the events it raised) stay
 /// provisional until the log has the write: if the append fails, the acknowledgements become
 /// `unavailable` and the events are dropped, so nothing a client sees was lost.
 struct Batch {
     private(set) var outputs: [UInt64: (session: SessionLink, items: [Outbound])] = [:]
-    /// Written since the last commit, in revision order.
-    private(set) var logged: [CommittedWrite] = []
+    /// Recorded since the last commit, in order: writes (in revision order) and onDisconnect
+    /// changes.
+    private(set) var logged: [LogRecord] = []
+    /// Whether `logged` holds a write (a read must then commit first; onDisconnect changes show
+    /// no data and need not).
+    private(set) var hasUncommittedWrites = false
     /// The database as of the last commit.
     var checkpoint: Database
     /// Outputs of uncommitted writes: (connection, index in its items, is an event).
@@ -20,7 +25,7 @@ struct Batch {
 
     init(checkpoint: Database) { self.checkpoint = checkpoint }
 
-    var hasUncommittedWrites: Bool { !logged.isEmpty }
+    var hasUncommittedRecords: Bool { !logged.isEmpty }
 
     /// Appends output that stands whatever happens to the log.
     mutating func append(_ item: Outbound, for session: SessionLink) {
@@ -38,11 +43,22 @@ struct Batch {
         }
     }
 
-    mutating func record(_ write: CommittedWrite) { logged.append(write) }
+    mutating func record(_ write: CommittedWrite) {
+        logged.append(.write(write))
+        hasUncommittedWrites = true
+    }
+
+    /// Records a change to the onDisconnect registrations; its acknowledgement must be
+    /// provisional like a write's.
+    mutating func record(_ change: OnDisconnectChange) {
+        guard !change.isEmpty else { return }
+        logged.append(.onDisconnect(change))
+    }
 
     /// The log took the writes: their outputs stand.
     mutating func committed(_ database: Database) {
         logged.removeAll(keepingCapacity: true)
+        hasUncommittedWrites = false
         provisional.removeAll(keepingCapacity: true)
         checkpoint = database
     }
@@ -61,6 +77,7 @@ struct Batch {
             for index in indices.sorted(by: >) { outputs[session]?.items.remove(at: index) }
         }
         logged.removeAll(keepingCapacity: true)
+        hasUncommittedWrites = false
         provisional.removeAll(keepingCapacity: true)
     }
 }

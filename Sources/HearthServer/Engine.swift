@@ -53,6 +53,9 @@ final class Engine: @unchecked Sendable {
     private let inbox = NIOLockedValueBox(Inbox())
     var database: Database
     var onDisconnect: [UInt64: OnDisconnectQueue] = [:]
+    /// The id the next onDisconnect registration takes (unique for the life of the data
+    /// directory: it continues from the log's).
+    var nextRegistrationID: UInt64
     var pushIDs = PushIDGenerator()
     let views = ViewRegistry()
     /// The access rules in force; nil is open mode (security.md §2).
@@ -90,6 +93,7 @@ final class Engine: @unchecked Sendable {
         self.loop = loop
         self.database = database
         self.storage = storage
+        self.nextRegistrationID = storage?.onDisconnect.nextID ?? 1
         self.rules = rules
         self.indexRules = rules?.indexRules ?? indexRules
         self.rulesFile = rulesFile
@@ -179,10 +183,12 @@ final class Engine: @unchecked Sendable {
         }
     }
 
-    /// Makes the batch's writes durable (per the fsync policy) before anything they produced
-    /// leaves; if the log fails, undoes them and refuses writes from now on.
-    private func commit(_ batch: inout Batch) {
-        guard batch.hasUncommittedWrites else { return }
+    /// Makes the batch's writes and onDisconnect changes durable (per the fsync policy) before
+    /// anything they produced leaves; if the log fails, undoes the writes and refuses writes and
+    /// registrations from now on. (The onDisconnect queues are not undone: after a failure no
+    /// queue runs or changes again in this process, and the log keeps what it had.)
+    func commit(_ batch: inout Batch) {
+        guard batch.hasUncommittedRecords else { return }
         guard let storage else {
             batch.committed(database)
             return
@@ -238,7 +244,7 @@ final class Engine: @unchecked Sendable {
         func acknowledge(_ body: ResponseBody) {
             batch.appendProvisional(.response(request.id, body), for: session)
         }
-        if request.operation.writesData, storageFailure != nil {
+        if request.operation.writesData || request.operation.changesOnDisconnect, storageFailure != nil {
             respond(.failure(unavailable))
             return
         }
@@ -361,14 +367,14 @@ final class Engine: @unchecked Sendable {
                 respond(.failure(denial))
                 return
             }
-            var queue = onDisconnect[session.id] ?? OnDisconnectQueue()
-            switch action {
-            case .set(let path, let value): queue.set(path, value, auth: identity)
-            case .update(let path, let values): queue.update(path, values, auth: identity)
-            case .cancel(let path): queue.cancel(path)
+            let change = register(action, session: session.id, identity: identity)
+            if change.isEmpty {
+                respond(.done)
+            } else {
+                // Acknowledged once the log has it, like a write.
+                batch.record(change)
+                acknowledge(.done)
             }
-            onDisconnect[session.id] = queue.isEmpty ? nil : queue
-            respond(.done)
         case .ping:
             respond(.pong(serverTime: now))
         case .auth(let step):
@@ -422,18 +428,12 @@ final class Engine: @unchecked Sendable {
     private func runOnDisconnect(_ sessionID: UInt64, now: Int64, batch: inout Batch) {
         guard let queue = onDisconnect.removeValue(forKey: sessionID) else { return }
         guard storageFailure == nil else {
-            logger.error("onDisconnect operations dropped: storage failed", metadata: ["connection": "\(sessionID)"])
+            logger.error(
+                "onDisconnect operations not run: storage failed; the log keeps them and they run when the server restarts",
+                metadata: ["connection": "\(sessionID)"])
             return
         }
-        // Each operation is checked again, against the data of this moment (security.md §4).
-        let write = permittedOnDisconnectWrite(queue, session: sessionID, now: now)
-        guard let write else { return }
-        if case .committed(let logged, let before) = database.apply(write, now: now) {
-            let rev = logged.rev
-            batch.record(logged)
-            afterWrite(paths: write.paths, before: before, rev: rev, now: now, batch: &batch)
-            logger.debug("ran onDisconnect operations", metadata: ["connection": "\(sessionID)", "rev": "\(rev)"])
-        }
+        run(queue, connection: sessionID, now: now, batch: &batch)
     }
 
     /// Brings subscriptions up to date with a committed write: first the ones whose read rules
@@ -463,6 +463,12 @@ extension HearthProtocol.Operation {
         case .write, .push: return true
         default: return false
         }
+    }
+
+    /// Whether the operation changes the connection's onDisconnect queue (which the log keeps).
+    var changesOnDisconnect: Bool {
+        if case .onDisconnect = self { return true }
+        return false
     }
 }
 

@@ -50,7 +50,8 @@ public final class HearthServer: Sendable {
     }
 
     /// Loads the rules, keys and certificates, opens the data directory, recovers the database,
-    /// and returns once the server accepts connections. Throws `ConfigurationError` for unusable
+    /// runs the onDisconnect operations of the previous run's connections (kept by the log when
+    /// it ended without running them: a crash), and returns once the server accepts connections. Throws `ConfigurationError` for unusable
     /// security settings (among them: no rules on a reachable address without `insecureOpen`,
     /// security.md §2), and `StorageError` when the directory is locked by another process or
     /// its files are damaged (the message names the file and offset).
@@ -85,7 +86,10 @@ public final class HearthServer: Sendable {
             progress: recoveryLog.update)
         logger.info(
             "recovered the database",
-            metadata: ["rev": "\(recovered.rev)", "dataDir": "\(configuration.dataDirectory)"])
+            metadata: [
+                "rev": "\(recovered.rev)", "dataDir": "\(configuration.dataDirectory)",
+                "onDisconnect": "\(storage.onDisconnect.count)",
+            ])
         let engineGroup = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let ioGroup = MultiThreadedEventLoopGroup(numberOfThreads: System.coreCount)
         let engine = Engine(
@@ -93,6 +97,9 @@ public final class HearthServer: Sendable {
             database: Database(root: recovered.root, rev: recovered.rev, limits: configuration.limits),
             storage: storage, rules: rules, indexRules: IndexRules(), rulesFile: configuration.rulesFile,
             security: security, strictIndexes: configuration.strictIndexes, logger: logger, clock: clock)
+        // The onDisconnect operations the log kept belong to connections of the previous run,
+        // which are all gone: they run now, before anyone can connect (issue #18).
+        try await engine.loop.submit { engine.runOrphanedOnDisconnect(storage.onDisconnect.queues) }.get()
         if configuration.fsync == .everysec {
             engine.loop.scheduleRepeatedTask(initialDelay: .seconds(1), delay: .seconds(1)) { _ in engine.syncIfDue() }
         }

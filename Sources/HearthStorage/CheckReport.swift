@@ -22,6 +22,9 @@ public struct CheckReport: Sendable, Equatable, CustomStringConvertible {
     public let snapshotRev: UInt64?
     /// The WAL segments replayed after the snapshot.
     public let segments: [String]
+    /// onDisconnect registrations that are neither run nor cancelled (up to the problem, if
+    /// any): the server runs them when it starts.
+    public var pendingOnDisconnect = 0
     /// What `repair` changed, in order (empty for `check`).
     public let actions: [String]
     /// Where `repair` kept a copy of every file it changed or removed (nil when it changed
@@ -55,6 +58,11 @@ public struct CheckReport: Sendable, Equatable, CustomStringConvertible {
             lines.append(
                 "OK: \(directory) is consistent at rev \(rev) (\(snapshot), \(segments.count) WAL segment"
                     + "\(segments.count == 1 ? "" : "s") after it).")
+        }
+        if pendingOnDisconnect > 0 {
+            let count =
+                pendingOnDisconnect == 1 ? "1 onDisconnect operation" : "\(pendingOnDisconnect) onDisconnect operations"
+            lines.append("\(count) of connections that are gone will run when the server starts.")
         }
         return lines.joined(separator: "\n")
     }

@@ -45,6 +45,9 @@ struct DirectoryScan {
     private(set) var root = Node.empty
     /// The revision of `root`.
     private(set) var rev: UInt64 = 0
+    /// The onDisconnect registrations live at the problem, if any (the snapshot's, then the
+    /// log's records applied in order).
+    private(set) var onDisconnect = OnDisconnectLog()
     /// Where the log is replayed (built into `root` at the end of the scan).
     private var replay: ReplayTree?
     /// The segments replayed, in order (the problem's segment last when there is one).
@@ -133,16 +136,19 @@ struct DirectoryScan {
             report(.snapshot, done: 0)
             let bytes = try fileSystem.readFile(DataFiles.path(directory, name))
             do {
+                let contents: SnapshotFile.Contents
                 if let progress {
                     // Parsing the JSON is about half of the decoding; building the tree the rest.
                     let share = Double(bytes.count) / 2
                     let total = totalBytes
-                    root = try SnapshotFile.decode(bytes, rev: snapshotRev) { fraction in
+                    contents = try SnapshotFile.decode(bytes, rev: snapshotRev) { fraction in
                         progress(ScanProgress(step: .snapshot, done: Int64(share * fraction), total: total))
                     }
                 } else {
-                    root = try SnapshotFile.decode(bytes, rev: snapshotRev)
+                    contents = try SnapshotFile.decode(bytes, rev: snapshotRev)
                 }
+                root = contents.root
+                onDisconnect = contents.onDisconnect
                 doneBytes = Int64(bytes.count)
                 rev = snapshotRev
             } catch {
@@ -209,10 +215,12 @@ struct DirectoryScan {
             return segment
         }
         var offset = WALFormat.segmentHeaderSize
-        // The batch being read: where it starts, the revision it starts at, its decoded writes.
+        // The batch being read: where it starts, the revision it starts at, its decoded records
+        // (and how many of them are writes past the snapshot).
         var batchStart = offset
         var batchFirstRev = firstRev
-        var pending: [CommittedWrite] = []
+        var pending: [LogRecord] = []
+        var pendingWrites = 0
         var batchOpen = false
         var nextReport = offset + (1 << 20)
         func fail(_ reason: String, torn: Bool = false) -> Problem {
@@ -224,13 +232,35 @@ struct DirectoryScan {
             case .invalid(let reason, let torn):
                 problem = fail(reason, torn: torn && isLast)
                 break records
+            case .record(let rev, let payload, let end, let continues)
+            where RegistrationPayload.isRegistration(bytes, payload):
+                // An onDisconnect record takes no revision: it carries the one of the write
+                // before it. Applied even before the snapshot's revision (idempotent).
+                guard rev &+ 1 == segment.nextRev else {
+                    problem = fail(
+                        "onDisconnect record carries rev \(rev) but follows rev \(segment.nextRev &- 1)")
+                    break records
+                }
+                do { pending.append(.onDisconnect(try RegistrationPayload.decode(bytes, payload))) } catch {
+                    problem = fail("onDisconnect record after rev \(rev): \(error.reason)")
+                    break records
+                }
+                offset = end
+                batchOpen = continues
+                if !continues {
+                    apply(pending)
+                    pending.removeAll()
+                    pendingWrites = 0
+                    batchStart = offset
+                    batchFirstRev = segment.nextRev
+                }
             case .record(let rev, let payload, let end, let continues):
                 guard rev == segment.nextRev else {
                     problem = fail("record has rev \(rev) but rev \(segment.nextRev) was expected")
                     break records
                 }
                 if rev > self.rev {
-                    let expected = self.rev + UInt64(pending.count) + 1
+                    let expected = self.rev + UInt64(pendingWrites) + 1
                     guard rev == expected else {
                         problem = fail("record has rev \(rev) but rev \(expected) was expected after the snapshot")
                         break records
@@ -238,7 +268,8 @@ struct DirectoryScan {
                     do {
                         let write = try WritePayload.decode(bytes, payload, rev: rev, previousPath: lastPath)
                         lastPath = write.overwrites.last?.path ?? lastPath
-                        pending.append(write)
+                        pending.append(.write(write))
+                        pendingWrites += 1
                     } catch {
                         problem = fail("record of rev \(rev): \(error.reason)")
                         break records
@@ -254,6 +285,7 @@ struct DirectoryScan {
                 if !continues {
                     apply(pending)
                     pending.removeAll()
+                    pendingWrites = 0
                     batchStart = offset
                     batchFirstRev = segment.nextRev
                 }
@@ -276,15 +308,19 @@ struct DirectoryScan {
         return segment
     }
 
-    /// Applies the writes of one complete batch.
-    private mutating func apply(_ writes: [CommittedWrite]) {
-        guard let last = writes.last else { return }
-        let tree = replay ?? ReplayTree(root)
-        replay = tree
-        for write in writes {
-            for overwrite in write.overwrites { tree.set(overwrite.path.segments[...], to: overwrite.node) }
+    /// Applies the records of one complete batch.
+    private mutating func apply(_ records: [LogRecord]) {
+        for record in records {
+            switch record {
+            case .write(let write):
+                let tree = replay ?? ReplayTree(root)
+                replay = tree
+                for overwrite in write.overwrites { tree.set(overwrite.path.segments[...], to: overwrite.node) }
+                rev = write.rev
+            case .onDisconnect(let change):
+                onDisconnect.apply(change)
+            }
         }
-        rev = last.rev
-        replayedRecords += writes.count
+        replayedRecords += records.count
     }
 }

@@ -37,6 +37,9 @@ extension Storage {
     /// of the last record appended (call it right after `append` on the engine thread, with the
     /// database's root: capturing it is O(1)).
     ///
+    /// The snapshot also holds the onDisconnect registrations live at that moment (`onDisconnect`),
+    /// so the log records of those that ran or were cancelled go with the old segments.
+    ///
     /// On the calling thread it only starts a new WAL segment at `rev + 1` (fsync of the current
     /// segment, creation of the new one). The snapshot is written on the storage's compaction
     /// queue while appends go on: `snapshot-<rev>` and then `MANIFEST` are each written to a
@@ -64,18 +67,23 @@ extension Storage {
                 return
             }
         }
+        // The registrations live now are those at `rev` (the last append), like the tree.
+        let registrations = onDisconnect
         compactionGroup.enter()
         compactionQueue.async { [self] in
             defer { compactionGroup.leave() }
-            runCompaction(root: root, rev: rev)
+            runCompaction(root: root, rev: rev, onDisconnect: registrations)
         }
     }
 
     /// Writes the snapshot and the manifest, then removes what they made obsolete. Compaction
     /// queue.
-    private func runCompaction(root: Node, rev: UInt64) {
+    private func runCompaction(root: Node, rev: UInt64, onDisconnect: OnDisconnectLog) {
         let started = ContinuousClock.now
-        guard let file = SnapshotFile.encode(root: root, rev: rev, level: options.compressionLevel) else {
+        guard
+            let file = SnapshotFile.encode(
+                root: root, rev: rev, onDisconnect: onDisconnect, level: options.compressionLevel)
+        else {
             compactionFailed(rev: rev, error: "zlib could not compress the snapshot")
             return
         }

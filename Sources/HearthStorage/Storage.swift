@@ -31,6 +31,9 @@ public final class Storage: @unchecked Sendable {
     private var segmentEnd: Int64
     /// The revision of the last record appended.
     public private(set) var lastRev: UInt64
+    /// The onDisconnect registrations neither run nor cancelled: those recovered, then kept up
+    /// to date by `append`, and written into every snapshot.
+    public private(set) var onDisconnect: OnDisconnectLog
     private var unsynced = false
     private var lastSync = ContinuousClock.now
     private var failure: StorageError?
@@ -54,7 +57,8 @@ public final class Storage: @unchecked Sendable {
 
     private init(
         directory: String, options: StorageOptions, fileSystem: any FileSystem, logger: Logger, lockFile: OpenFile,
-        segment: OpenFile, segmentFirstRev: UInt64, segmentEnd: Int64, lastRev: UInt64, shared: Shared
+        segment: OpenFile, segmentFirstRev: UInt64, segmentEnd: Int64, lastRev: UInt64,
+        onDisconnect: OnDisconnectLog, shared: Shared
     ) {
         self.directory = directory
         self.options = options
@@ -65,6 +69,7 @@ public final class Storage: @unchecked Sendable {
         self.segmentFirstRev = segmentFirstRev
         self.segmentEnd = segmentEnd
         self.lastRev = lastRev
+        self.onDisconnect = onDisconnect
         self.shared = Mutex(shared)
     }
 
@@ -74,7 +79,8 @@ public final class Storage: @unchecked Sendable {
     }
 
     /// Opens the data directory (creating it and its files when missing), takes its lock and
-    /// recovers the state: the snapshot `MANIFEST` names plus the WAL records after it. A torn
+    /// recovers the state: the snapshot `MANIFEST` names plus the WAL records after it, the
+    /// onDisconnect registrations included (`onDisconnect`: the server runs them). A torn
     /// record at the very end of the last segment (a write cut short by a crash) is truncated
     /// with a warning.
     ///
@@ -160,13 +166,15 @@ public final class Storage: @unchecked Sendable {
         let storage = Storage(
             directory: directory, options: options, fileSystem: fileSystem, logger: logger, lockFile: lock,
             segment: segment, segmentFirstRev: segmentFirstRev, segmentEnd: segmentEnd, lastRev: rev,
+            onDisconnect: scan.onDisconnect,
             shared: Shared(snapshotBytes: scan.snapshotBytes, olderSegmentBytes: olderBytes))
         let elapsed = ContinuousClock.now - started
         logger.debug(
             "recovered the data directory",
             metadata: [
                 "directory": "\(directory)", "rev": "\(rev)", "snapshotRev": "\(scan.manifest.baseRev)",
-                "replayedRecords": "\(scan.replayedRecords)", "elapsed": "\(elapsed)",
+                "replayedRecords": "\(scan.replayedRecords)", "onDisconnect": "\(scan.onDisconnect.count)",
+                "elapsed": "\(elapsed)",
             ])
         return (storage, (scan.root, rev))
     }
@@ -202,50 +210,6 @@ public final class Storage: @unchecked Sendable {
             ])
     }
 
-    static func removeObsolete(_ names: [String], directory: String, fileSystem: any FileSystem, logger: Logger) {
-        guard !names.isEmpty else { return }
-        for name in names {
-            do { try fileSystem.remove(DataFiles.path(directory, name)) } catch {
-                logger.debug("could not remove an obsolete file", metadata: ["error": "\(error)"])
-            }
-        }
-        try? fileSystem.fsyncDirectory(directory)
-        logger.debug("removed obsolete files", metadata: ["files": "\(names)"])
-    }
-
-    /// The outcome of creating a segment.
-    enum SegmentCreation {
-        case created(OpenFile)
-        /// `renamed`: the segment file exists (only the directory fsync failed).
-        case failed(StorageError, renamed: Bool)
-    }
-
-    /// Creates `wal-<firstRev>.log` holding only its header: written to a temporary file,
-    /// fsynced, renamed into place, directory fsynced.
-    static func createSegment(firstRev: UInt64, directory: String, fileSystem: any FileSystem) -> SegmentCreation {
-        let path = DataFiles.path(directory, DataFiles.segmentName(firstRev))
-        let temporary = path + DataFiles.temporarySuffix
-        let file: OpenFile
-        do { file = try fileSystem.open(temporary, mode: .createTruncate) } catch {
-            return .failed(error, renamed: false)
-        }
-        do {
-            try fileSystem.write(file, WALFormat.segmentHeader(firstRev: firstRev), at: 0)
-            try fileSystem.fsync(file)
-            try fileSystem.rename(temporary, to: path)
-        } catch {
-            fileSystem.close(file)
-            try? fileSystem.remove(temporary)
-            return .failed(error, renamed: false)
-        }
-        do { try fileSystem.fsyncDirectory(directory) } catch {
-            fileSystem.close(file)
-            return .failed(error, renamed: true)
-        }
-        // The descriptor now names the segment itself: errors on it must name that file.
-        return .created(OpenFile(descriptor: file.descriptor, path: path))
-    }
-
     // MARK: - Appending
 
     /// Appends the records of one batch — consecutive revisions, the first one `lastRev + 1` —
@@ -257,18 +221,28 @@ public final class Storage: @unchecked Sendable {
     ///   after an earlier failure, `.invalidArgument` for revisions out of order or after
     ///   `close`.
     public func append(_ writes: [CommittedWrite]) throws(StorageError) {
+        try append(writes.map(LogRecord.write))
+    }
+
+    /// Appends one batch of records: writes, whose revisions continue from `lastRev` one by one,
+    /// and onDisconnect changes, which take none, in any order. As `append(_:)` of writes: one
+    /// write and (under `fsync: always`) one fsync, and the whole batch is recovered or none of
+    /// it. `onDisconnect` takes the changes once they are in the log.
+    public func append(_ records: [LogRecord]) throws(StorageError) {
         try checkUsable()
-        guard !writes.isEmpty, let segment else { return }
-        var expected = lastRev + 1
-        for write in writes {
-            guard write.rev == expected else {
-                throw .invalid("append: got rev \(write.rev) where rev \(expected) was expected")
+        guard !records.isEmpty, let segment else { return }
+        var rev = lastRev
+        for case .write(let write) in records {
+            guard write.rev == rev + 1 else {
+                throw .invalid("append: got rev \(write.rev) where rev \(rev + 1) was expected")
             }
-            expected += 1
+            rev += 1
         }
         encodeBuffer.removeAll(keepingCapacity: true)
-        for (index, write) in writes.enumerated() {
-            try WALFormat.appendRecord(write, continues: index < writes.count - 1, to: &encodeBuffer)
+        rev = lastRev
+        for (index, record) in records.enumerated() {
+            if case .write(let write) = record { rev = write.rev }
+            try WALFormat.appendRecord(record, rev: rev, continues: index < records.count - 1, to: &encodeBuffer)
         }
         let start = segmentEnd
         do { try fileSystem.write(segment, encodeBuffer, at: start) } catch {
@@ -280,7 +254,8 @@ public final class Storage: @unchecked Sendable {
             unsynced = false
         }
         segmentEnd = start + Int64(encodeBuffer.count)
-        lastRev = expected - 1
+        lastRev = rev
+        for case .onDisconnect(let change) in records { onDisconnect.apply(change) }
         if encodeBuffer.capacity > 16 * 1024 * 1024 { encodeBuffer = [] }
     }
 

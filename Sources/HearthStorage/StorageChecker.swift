@@ -10,8 +10,8 @@ import Darwin
 /// the data at the first bad record.
 public enum StorageChecker {
     /// Verifies everything recovery reads — `MANIFEST`, the snapshot (header, checksum,
-    /// inflation, JSON, tree) and every WAL record after it (checksums, revision order,
-    /// payload) — and reports the first problem with its file and byte offset. Read-only; it
+    /// inflation, JSON, tree, onDisconnect registrations) and every WAL record after it
+    /// (checksums, revision order, payload, onDisconnect records) — and reports the first problem with its file and byte offset. Read-only; it
     /// takes no lock, so a server may be running (its last record may then look torn).
     /// `progress` hears how far the check has got, as recovery's does.
     public static func check(
@@ -55,7 +55,7 @@ public enum StorageChecker {
     }
 
     static func report(_ scan: DirectoryScan, directory: String, actions: [String], backup: String?) -> CheckReport {
-        CheckReport(
+        var report = CheckReport(
             directory: directory,
             problem: scan.problem.map {
                 CheckReport.Problem(
@@ -64,6 +64,8 @@ public enum StorageChecker {
             },
             rev: scan.rev, snapshotRev: scan.manifest.snapshotRev, segments: scan.liveSegments.map(\.name),
             actions: actions, backupDirectory: backup)
+        report.pendingOnDisconnect = scan.onDisconnect.count
+        return report
     }
 }
 

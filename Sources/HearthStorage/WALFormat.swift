@@ -12,7 +12,9 @@ import HearthCore
 ///     4       4     u32 crc: CRC-32 of the rev field followed by the payload
 ///     8       8     u64 rev
 ///     16      4     u32 header crc: CRC-32 of bytes 0..<16 of the record
-///     20      n     payload (`WritePayload`)
+///     20      n     payload: a write (`WritePayload`, a JSON array), or a change to the
+///                   onDisconnect registrations (`RegistrationPayload`, a JSON object), whose
+///                   rev field is that of the last write before it: it takes no revision
 enum WALFormat {
     static let magic: [UInt8] = Array("HWAL".utf8)
     static let version: UInt32 = 1
@@ -53,16 +55,27 @@ enum WALFormat {
     /// Appends the record of `write` to `buffer`; `continues` when more records of the same
     /// batch follow it.
     static func appendRecord(_ write: CommittedWrite, continues: Bool, to buffer: inout [UInt8]) throws(StorageError) {
+        try appendRecord(.write(write), rev: write.rev, continues: continues, to: &buffer)
+    }
+
+    /// Appends `record` to `buffer` with `rev` in its header: a write's own revision, or for an
+    /// onDisconnect record (which takes none) the revision of the last write before it.
+    static func appendRecord(
+        _ record: LogRecord, rev: UInt64, continues: Bool, to buffer: inout [UInt8]
+    ) throws(StorageError) {
         let start = buffer.count
         buffer.append(contentsOf: repeatElement(0, count: recordHeaderSize))
-        WritePayload.encode(write, into: &buffer)
+        switch record {
+        case .write(let write): WritePayload.encode(write, into: &buffer)
+        case .onDisconnect(let change): RegistrationPayload.encode(change, into: &buffer)
+        }
         let length = buffer.count - start - recordHeaderSize
         guard length < Int(continuesFlag) else {
             buffer.removeSubrange(start...)
-            throw .invalid("the write of rev \(write.rev) is \(length) bytes; a WAL record holds less than 2 GiB")
+            throw .invalid("the record after rev \(rev) is \(length) bytes; a WAL record holds less than 2 GiB")
         }
         buffer.storeLittleEndian(UInt32(length) | (continues ? continuesFlag : 0), at: start)
-        buffer.storeLittleEndian(write.rev, at: start + 8)
+        buffer.storeLittleEndian(rev, at: start + 8)
         let revCRC = CRC32.checksum(buffer, (start + 8)..<(start + 16))
         let crc = CRC32.checksum(buffer, (start + recordHeaderSize)..<buffer.count, continuing: revCRC)
         buffer.storeLittleEndian(crc, at: start + 4)

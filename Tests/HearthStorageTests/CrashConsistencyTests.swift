@@ -50,6 +50,52 @@ final class CrashConsistencyTests: XCTestCase {
         }
     }
 
+    /// The same with onDisconnect registrations in every batch: each image recovers exactly the
+    /// registrations of the batch it recovers to — none lost, none that ran come back.
+    func testEveryIntermediateStateRecoversItsRegistrations() throws {
+        let dir = TestDirectory()
+        let images = TestDirectory("images")
+        defer {
+            dir.remove()
+            images.remove()
+        }
+        let recorder = CrashImageRecorder(directory: dir.path, images: images.path)
+        let logs = LogCapture()
+        let storage = try Storage.open(
+            directory: dir.path, fileSystem: RecordingFileSystem(recorder: recorder), logger: logs.logger
+        ).storage
+        var workload = Workload(seed: 43)
+        var registrations = RegistrationWorkload(seed: 44)
+        // The live registrations after each revision (every batch ends with a write).
+        var references: [UInt64: [OnDisconnectRegistration]] = [0: []]
+        recorder.start()
+        for step in 0..<14 {
+            var batch: [LogRecord] = []
+            for _ in 0..<(1 + step % 3) {
+                batch.append(.onDisconnect(registrations.next()))
+                batch.append(.write(workload.next()))
+            }
+            try storage.append(batch)
+            references[workload.database.rev] = registrations.live
+            recorder.acknowledge(workload.database.rev)
+            if step == 4 || step == 9 {
+                storage.compact(root: workload.database.root, rev: workload.database.rev)
+                if step == 4 { storage.waitForCompaction() }
+            }
+        }
+        storage.waitForCompaction()
+        try storage.close()
+        let taken = recorder.stop()
+        XCTAssertGreaterThan(taken.count, 30)
+        for image in taken {
+            let (reopened, recovered) = try Storage.open(directory: image.path, logger: logs.logger)
+            try reopened.close()
+            XCTAssertGreaterThanOrEqual(recovered.rev, image.acknowledgedRev, "image \(image.path)")
+            let expected = try XCTUnwrap(references[recovered.rev], "image \(image.path): rev \(recovered.rev)")
+            XCTAssertEqual(reopened.onDisconnect.entries, expected, "image \(image.path)")
+        }
+    }
+
     /// The state after each write of `batch`, starting from `start`.
     static func states(after start: Database, _ batch: [CommittedWrite]) -> [Database] {
         var database = start

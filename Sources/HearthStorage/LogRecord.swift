@@ -1,0 +1,10 @@
+public import HearthCore
+
+/// One record of the write-ahead log: a committed write, which takes the next revision, or a
+/// change to the onDisconnect registrations, which changes no data and takes no revision
+/// (docs/STORAGE.md "onDisconnect records"). The records of one `Storage.append` form one batch:
+/// all of them are recovered, or none.
+public enum LogRecord: Sendable {
+    case write(CommittedWrite)
+    case onDisconnect(OnDisconnectChange)
+}
