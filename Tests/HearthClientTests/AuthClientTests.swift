@@ -23,6 +23,17 @@ final class AuthClientTests: XCTestCase {
             // Made before the connection exists: it waits for the auth and runs as alice.
             try await db.reference(withPath: "users/alice/name").setValue("Alice")
             XCTAssertEqual(tokens.issued.count, 1)
+            // An observer and an onDisconnect write that only alice may have: both are set up
+            // again on the new connection, after its auth.
+            let ages = Recorder<Int?>()
+            let cancels = Recorder<String>()
+            db.reference(withPath: "users/alice/age").observe(
+                .value, with: { ages.append($0.value as? Int) }, withCancel: { cancels.append("\($0)") })
+            try await ages.wait(for: 1)
+            let registered = await completion {
+                db.reference(withPath: "users/alice/online").onDisconnectSetValue(false, withCompletionBlock: $0)
+            }
+            XCTAssertNil(registered)
 
             await server.stop()
             try await eventually("the disconnect") { try await !db.repo.connectionStateForTesting.get().connected }
@@ -32,8 +43,21 @@ final class AuthClientTests: XCTestCase {
             try await write.value
             XCTAssertEqual(tokens.issued.count, 2)
             XCTAssertNotEqual(tokens.issued[0], tokens.issued[1])
+            // The old connection's onDisconnect wrote false; it is registered again for this one.
+            try await db.reference(withPath: "users/alice/online").setValue(true)
             let snapshot = try await db.reference(withPath: "users/alice").getData()
-            XCTAssertEqual(snapshot.json, try JSONParser.parse(#"{"age":36,"name":"Alice"}"#))
+            XCTAssertEqual(snapshot.json, try JSONParser.parse(#"{"age":36,"name":"Alice","online":true}"#))
+            let seen = try await ages.wait(for: 2)
+            XCTAssertEqual(seen, [nil, 36])
+            XCTAssertEqual(cancels.all, [])
+
+            // The onDisconnect write registered again as alice runs when the client leaves.
+            db.goOffline()
+            let admin = try await server.adminClient()
+            defer { admin.goOffline() }
+            try await eventually("the onDisconnect write") {
+                try await admin.reference(withPath: "users/alice/online").getData().value as? Bool == false
+            }
         }
     }
 
