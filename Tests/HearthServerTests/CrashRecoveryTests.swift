@@ -4,6 +4,8 @@ import XCTest
 
 /// Process-level crash test: the real `hearthd` with `fsync: always`, concurrent writers, `kill -9`
 /// at random moments, restart on the same directory, and every acknowledged write must be there.
+/// Each writer also keeps a presence (`online`, with an onDisconnect `offline` and a run counter):
+/// after every restart no acknowledged presence is still `online`, and no onDisconnect ran twice.
 final class CrashRecoveryTests: XCTestCase {
     func testKillNineNeverLosesAnAcknowledgedWrite() throws {
         let binary = try HearthdProcess.binaryURL()
@@ -11,6 +13,8 @@ final class CrashRecoveryTests: XCTestCase {
         defer { try? FileManager.default.removeItem(at: dataDir) }
         var rng = SystemRandomNumberGenerator()
         let acknowledged = AckLog()
+        // Presences whose onDisconnect registration was acknowledged.
+        let presences = AckLog()
         var lastRev: Int64 = 0
         let started = Date()
         var cycle = 0
@@ -28,6 +32,7 @@ final class CrashRecoveryTests: XCTestCase {
                 XCTAssertEqual(
                     state["value"]?[path], .int(value), "acknowledged write at /\(path) lost (cycle \(cycle))")
             }
+            Self.checkPresences(state["value"], presences, cycle: cycle)
             checker.close()
 
             let writers = 4
@@ -40,6 +45,17 @@ final class CrashRecoveryTests: XCTestCase {
                 Thread {
                     defer { group.leave() }
                     guard let c = try? TestClient(port: port) else { return }
+                    let presence = "c\(cycleNumber)w\(w)"
+                    guard
+                        let online = try? c.request(
+                            #"{"op":"set","path":"/presence/\#(presence)","value":"online"}"#),
+                        online["ok"] == .bool(true),
+                        let registered = try? c.request(
+                            #"{"op":"onDisconnect","action":"update","path":"/","values":{"presence/\#(presence)":"offline","runs/\#(presence)":{".sv":{"increment":1}}}}"#
+                        ),
+                        registered["ok"] == .bool(true)
+                    else { return }
+                    presences.record(presence, 1, rev: 0)
                     var seq = 0
                     while true {
                         seq += 1
@@ -73,7 +89,22 @@ final class CrashRecoveryTests: XCTestCase {
         for (path, value) in acknowledged.all {
             XCTAssertEqual(state["value"]?[path], .int(value), "acknowledged write at /\(path) lost")
         }
+        XCTAssertGreaterThan(presences.count, 0)
+        Self.checkPresences(state["value"], presences, cycle: cycle + 1)
         try server.terminate()
+    }
+
+    /// No ghost: every acknowledged presence is `offline` after a restart, its onDisconnect ran
+    /// once, and no onDisconnect (acknowledged or not) ever ran twice.
+    static func checkPresences(_ root: JSONValue?, _ presences: AckLog, cycle: Int) {
+        for (presence, _) in presences.all {
+            XCTAssertEqual(
+                root?["presence"]?[presence], .string("offline"), "a ghost at /presence/\(presence) (cycle \(cycle))")
+            XCTAssertEqual(root?["runs"]?[presence], .int(1), "onDisconnect of \(presence) (cycle \(cycle))")
+        }
+        for member in root?["runs"]?.objectMembers ?? [] {
+            XCTAssertEqual(member.value, .int(1), "onDisconnect of \(member.key) ran twice (cycle \(cycle))")
+        }
     }
 }
 
