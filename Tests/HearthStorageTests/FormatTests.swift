@@ -30,6 +30,35 @@ final class FormatTests: XCTestCase {
             hex.joined(separator: " "), expected.split(whereSeparator: \.isWhitespace).joined(separator: " "))
     }
 
+    /// docs/STORAGE.md "onDisconnect records": a write and the registration that follows it in
+    /// one batch; the registration's record carries the write's rev and takes none.
+    func testTheDocumentedOnDisconnectRecord() throws {
+        let dir = TestDirectory()
+        defer { dir.remove() }
+        let storage = try Storage.open(directory: dir.path, logger: LogCapture().logger).storage
+        let alice = try Path.parse("/presence/alice")
+        var queue = OnDisconnectQueue()
+        var nextID: UInt64 = 1
+        let change = queue.set(alice, .string("offline"), nextID: &nextID)
+        try storage.append([
+            .write(CommittedWrite(rev: 1, overwrites: [(alice, .leaf(.string("online")))])), .onDisconnect(change),
+        ])
+        try storage.close()
+        let bytes = dir.read("wal-00000000000000000001.log")
+        XCTAssertEqual(bytes.count, 66 + 121)
+        let expected = """
+            65 00 00 00 d9 45 90 d6 01 00 00 00 00 00 00 00 d0 11 b5 a3
+            """
+        let hex = bytes[66..<86].map {
+            String($0, radix: 16).count == 1 ? "0" + String($0, radix: 16) : String($0, radix: 16)
+        }
+        XCTAssertEqual(
+            hex.joined(separator: " "), expected.split(whereSeparator: \.isWhitespace).joined(separator: " "))
+        XCTAssertEqual(
+            String(decoding: bytes[86...], as: UTF8.self),
+            #"{"onDisconnect":{"put":[{"id":1,"owner":1,"path":"/presence/alice","value":"offline"}],"removed":[]}}"#)
+    }
+
     func testManifestAndFileNames() throws {
         let dir = TestDirectory()
         defer { dir.remove() }
