@@ -45,6 +45,40 @@ final class StorageFaultTests: XCTestCase {
         XCTAssertEqual(try r.request(#"{"op":"set","path":"/k/e","value":5}"#)["rev"], .int(2))
         await restarted.shutdown()
     }
+
+    /// onDisconnect registrations follow writes: one the log refuses is answered `unavailable`
+    /// and never runs; those acknowledged before the failure stay in the log (their connections'
+    /// disconnects can no longer run them) and run when the server restarts.
+    func testFailingDiskRefusesRegistrationsAndKeepsTheAcknowledgedOnesForTheRestart() async throws {
+        let directory = temporaryDataDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        var configuration = ServerConfiguration()
+        configuration.port = 0
+        configuration.dataDirectory = directory
+        configuration.fsync = .always
+        let disk = FailingDisk()
+        let server = try await HearthServer.start(configuration: configuration, fileSystem: disk, logger: quietLogger)
+        let c = try TestClient(port: server.port)
+        XCTAssertEqual(
+            try c.request(#"{"op":"onDisconnect","action":"set","path":"/presence/a","value":"offline"}"#)["ok"],
+            .bool(true))
+        disk.failWrites(true)
+        XCTAssertEqual(
+            try c.request(#"{"op":"onDisconnect","action":"set","path":"/presence/b","value":"offline"}"#).errorCode,
+            "unavailable")
+        disk.failWrites(false)
+        XCTAssertEqual(
+            try c.request(#"{"op":"onDisconnect","action":"cancel","path":"/presence/a"}"#).errorCode, "unavailable")
+        c.close()
+        let observer = try TestClient(port: server.port)
+        XCTAssertEqual(try observer.request(#"{"op":"get","path":"/presence"}"#)["value"], .null)
+        await server.shutdown()
+
+        let restarted = try await HearthServer.start(configuration: configuration, logger: quietLogger)
+        let r = try TestClient(port: restarted.port)
+        XCTAssertEqual(try r.request(#"{"op":"get","path":"/presence"}"#)["value"], json(#"{"a":"offline"}"#))
+        await restarted.shutdown()
+    }
 }
 
 /// The real file system, with writes that fail on demand (as on a full disk).
