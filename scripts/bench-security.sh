@@ -117,7 +117,7 @@ writes=$(scale 200000)
 pipelined=$(scale 400000)
 fan_writes=$(scale 200)
 handshakes=$(scale 5000)
-subscribes=$(scale 100000)
+subscribes=$(scale 10000)
 for round in $(seq $rounds); do
     echo "==> round $round of $rounds" >&2
     start_server
