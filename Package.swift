@@ -98,6 +98,8 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]),
+        // What several test targets need and test targets cannot share otherwise: a throwaway CA.
+        .target(name: "HearthTestSupport", path: "Tests/HearthTestSupport"),
         .testTarget(name: "HearthJSONTests", dependencies: ["HearthJSON"]),
         .testTarget(
             name: "HearthStorageTests",
@@ -112,6 +114,7 @@ let package = Package(
             name: "HearthServerTests",
             dependencies: [
                 "HearthServer", "HearthCore", "HearthJSON", "HearthProtocol", "HearthStorage", "HearthAuth",
+                "HearthTestSupport",
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
@@ -122,14 +125,14 @@ let package = Package(
         .testTarget(
             name: "HearthClientTests",
             dependencies: [
-                "HearthClient", "HearthServer", "HearthCore", "HearthJSON", "HearthAuth",
+                "HearthClient", "HearthServer", "HearthCore", "HearthJSON", "HearthAuth", "HearthTestSupport",
                 .product(name: "Logging", package: "swift-log"),
             ]),
         // Runs the built `hearth` executable against an in-process server.
         .testTarget(
             name: "HearthCLITests",
             dependencies: [
-                "HearthServer", "HearthJSON",
+                "HearthServer", "HearthJSON", "HearthTestSupport",
                 .product(name: "Logging", package: "swift-log"),
             ]),
     ],

@@ -1,5 +1,6 @@
 import Foundation
 import HearthServer
+import HearthTestSupport
 import Logging
 import XCTest
 

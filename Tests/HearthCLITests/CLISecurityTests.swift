@@ -1,5 +1,6 @@
 import Foundation
 import HearthJSON
+import HearthTestSupport
 import XCTest
 
 /// `hearth token`, `--token` / `HEARTH_TOKEN`, `hearth rules …` and `hearths://` with

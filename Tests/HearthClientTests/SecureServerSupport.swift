@@ -2,6 +2,7 @@ import Foundation
 import HearthAuth
 import HearthJSON
 import HearthServer
+import HearthTestSupport
 import Logging
 import NIOConcurrencyHelpers
 import XCTest

@@ -1,4 +1,5 @@
 import Foundation
+import HearthTestSupport
 import XCTest
 
 @testable import HearthClient

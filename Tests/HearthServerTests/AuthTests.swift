@@ -2,6 +2,7 @@ import Foundation
 import HearthAuth
 import HearthJSON
 import HearthServer
+import HearthTestSupport
 import JWTKit
 import XCTest
 
@@ -252,24 +253,4 @@ final class AuthTests: XCTestCase {
         }
         return b64(header) + "." + b64(claims) + "."
     }
-}
-
-/// Runs the `openssl` command (certificates and keys are made at test time).
-func openssl(_ arguments: [String]) throws { _ = try opensslOutput(arguments) }
-
-/// Runs the `openssl` command and returns what it printed.
-func opensslOutput(_ arguments: [String]) throws -> String {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
-    process.arguments = arguments
-    let output = Pipe()
-    process.standardOutput = output
-    process.standardError = FileHandle.nullDevice
-    try process.run()
-    let data = output.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    guard process.terminationStatus == 0 else {
-        throw TestClient.Failure(description: "openssl \(arguments.joined(separator: " ")) failed")
-    }
-    return String(decoding: data, as: UTF8.self)
 }

@@ -1,6 +1,7 @@
 import Foundation
 import HearthJSON
 import HearthServer
+import HearthTestSupport
 import XCTest
 
 /// TLS on the protocol listener (security.md §7), with a CA made at test time.
