@@ -94,8 +94,9 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
     func channelActive(context: ChannelHandlerContext) {
         logger.debug("connected", metadata: ["peer": "\(context.remoteAddress.map { "\($0)" } ?? "?")"])
         remoteAddress = context.remoteAddress?.ipAddress ?? "?"
-        let isLoopback = remoteAddress == "::1" || remoteAddress.hasPrefix("127.") || remoteAddress == "?"
-        if let refusal = security.connections.admit(remoteAddress, isLoopback: isLoopback, limits: security.limits) {
+        // A peer without an IP address (a Unix socket) counts as local.
+        let local = isLoopback(remoteAddress) || remoteAddress == "?"
+        if let refusal = security.connections.admit(remoteAddress, isLoopback: local, limits: security.limits) {
             limitHit("connection refused", metadata: ["reason": "\(refusal)"])
             refuse(DatabaseError(.overloaded, refusal), context: context)
             return

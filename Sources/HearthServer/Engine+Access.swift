@@ -32,21 +32,53 @@ extension Engine {
         return verdict.allowed ? nil : denied(operation, at: path, identity: identity)
     }
 
+    /// What a checked write came to.
+    enum CheckedWrite {
+        case committed(rev: UInt64)
+        case denied(DatabaseError)
+        /// A transaction whose expectation failed: the current node.
+        case stale(Node)
+    }
+
+    /// Applies `write` when the rules allow it. The write is applied to the persistent tree, the
+    /// old and new roots (O(1) captures, server values resolved) are checked, and a denied write
+    /// is undone before anything is logged or any event raised.
+    func applyChecked(
+        _ write: Write, operation: String, at path: Path, identity: AuthContext?, now: Int64, batch: inout Batch
+    ) -> CheckedWrite {
+        switch database.apply(write, now: now) {
+        case .committed(let logged, let before):
+            if let denial = writeDenial(
+                operation, at: path, targets: write.paths, before: before, after: database.root, identity: identity,
+                now: now)
+            {
+                database.restore(root: before, rev: logged.rev - 1)
+                return .denied(denial)
+            }
+            batch.record(logged)
+            afterWrite(paths: write.paths, before: before, rev: logged.rev, now: now, batch: &batch)
+            return .committed(rev: logged.rev)
+        case .stale(let current):
+            return .stale(current)
+        }
+    }
+
+    /// The whole tree as it would be after `write`, which is not applied; nil when it would not
+    /// commit.
+    func rootAfter(_ write: Write, now: Int64) -> Node? {
+        var probe = database
+        guard case .committed = probe.apply(write, now: now) else { return nil }
+        return probe.root
+    }
+
     /// A transaction whose expectation failed answers with the current value: that needs the
     /// write to be allowed first (rules.md §5.2: a denied transaction is never a mismatch), and
     /// then the value to be readable.
     func staleTransactionDenial(_ write: Write, at path: Path, identity: AuthContext?, now: Int64) -> DatabaseError? {
-        guard enforcedRules(for: identity) != nil,
-            case .transaction(_, let value, _, let valueHasPriority) = write
-        else { return nil }
-        var probe = database
-        let current = database.root.child(at: path)
-        let wouldBe = Write.transaction(
-            path: path, value: value, expectation: .value(current, comparePriorities: true),
-            valueHasPriority: valueHasPriority)
-        if case .committed = probe.apply(wouldBe, now: now),
+        guard enforcedRules(for: identity) != nil else { return nil }
+        if let after = rootAfter(write.unconditional(in: database.root), now: now),
             let denial = writeDenial(
-                "transaction", at: path, targets: [path], before: database.root, after: probe.root, identity: identity,
+                "transaction", at: path, targets: [path], before: database.root, after: after, identity: identity,
                 now: now)
         {
             return denial
@@ -57,32 +89,17 @@ extension Engine {
     /// An onDisconnect registration is checked as the write it would make, now (rules.md §5.2).
     func onDisconnectDenial(_ action: OnDisconnectAction, identity: AuthContext?, now: Int64) -> DatabaseError? {
         guard enforcedRules(for: identity) != nil else { return nil }
-        let write: Write
         let path: Path
+        let write: Write
         do {
-            switch action {
-            case .cancel: return nil
-            case .set(let target, let value):
-                path = target
-                write = .set(path: target, value: try PreparedValue(value, at: target, limits: database.limits))
-            case .update(let base, let values):
-                path = base
-                let prepared = try values.map { entry throws(DatabaseError) in
-                    (
-                        path: entry.path,
-                        value: try PreparedValue(entry.value, at: base.appending(entry.path), limits: database.limits)
-                    )
-                }
-                write = try Write.update(at: base, values: prepared)
-            }
+            guard let wouldBe = try action.write(limits: database.limits) else { return nil }
+            (path, write) = wouldBe
         } catch {
             return error
         }
-        var probe = database
-        guard case .committed = probe.apply(write, now: now) else { return nil }
+        guard let after = rootAfter(write, now: now) else { return nil }
         return writeDenial(
-            "onDisconnect", at: path, targets: write.paths, before: database.root, after: probe.root,
-            identity: identity,
+            "onDisconnect", at: path, targets: write.paths, before: database.root, after: after, identity: identity,
             now: now)
     }
 
@@ -145,6 +162,12 @@ extension Engine {
         dataDependentGrants.remove(SubscriptionID(session: session, sub: sub))
     }
 
+    /// Forgets a connection that went away: its identity and every read grant.
+    func forgetSession(_ session: UInt64) {
+        guard let grants = sessions.removeValue(forKey: session)?.grants else { return }
+        for sub in grants.keys { dataDependentGrants.remove(SubscriptionID(session: session, sub: sub)) }
+    }
+
     /// After a write: cancels every subscription whose `.read` looks at data and no longer holds.
     func recheckDataDependentGrants(now: Int64, batch: inout Batch) {
         guard !dataDependentGrants.isEmpty else { return }
@@ -180,6 +203,38 @@ extension Engine {
                 }
             }
             recheckGrants(of: session, now: now, batch: &batch)
+        }
+    }
+}
+
+extension Write {
+    /// This write as it would commit whatever the data: a transaction's expectation replaced by
+    /// the current node, so that the rules can judge the write it would make.
+    func unconditional(in root: Node) -> Write {
+        guard case .transaction(let path, let value, _, let valueHasPriority) = self else { return self }
+        return .transaction(
+            path: path, value: value, expectation: .value(root.child(at: path), comparePriorities: true),
+            valueHasPriority: valueHasPriority)
+    }
+}
+
+extension OnDisconnectAction {
+    /// The write this registration would make, with the path a denial names; nil for `cancel`,
+    /// which writes nothing.
+    func write(limits: Limits) throws(DatabaseError) -> (path: Path, write: Write)? {
+        switch self {
+        case .cancel:
+            return nil
+        case .set(let path, let value):
+            return (path, .set(path: path, value: try PreparedValue(value, at: path, limits: limits)))
+        case .update(let base, let values):
+            let prepared = try values.map { entry throws(DatabaseError) in
+                (
+                    path: entry.path,
+                    value: try PreparedValue(entry.value, at: base.appending(entry.path), limits: limits)
+                )
+            }
+            return (base, try Write.update(at: base, values: prepared))
         }
     }
 }

@@ -41,49 +41,31 @@ extension Engine {
         guard let rules else { return RuleVerdict.bypass("the server is open (no rules): everything is allowed") }
         if identity?.isAdmin == true { return RuleVerdict.bypass("admin connections bypass the rules") }
         let root = database.root
-        var probe = database
         let write: Write
         switch operation {
         case .get(let path, let options):
             return rules.checkRead(path: path, query: options.ruleQuery, auth: identity, root: root, now: now)
         case .subscribe(let path, _, _, let ruleQuery):
             return rules.checkRead(path: path, query: ruleQuery, auth: identity, root: root, now: now)
-        case .write(let w, _):
-            if case .transaction(let path, let value, _, let keep) = w {
-                write = .transaction(
-                    path: path, value: value, expectation: .value(root.child(at: path), comparePriorities: true),
-                    valueHasPriority: keep)
-            } else {
-                write = w
-            }
+        case .write(let simulated, _):
+            write = simulated.unconditional(in: root)
         case .push(let path, let value):
             var ids = pushIDs
             write = .set(path: path.appending(Key(ids.next(now: now))), value: value)
         case .onDisconnect(let action):
-            switch action {
-            case .cancel: return RuleVerdict.bypass("cancelling onDisconnect operations needs no rule")
-            case .set(let path, let value):
-                guard let prepared = try? PreparedValue(value, at: path, limits: database.limits) else {
-                    return RuleVerdict.bypass("the value is invalid")
+            do {
+                guard let wouldBe = try action.write(limits: database.limits) else {
+                    return RuleVerdict.bypass("cancelling onDisconnect operations needs no rule")
                 }
-                write = .set(path: path, value: prepared)
-            case .update(let base, let values):
-                let prepared = values.compactMap { entry in
-                    (try? PreparedValue(entry.value, at: base.appending(entry.path), limits: database.limits))
-                        .map { (path: entry.path, value: $0) }
-                }
-                guard let update = try? Write.update(at: base, values: prepared) else {
-                    return RuleVerdict.bypass("the update is invalid")
-                }
-                write = update
+                write = wouldBe.write
+            } catch {
+                return RuleVerdict(allowed: false, decidingRule: nil, explanation: "invalid: \(error.message)")
             }
         default:
             return RuleVerdict.bypass("only reads and writes can be simulated")
         }
-        guard case .committed = probe.apply(write, now: now) else {
-            return RuleVerdict.bypass("the write would not commit")
-        }
-        return rules.checkWrite(targets: write.paths, before: root, after: probe.root, auth: identity, now: now)
+        guard let after = rootAfter(write, now: now) else { return RuleVerdict.bypass("the write would not commit") }
+        return rules.checkWrite(targets: write.paths, before: root, after: after, auth: identity, now: now)
     }
 }
 

@@ -148,9 +148,7 @@ final class Engine: @unchecked Sendable {
                 handle(request, session: session, now: now, batch: &batch)
             case .disconnected(let sessionID):
                 views.removeSession(sessionID)
-                if let grants = sessions.removeValue(forKey: sessionID)?.grants {
-                    for sub in grants.keys { dataDependentGrants.remove(SubscriptionID(session: sessionID, sub: sub)) }
-                }
+                forgetSession(sessionID)
                 runOnDisconnect(sessionID, now: now, batch: &batch)
             case .barrier(let promise):
                 batch.barriers.append(promise)
@@ -280,21 +278,14 @@ final class Engine: @unchecked Sendable {
                 respond(.window(result, rev: database.rev, options: options, warning: warning))
             }
         case .write(let write, let kind):
-            let operation = kind.operationName
-            switch database.apply(write, now: now) {
-            case .committed(let logged, let before):
-                if let denial = writeDenial(
-                    operation, at: write.requestPath(kind), targets: write.paths, before: before, after: database.root,
-                    identity: identity, now: now)
-                {
-                    database.restore(root: before, rev: logged.rev - 1)
-                    respond(.failure(denial))
-                    return
-                }
-                let rev = logged.rev
-                batch.record(logged)
-                afterWrite(paths: write.paths, before: before, rev: rev, now: now, batch: &batch)
+            switch applyChecked(
+                write, operation: kind.operationName, at: write.requestPath(kind), identity: identity, now: now,
+                batch: &batch)
+            {
+            case .committed(let rev):
                 acknowledge(kind == .transaction ? .transactionCommitted(rev: rev) : .committed(rev: rev))
+            case .denied(let denial):
+                respond(.failure(denial))
             case .stale(let current):
                 if case .transaction(let path, _, _, _) = write,
                     let denial = staleTransactionDenial(write, at: path, identity: identity, now: now)
@@ -307,22 +298,10 @@ final class Engine: @unchecked Sendable {
         case .push(let path, let value):
             let key = pushIDs.next(now: now)
             let write = Write.set(path: path.appending(Key(key)), value: value)
-            switch database.apply(write, now: now) {
-            case .committed(let logged, let before):
-                if let denial = writeDenial(
-                    "push", at: path, targets: write.paths, before: before, after: database.root, identity: identity,
-                    now: now)
-                {
-                    database.restore(root: before, rev: logged.rev - 1)
-                    respond(.failure(denial))
-                    return
-                }
-                let rev = logged.rev
-                batch.record(logged)
-                afterWrite(paths: write.paths, before: before, rev: rev, now: now, batch: &batch)
-                acknowledge(.pushed(key: key, rev: rev))
-            case .stale:
-                respond(.failure(DatabaseError(.internal, "push did not commit")))
+            switch applyChecked(write, operation: "push", at: path, identity: identity, now: now, batch: &batch) {
+            case .committed(let rev): acknowledge(.pushed(key: key, rev: rev))
+            case .denied(let denial): respond(.failure(denial))
+            case .stale: respond(.failure(DatabaseError(.internal, "push did not commit")))
             }
         case .subscribe(let path, let query, let events, let ruleQuery):
             if let denial = readDenial("subscribe", at: path, query: ruleQuery, identity: identity, now: now) {

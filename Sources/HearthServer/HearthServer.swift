@@ -64,10 +64,7 @@ public final class HearthServer: Sendable {
         let rules = try configuration.rulesFile.map { path throws(ConfigurationError) in try RuleSet(fileAt: path) }
         let openWarning = try openModeWarning(configuration, hasRules: rules != nil)
         if let openWarning { logger.warning("\(openWarning)") }
-        let verifier = try await TokenVerifier.load(configuration.tokens) { path in
-            guard let bytes = readWholeFile(path) else { throw ConfigurationError("can't read \(path)") }
-            return String(decoding: bytes, as: UTF8.self)
-        }
+        let verifier = try await loadVerifier(configuration)
         let tls = try TLSSetup.load(
             certificate: configuration.tlsCertificate, key: configuration.tlsKey, clientCA: configuration.tlsClientCA)
         let reachable = !isLoopback(configuration.host)
@@ -162,6 +159,14 @@ public final class HearthServer: Sendable {
             "insecureOpen: the server is OPEN on \(configuration.host): anyone who reaches it may read and write everything"
     }
 
+    /// The admin secrets and JWT keys the configuration names, with the key files read now.
+    static func loadVerifier(_ configuration: ServerConfiguration) async throws(DatabaseError) -> TokenVerifier {
+        try await TokenVerifier.load(configuration.tokens) { path in
+            guard let bytes = readWholeFile(path) else { throw ConfigurationError("can't read \(path)") }
+            return String(decoding: bytes, as: UTF8.self)
+        }
+    }
+
     /// SIGHUP: re-reads the rules file, the JWT keys and the TLS files. What fails to load is
     /// logged with the reason and the settings in use stay; returns those reasons.
     @discardableResult
@@ -180,11 +185,7 @@ public final class HearthServer: Sendable {
             }
         }
         do {
-            let verifier = try await TokenVerifier.load(configuration.tokens) { path in
-                guard let bytes = readWholeFile(path) else { throw ConfigurationError("can't read \(path)") }
-                return String(decoding: bytes, as: UTF8.self)
-            }
-            security.replaceVerifier(verifier)
+            security.replaceVerifier(try await Self.loadVerifier(configuration))
         } catch {
             failures.append(error.message)
             logger.error("the JWT keys were not reloaded; the old keys stay", metadata: ["error": "\(error.message)"])
