@@ -197,3 +197,23 @@ extension Node {
         }
     }
 }
+
+extension Node {
+    /// Deep equality of the values alone, priorities ignored at every level: whether a reader of
+    /// the plain format (no priorities) would see any difference.
+    public func hasSameValue(as other: Node) -> Bool {
+        switch (content, other.content) {
+        case (.leaf(let x), .leaf(let y)): return x == y
+        case (.children(let x), .children(let y)):
+            if x.root === y.root { return true }
+            guard x.count == y.count else { return false }
+            var ix = x.makeIterator()
+            var iy = y.makeIterator()
+            while let ex = ix.next(), let ey = iy.next() {
+                guard ex.key == ey.key, ex.value.hasSameValue(as: ey.value) else { return false }
+            }
+            return true
+        default: return false
+        }
+    }
+}

@@ -9,6 +9,9 @@ public typealias RequestID = JSONValue
 public struct Request: Sendable {
     public let id: RequestID
     public let operation: Operation
+    /// Answer a committed write with the value now stored at its path (`ResponseBody.stored`)
+    /// rather than with its revision alone: what the HTTP API returns for PUT, POST and PATCH.
+    public var answerWithStoredValue = false
 
     public init(id: RequestID, operation: Operation) {
         self.id = id
@@ -27,6 +30,10 @@ public enum Operation: Sendable {
     /// Subscribe to the view (`path`, `query`) for the given event types. `ruleQuery` is the
     /// query as the rules' `query` variable sees it (nil without a query).
     case subscribe(path: Path, query: QuerySpec, events: EventMask, ruleQuery: RuleQuery?)
+    /// A Firebase event stream (the HTTP API's Server-Sent Events): like `subscribe`, but
+    /// delivered as `put`/`patch` events in `format`. Without a query (nil) each write is shaped
+    /// as it was made (rest.md §10); with one, each change of the window is one `patch`.
+    case stream(path: Path, query: QuerySpec?, format: Node.Format, ruleQuery: RuleQuery?)
     /// End a subscription of this connection.
     case unsubscribe(sub: Int)
     /// Register, edit or cancel an onDisconnect operation for this connection.

@@ -21,7 +21,7 @@ public struct RequestDecoder: Sendable {
 
     /// Parser limits: deep enough for any value the data limits allow inside a request envelope
     /// (values deeper than `maxDepth` are rejected with a precise message by the importer).
-    var jsonLimits: JSONLimits {
+    public var jsonLimits: JSONLimits {
         var l = JSONLimits()
         l.maxDepth = limits.maxDepth * 2 + 16
         return l
@@ -55,7 +55,10 @@ public struct RequestDecoder: Sendable {
         }
     }
 
-    func operation(_ json: JSONValue) throws(DatabaseError) -> Operation {
+    /// Decodes one request object (already parsed) into its operation, with every check of
+    /// `decode`. The HTTP API builds such objects from its requests, so that both protocols
+    /// produce the same operations through the same validation.
+    public func operation(_ json: JSONValue) throws(DatabaseError) -> Operation {
         let fields = Fields(json)
         guard let op = json["op"] else { throw DatabaseError(.badRequest, "missing field \"op\"") }
         guard case .string(let name) = op else { throw DatabaseError(.badRequest, "field \"op\" must be a string") }
@@ -220,7 +223,7 @@ public struct RequestDecoder: Sendable {
 
     /// The identity of a `simulate`: null (unauthenticated), `"admin"`, or
     /// `{"uid": …, "token": {claims}, "provider": …}` as a verified token would give it.
-    static func simulatedIdentity(_ value: JSONValue) throws(DatabaseError) -> AuthContext? {
+    public static func simulatedIdentity(_ value: JSONValue) throws(DatabaseError) -> AuthContext? {
         switch value {
         case .null: return nil
         case .string("admin"): return .admin

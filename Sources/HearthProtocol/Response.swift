@@ -7,6 +7,10 @@ public enum ResponseBody: Sendable {
     case committed(rev: UInt64)
     /// A push committed as `rev` under `key`.
     case pushed(key: String, rev: UInt64)
+    /// A write (or push, then with its `key`) committed as `rev`, with the node now stored at
+    /// the path it named (for a push, the new child); answers a request that asked for it
+    /// (`Request.answerWithStoredValue`).
+    case stored(Node, key: String?, rev: UInt64)
     /// A read: the node (rendered per `options`) at revision `rev`.
     case value(Node, rev: UInt64, options: ReadOptions)
     /// A read with a query: the selected children in query order (or the location itself for a
@@ -41,10 +45,10 @@ public enum ResponseEncoder {
         buffer.append(contentsOf: #"{"id":"#.utf8)
         id.serialize(into: &buffer)
         switch body {
-        case .committed(let rev):
+        case .committed(let rev), .stored(_, nil, let rev):
             buffer.append(contentsOf: #","ok":true,"rev":"#.utf8)
             JSONWriter.writeInt(Int64(truncatingIfNeeded: rev), into: &buffer)
-        case .pushed(let key, let rev):
+        case .stored(_, let key?, let rev), .pushed(let key, let rev):
             buffer.append(contentsOf: #","ok":true,"key":"#.utf8)
             JSONWriter.writeString(key, into: &buffer)
             buffer.append(contentsOf: #","rev":"#.utf8)

@@ -102,12 +102,14 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
             return
         }
         admitted = true
+        engine.metrics.connectionOpened(kind: .tcp)
         let hello = ResponseEncoder.hello(
             server: configuration.serverName, serverTime: clock(), connection: String(id),
             warning: security.helloWarning)
         send(hello, context: context)
         flushOutbox(context: context)
-        registry.add(id: id, channel: context.channel, handler: NIOLoopBound(self, eventLoop: context.eventLoop))
+        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        registry.add(id: id, channel: context.channel) { bound.value.beginShutdown() }
         let timeout = security.limits.authTimeoutSeconds
         if timeout > 0, !security.isOpen {
             authDeadline = context.eventLoop.assumeIsolated().scheduleTask(in: .seconds(Int64(timeout))) { [self] in
@@ -142,6 +144,7 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
         if admitted {
             admitted = false
             security.connections.release(remoteAddress)
+            engine.metrics.connectionClosed(kind: .tcp)
         }
         closing = true
         submitBatch()
@@ -184,6 +187,7 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
                 .tooLarge, "line exceeds the maximum message size of \(configuration.maxMessageBytes) bytes")
             var bytes: [UInt8] = []
             ResponseEncoder.encode(id: .null, .failure(error), into: &bytes)
+            engine.metrics.requestRejected(errorCode: error.code)
             enqueueReady(bytes, context: context)
             submitBatch()
             flushOutbox(context: context)
@@ -199,6 +203,7 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
             case .failure(let failure):
                 var bytes: [UInt8] = []
                 ResponseEncoder.encode(id: failure.id, .failure(failure.error), into: &bytes)
+                engine.metrics.requestRejected(errorCode: failure.error.code)
                 enqueueReady(bytes, context: context)
             }
         }
@@ -210,26 +215,12 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
     private func admit(_ request: Request) -> Result<Request, RequestDecoder.Failure> {
         switch request.operation {
         case .auth(.token(let token)):
-            let now = clock()
-            if let wait = security.failedAuth.retryAfter(for: remoteAddress, now: now) {
-                limitHit("auth throttled", metadata: [:])
-                let error = DatabaseError(
-                    .overloaded, "too many failed auth attempts from this address; try again later",
-                    retryAfterMs: wait)
-                return .success(Request(id: request.id, operation: .auth(.refused(error))))
-            }
-            switch security.verifier.verify(token, now: now) {
+            switch security.authenticate(token, from: remoteAddress, now: clock(), logger: logger) {
             case .success(let identity):
                 authDeadline?.cancel()
                 authDeadline = nil
                 return .success(Request(id: request.id, operation: .auth(.verified(identity))))
             case .failure(let error):
-                if !security.isOpen {
-                    security.failedAuth.recordFailure(from: remoteAddress, now: now)
-                    security.counters.failedAuths.add(1)
-                    security.noticeLog.notice(
-                        logger, "auth failed", metadata: ["peer": "\(remoteAddress)", "reason": "\(error.message)"])
-                }
                 return .success(Request(id: request.id, operation: .auth(.refused(error))))
             }
         case .write, .push:
@@ -288,8 +279,10 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
             case .event(let sub, var body):
                 send(EventEncoder.prefix(sub: sub), context: context)
                 send(&body, context: context)
-            case .line(let bytes):
-                send(bytes, context: context)
+            case .cancelled(let sub, let error):
+                send(ResponseEncoder.cancelEvent(sub: sub, error), context: context)
+            case .authRevoked(let reason):
+                send(ResponseEncoder.authRevoked(reason: reason), context: context)
             case .response(let id, let body):
                 scratch.removeAll(keepingCapacity: true)
                 ResponseEncoder.encode(id: id, body, into: &scratch)

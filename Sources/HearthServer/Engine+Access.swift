@@ -56,7 +56,7 @@ extension Engine {
                 return .denied(denial)
             }
             batch.record(logged)
-            afterWrite(paths: write.paths, before: before, rev: logged.rev, now: now, batch: &batch)
+            afterWrite(write, before: before, rev: logged.rev, now: now, batch: &batch)
             return .committed(rev: logged.rev)
         case .stale(let current):
             return .stale(current)
@@ -190,7 +190,7 @@ extension Engine {
         views.unsubscribe(session: session, sub: sub)
         revokeGrant(sub, of: session)
         let error = denied("subscription", at: grant.path, identity: state.identity)
-        batch.append(.line(ResponseEncoder.cancelEvent(sub: sub, error)), for: state.link)
+        batch.append(.cancelled(sub: sub, error), for: state.link)
     }
 
     /// Re-checks every subscription of every connection (new rules).

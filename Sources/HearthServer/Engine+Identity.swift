@@ -53,7 +53,7 @@ extension Engine {
         state.identity = nil
         state.generation += 1
         sessions[session] = state
-        batch.append(.line(ResponseEncoder.authRevoked(reason: "expired")), for: state.link)
+        batch.append(.authRevoked(reason: "expired"), for: state.link)
         recheckGrants(of: session, now: now, batch: &batch)
     }
 }

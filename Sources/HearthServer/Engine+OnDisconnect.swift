@@ -33,7 +33,7 @@ extension Engine {
             case .committed(let logged, let before) = database.apply(write, now: now)
         {
             batch.record(logged)
-            afterWrite(paths: write.paths, before: before, rev: logged.rev, now: now, batch: &batch)
+            afterWrite(write, before: before, rev: logged.rev, now: now, batch: &batch)
             logger.debug(
                 "ran onDisconnect operations",
                 metadata: [

@@ -12,8 +12,10 @@ import NIOCore
 enum Outbound: Sendable {
     case response(RequestID, ResponseBody)
     case event(sub: Int, body: ByteBuffer)
-    /// A whole server-initiated line (`cancel`, `auth_revoked`).
-    case line([UInt8])
+    /// The server ended subscription `sub` (its read is no longer allowed).
+    case cancelled(sub: Int, DatabaseError)
+    /// The connection's identity ended (e.g. its token expired); it is unauthenticated now.
+    case authRevoked(reason: String)
 }
 
 /// How the engine reaches a connection: its id and a function that hands a batch of output to
@@ -79,6 +81,10 @@ final class Engine: @unchecked Sendable {
     private var storageFailure: StorageError?
     let logger: Logger
     let clock: @Sendable () -> Int64
+    /// Counts and timings for the metrics and stats endpoints (Observability/).
+    let metrics: ServerMetrics
+    /// This turn's counts, handed to `metrics` at its end.
+    var tally = EngineTally()
 
     private struct Inbox {
         var items: [Submission] = []
@@ -88,7 +94,7 @@ final class Engine: @unchecked Sendable {
     init(
         loop: any EventLoop, database: Database, storage: Storage?, rules: RuleSet?, indexRules: IndexRules,
         rulesFile: String?, security: SecurityState, strictIndexes: Bool, logger: Logger,
-        clock: @escaping @Sendable () -> Int64
+        clock: @escaping @Sendable () -> Int64, metrics: ServerMetrics
     ) {
         self.loop = loop
         self.database = database
@@ -101,6 +107,7 @@ final class Engine: @unchecked Sendable {
         self.strictIndexes = strictIndexes
         self.logger = logger
         self.clock = clock
+        self.metrics = metrics
     }
 
     /// Queues work; safe from any thread. Order is kept per caller.
@@ -140,6 +147,7 @@ final class Engine: @unchecked Sendable {
             return items
         }
         let now = clock()
+        let turn = startTurn()
         var batch = Batch(checkpoint: database)
         for item in items {
             switch item {
@@ -165,6 +173,7 @@ final class Engine: @unchecked Sendable {
         if let storage, storageFailure == nil, storage.wantsCompaction, !storage.isCompacting {
             storage.compact(root: database.root, rev: database.rev)
         }
+        finishTurn(turn, batch: batch, submissions: items.count, storage: storage)
     }
 
     /// Hands each connection its outputs, with one task per event loop rather than one per
@@ -187,6 +196,7 @@ final class Engine: @unchecked Sendable {
     /// queue runs or changes again in this process, and the log keeps what it had.)
     func commit(_ batch: inout Batch) {
         guard batch.hasUncommittedRecords else { return }
+        defer { tally.acknowledgementsSettled() }
         guard let storage else {
             batch.committed(database)
             return
@@ -200,6 +210,7 @@ final class Engine: @unchecked Sendable {
             database = batch.checkpoint
             views.resync(from: failedRoot, to: database.root, rev: database.rev)
             batch.rolledBack(unavailable)
+            tally.acknowledgementsRefused()
         }
     }
 
@@ -213,6 +224,7 @@ final class Engine: @unchecked Sendable {
     private func storageFailed(_ error: StorageError) {
         guard storageFailure == nil else { return }
         storageFailure = error
+        metrics.storageFailed(reason: error.message)
         logger.critical(
             "STORAGE FAILED: refusing all writes until restart; reads continue",
             metadata: ["error": "\(error.message)"])
@@ -236,10 +248,14 @@ final class Engine: @unchecked Sendable {
     private func handle(
         _ request: Request, session: SessionLink, now: Int64, batch: inout Batch
     ) {
+        let op = OperationLabel(request.operation)
+        tally.request(op)
         func respond(_ body: ResponseBody) {
+            if case .failure(let error) = body { tally.error(op, error.code) }
             batch.append(.response(request.id, body), for: session)
         }
         func acknowledge(_ body: ResponseBody) {
+            tally.acknowledged(op)
             batch.appendProvisional(.response(request.id, body), for: session)
         }
         if request.operation.writesData || request.operation.changesOnDisconnect, storageFailure != nil {
@@ -257,6 +273,7 @@ final class Engine: @unchecked Sendable {
                 respond(.value(database.root.child(at: path), rev: database.rev, options: options))
                 return
             }
+            let queryStarted = ContinuousClock.now
             switch indexCheck(query.order, at: path) {
             case .failure(let error):
                 respond(.failure(error))
@@ -276,6 +293,7 @@ final class Engine: @unchecked Sendable {
                         priority: query.isUnfiltered ? location.priority : nil)
                 }
                 respond(.window(result, rev: database.rev, options: options, warning: warning))
+                metrics.queryStats.queryFinished(query, at: path, duration: .now - queryStarted)
             }
         case .write(let write, let kind):
             switch applyChecked(
@@ -283,7 +301,12 @@ final class Engine: @unchecked Sendable {
                 batch: &batch)
             {
             case .committed(let rev):
-                acknowledge(kind == .transaction ? .transactionCommitted(rev: rev) : .committed(rev: rev))
+                if request.answerWithStoredValue {
+                    acknowledge(
+                        .stored(database.root.child(at: write.requestPath(kind).withoutPriority), key: nil, rev: rev))
+                } else {
+                    acknowledge(kind == .transaction ? .transactionCommitted(rev: rev) : .committed(rev: rev))
+                }
             case .denied(let denial):
                 respond(.failure(denial))
             case .stale(let current):
@@ -299,41 +322,23 @@ final class Engine: @unchecked Sendable {
             let key = pushIDs.next(now: now)
             let write = Write.set(path: path.appending(Key(key)), value: value)
             switch applyChecked(write, operation: "push", at: path, identity: identity, now: now, batch: &batch) {
-            case .committed(let rev): acknowledge(.pushed(key: key, rev: rev))
+            case .committed(let rev):
+                acknowledge(
+                    request.answerWithStoredValue
+                        ? .stored(database.root.child(at: write.requestPath(.set)), key: key, rev: rev)
+                        : .pushed(key: key, rev: rev))
             case .denied(let denial): respond(.failure(denial))
             case .stale: respond(.failure(DatabaseError(.internal, "push did not commit")))
             }
         case .subscribe(let path, let query, let events, let ruleQuery):
-            if let denial = readDenial("subscribe", at: path, query: ruleQuery, identity: identity, now: now) {
-                respond(.failure(denial))
-                return
-            }
-            let count = sessions[session.id]?.subscriptionCount ?? 0
-            if count >= security.limits.maxSubscriptionsPerConnection {
-                respond(
-                    .failure(
-                        DatabaseError(
-                            .overloaded,
-                            "this connection already has \(count) subscriptions (maxSubscriptionsPerConnection)")))
-                return
-            }
-            switch indexCheck(query.order, at: path) {
-            case .failure(let error):
-                respond(.failure(error))
-            case .success(let warning):
-                let (sub, view) = views.subscribe(
-                    session: session, path: path, query: query, events: events, data: database.root,
-                    declared: isDeclaredIndex(query.order, at: path))
-                grant(sub, of: session, path: path, query: ruleQuery)
-                respond(.subscribed(sub: sub, rev: database.rev, warning: warning))
-                for event in view.initialEvents() where events.contains(event.type) {
-                    let body =
-                        event.type == .value
-                        ? EventEncoder.valueEventBody(view, rev: database.rev)
-                        : EventEncoder.childEventBody(event, rev: database.rev)
-                    batch.append(.event(sub: sub, body: allocator.buffer(bytes: body)), for: session)
-                }
-            }
+            subscribe(
+                session, path: path, query: query, delivery: .events(events), ruleQuery: ruleQuery,
+                identity: identity, now: now, id: request.id, batch: &batch)
+        case .stream(let path, let query, let format, let ruleQuery):
+            subscribe(
+                session, path: path, query: query ?? .default,
+                delivery: .stream(.init(format: format, shapedByWrite: query == nil)), ruleQuery: ruleQuery,
+                identity: identity, now: now, id: request.id, batch: &batch)
         case .unsubscribe(let sub):
             if views.unsubscribe(session: session.id, sub: sub) {
                 revokeGrant(sub, of: session.id)
@@ -361,7 +366,7 @@ final class Engine: @unchecked Sendable {
         case .setRules(let ruleSet):
             respond(setRules(ruleSet, identity: identity, now: now, batch: &batch))
         case .getRules:
-            guard identity?.isAdmin == true else {
+            guard identity?.isAdmin == true || rules == nil else {
                 respond(.failure(adminOnly("getRules")))
                 return
             }
@@ -372,6 +377,55 @@ final class Engine: @unchecked Sendable {
                 return
             }
             respond(.simulated(simulate(operation, as: simulated, now: now)))
+        }
+    }
+
+    /// Adds a subscription (line protocol) or an event stream (HTTP) when the rules allow the
+    /// read and the connection's limit has room, answers `subscribed` and sends its first events.
+    private func subscribe(
+        _ session: SessionLink, path: Path, query: QuerySpec, delivery: ViewRegistry.Delivery, ruleQuery: RuleQuery?,
+        identity: AuthContext?, now: Int64, id: RequestID, batch: inout Batch
+    ) {
+        func respond(_ body: ResponseBody) { batch.append(.response(id, body), for: session) }
+        if let denial = readDenial("subscribe", at: path, query: ruleQuery, identity: identity, now: now) {
+            respond(.failure(denial))
+            return
+        }
+        let count = sessions[session.id]?.subscriptionCount ?? 0
+        if count >= security.limits.maxSubscriptionsPerConnection {
+            respond(
+                .failure(
+                    DatabaseError(
+                        .overloaded,
+                        "this connection already has \(count) subscriptions (maxSubscriptionsPerConnection)")))
+            return
+        }
+        switch indexCheck(query.order, at: path) {
+        case .failure(let error):
+            respond(.failure(error))
+        case .success(let warning):
+            let (sub, view) = views.subscribe(
+                session: session, path: path, query: query, delivery: delivery, data: database.root,
+                declared: isDeclaredIndex(query.order, at: path))
+            grant(sub, of: session, path: path, query: ruleQuery)
+            respond(.subscribed(sub: sub, rev: database.rev, warning: warning))
+            switch delivery {
+            case .events(let events):
+                for event in view.initialEvents() where events.contains(event.type) {
+                    let body =
+                        event.type == .value
+                        ? EventEncoder.valueEventBody(view, rev: database.rev)
+                        : EventEncoder.childEventBody(event, rev: database.rev)
+                    batch.append(.event(sub: sub, body: allocator.buffer(bytes: body)), for: session)
+                }
+            case .stream(let shape):
+                let location = database.root.child(at: path)
+                let first =
+                    shape.shapedByWrite
+                    ? StreamEvents.initial(location, format: shape.format)
+                    : StreamEvents.initial(view, location: location, format: shape.format)
+                batch.append(.event(sub: sub, body: allocator.buffer(bytes: first)), for: session)
+            }
         }
     }
 
@@ -395,6 +449,7 @@ final class Engine: @unchecked Sendable {
         case .key, .priority: return .success(nil)
         }
         let advice = "add \".indexOn\": \"\(name)\" at \(path) to the rules"
+        metrics.queryStats.unindexedQuery(order, at: path, refused: strictIndexes)
         if strictIndexes {
             return .failure(DatabaseError(.indexNotDefined, "no index for this query: \(advice)"))
         }
@@ -418,9 +473,9 @@ final class Engine: @unchecked Sendable {
     /// Brings subscriptions up to date with a committed write: first the ones whose read rules
     /// no longer allow them are cancelled, so that they never see the data that revoked them;
     /// then the views raise their events.
-    func afterWrite(paths: [Path], before: Node, rev: UInt64, now: Int64, batch: inout Batch) {
+    func afterWrite(_ write: Write, before: Node, rev: UInt64, now: Int64, batch: inout Batch) {
         recheckDataDependentGrants(now: now, batch: &batch)
-        views.apply(paths: paths, before: before, after: database.root, rev: rev, batch: &batch)
+        views.apply(write: write, paths: write.paths, before: before, after: database.root, rev: rev, batch: &batch)
     }
 }
 
@@ -428,7 +483,7 @@ extension HearthProtocol.Operation {
     /// Whether the operation shows data to the client (so earlier writes must be durable first).
     var readsData: Bool {
         switch self {
-        case .get, .subscribe, .simulate: return true
+        case .get, .subscribe, .stream, .simulate: return true
         case .write(let write, _):
             if case .transaction = write { return true }  // a stale answer shows the current value
             return false

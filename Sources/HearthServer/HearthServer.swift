@@ -17,12 +17,15 @@ public final class HearthServer: Sendable {
     public let configuration: ServerConfiguration
     /// The bound address (with the actual port when 0 was asked for).
     public let localAddress: SocketAddress
+    /// The HTTP API's bound address; nil when the listener is off.
+    public let httpAddress: SocketAddress?
     let engine: Engine
     let security: SecurityState
     private let tls: TLSSetup?
     private let ioGroup: MultiThreadedEventLoopGroup
     private let engineGroup: MultiThreadedEventLoopGroup
     private let listener: any Channel
+    private let httpListener: (any Channel)?
     private let registry: ConnectionRegistry
     private let logger: Logger
     private let shutdownTask = NIOLockedValueBox<Task<Void, Never>?>(nil)
@@ -31,14 +34,26 @@ public final class HearthServer: Sendable {
 
     /// The bound TCP port.
     public var port: Int { localAddress.port ?? configuration.port }
+    /// The bound HTTP port; nil when the listener is off.
+    public var httpPort: Int? { httpAddress?.port }
+
+    /// The `/.well-known/hearth/` endpoints: health, metrics and stats (docs/OBSERVABILITY.md).
+    public var wellKnown: WellKnownEndpoints {
+        WellKnownEndpoints(engine: engine, configuration: configuration, security: security, eventLoops: ioGroup)
+    }
+
+    /// This server's metrics (its own registry).
+    public var metrics: ServerMetrics { engine.metrics }
 
     private init(
         configuration: ServerConfiguration, localAddress: SocketAddress, engine: Engine, security: SecurityState,
         tls: TLSSetup?, ioGroup: MultiThreadedEventLoopGroup, engineGroup: MultiThreadedEventLoopGroup,
-        listener: any Channel, registry: ConnectionRegistry, logger: Logger
+        listener: any Channel, httpListener: (any Channel)?, registry: ConnectionRegistry, logger: Logger
     ) {
         self.configuration = configuration
         self.localAddress = localAddress
+        self.httpAddress = httpListener?.localAddress
+        self.httpListener = httpListener
         self.engine = engine
         self.security = security
         self.tls = tls
@@ -77,6 +92,7 @@ public final class HearthServer: Sendable {
         options.compactionRatio = configuration.compactionRatio
         // A taken port is reported now, not after a recovery that may take long.
         try ListenError.probe(host: configuration.host, port: configuration.port)
+        if let httpPort = configuration.httpPort { try ListenError.probe(host: configuration.host, port: httpPort) }
         let recoveryLog = RecoveryLog(logger: logger, directory: configuration.dataDirectory)
         let (storage, recovered) = try Storage.open(
             directory: configuration.dataDirectory, options: options, fileSystem: fileSystem, logger: logger,
@@ -87,13 +103,17 @@ public final class HearthServer: Sendable {
                 "rev": "\(recovered.rev)", "dataDir": "\(configuration.dataDirectory)",
                 "onDisconnect": "\(storage.onDisconnect.count)",
             ])
+        // The server's own metrics (never the global MetricsSystem: a process may run many servers).
+        let metrics = ServerMetrics(storage: storage, security: security, clock: clock)
+        storage.fsyncObserver = { metrics.fsync(duration: $0) }
         let engineGroup = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let ioGroup = MultiThreadedEventLoopGroup(numberOfThreads: System.coreCount)
         let engine = Engine(
             loop: engineGroup.next(),
             database: Database(root: recovered.root, rev: recovered.rev, limits: configuration.limits),
             storage: storage, rules: rules, indexRules: IndexRules(), rulesFile: configuration.rulesFile,
-            security: security, strictIndexes: configuration.strictIndexes, logger: logger, clock: clock)
+            security: security, strictIndexes: configuration.strictIndexes, logger: logger, clock: clock,
+            metrics: metrics)
         // The onDisconnect operations the log kept belong to connections of the previous run,
         // which are all gone: they run now, before anyone can connect (issue #18).
         try await engine.loop.submit { engine.runOrphanedOnDisconnect(storage.onDisconnect.queues) }.get()
@@ -122,20 +142,51 @@ public final class HearthServer: Sendable {
                 }
             }
         let listener: any Channel
+        var httpListener: (any Channel)?
         do {
             listener = try await bootstrap.bind(host: configuration.host, port: configuration.port).get()
         } catch {
-            try? await engine.loop.submit { engine.closeStorage() }.get()
-            try? await ioGroup.shutdownGracefully()
-            try? await engineGroup.shutdownGracefully()
+            await stop(engine: engine, ioGroup: ioGroup, engineGroup: engineGroup)
             throw ListenError.from(error, host: configuration.host, port: configuration.port)
+        }
+        if let httpPort = configuration.httpPort {
+            let wellKnown = WellKnownEndpoints(
+                engine: engine, configuration: configuration, security: security, eventLoops: ioGroup)
+            do {
+                httpListener = try await HTTPListener.bind(
+                    port: httpPort, on: ioGroup,
+                    context: HTTPListener.Context(
+                        engine: engine, configuration: configuration, security: security, tls: tls,
+                        registry: registry, connectionIDs: nextID,
+                        wellKnown: { path, loop in wellKnown.respond(to: path, on: loop) }, logger: logger,
+                        clock: clock))
+            } catch {
+                try? await listener.close()
+                await stop(engine: engine, ioGroup: ioGroup, engineGroup: engineGroup)
+                throw error
+            }
+            if let address = httpListener?.localAddress {
+                let scheme = tls == nil ? "http" : "https"
+                let host = configuration.host.contains(":") ? "[\(configuration.host)]" : configuration.host
+                logger.info("HTTP API (Firebase REST) on \(scheme)://\(host):\(address.port ?? httpPort)")
+            }
         }
         guard let address = listener.localAddress else {
             throw DatabaseError(.internal, "the listening socket has no local address")
         }
         return HearthServer(
             configuration: configuration, localAddress: address, engine: engine, security: security, tls: tls,
-            ioGroup: ioGroup, engineGroup: engineGroup, listener: listener, registry: registry, logger: logger)
+            ioGroup: ioGroup, engineGroup: engineGroup, listener: listener, httpListener: httpListener,
+            registry: registry, logger: logger)
+    }
+
+    /// Undoes a start that could not open its listeners.
+    private static func stop(
+        engine: Engine, ioGroup: MultiThreadedEventLoopGroup, engineGroup: MultiThreadedEventLoopGroup
+    ) async {
+        try? await engine.loop.submit { engine.closeStorage() }.get()
+        try? await ioGroup.shutdownGracefully()
+        try? await engineGroup.shutdownGracefully()
     }
 
     /// Security.md §2: with no rules the server is open. On loopback that is allowed with a
@@ -224,6 +275,7 @@ public final class HearthServer: Sendable {
     private func performShutdown() async {
         logger.info("shutting down", metadata: ["connections": "\(registry.count)"])
         try? await listener.close()
+        try? await httpListener?.close()
         // Everything already read has been submitted by the time each connection handles
         // `beginShutdown`; connections close once their responses are out.
         let closed = registry.beginShutdownOfAll()
@@ -264,19 +316,21 @@ final class ManagedAtomicCounter: Sendable {
     }
 }
 
-/// The live connections, so that shutdown can reach each one on its own event loop.
+/// The live connections of both listeners, so that shutdown can reach each one on its own
+/// event loop.
 final class ConnectionRegistry: Sendable {
     private struct Entry: Sendable {
         let channel: any Channel
-        let handler: NIOLoopBound<ConnectionHandler>
+        /// Runs on the channel's event loop.
+        let beginShutdown: @Sendable () -> Void
     }
 
     private let entries = NIOLockedValueBox<[UInt64: Entry]>([:])
 
     var count: Int { entries.withLockedValue { $0.count } }
 
-    func add(id: UInt64, channel: any Channel, handler: NIOLoopBound<ConnectionHandler>) {
-        entries.withLockedValue { $0[id] = Entry(channel: channel, handler: handler) }
+    func add(id: UInt64, channel: any Channel, beginShutdown: @escaping @Sendable () -> Void) {
+        entries.withLockedValue { $0[id] = Entry(channel: channel, beginShutdown: beginShutdown) }
     }
 
     func remove(id: UInt64) {
@@ -287,7 +341,7 @@ final class ConnectionRegistry: Sendable {
     func beginShutdownOfAll() -> [EventLoopFuture<Void>] {
         let all = entries.withLockedValue { Array($0.values) }
         return all.map { entry in
-            entry.channel.eventLoop.execute { entry.handler.value.beginShutdown() }
+            entry.channel.eventLoop.execute { entry.beginShutdown() }
             return entry.channel.closeFuture
         }
     }

@@ -33,7 +33,8 @@ extension ServerConfiguration {
     /// Applies `HEARTH_*` environment variables.
     public mutating func apply(environment: [String: String]) throws(ConfigurationError) {
         let names: [(String, String)] = [
-            ("HEARTH_HOST", "host"), ("HEARTH_PORT", "port"), ("HEARTH_DATA_DIR", "dataDir"),
+            ("HEARTH_HOST", "host"), ("HEARTH_PORT", "port"), ("HEARTH_HTTP_PORT", "httpPort"),
+            ("HEARTH_DATA_DIR", "dataDir"),
             ("HEARTH_FSYNC", "fsync"), ("HEARTH_LOG_LEVEL", "logLevel"), ("HEARTH_RULES_FILE", "rulesFile"),
             ("HEARTH_TLS_CERTIFICATE", "tlsCertificate"), ("HEARTH_TLS_KEY", "tlsKey"),
             ("HEARTH_TLS_CLIENT_CA", "tlsClientCA"),
@@ -59,6 +60,8 @@ extension ServerConfiguration {
         let value: JSONValue
         switch setting {
         case "host", "dataDir", "fsync", "logLevel", "rulesFile", "tlsCertificate", "tlsKey", "tlsClientCA":
+            value = .string(text)
+        case "httpPort" where text == "off":
             value = .string(text)
         default:
             guard let number = Int64(text) else {
@@ -105,6 +108,17 @@ extension ServerConfiguration {
         switch setting {
         case "host": host = try string()
         case "port": port = try integer(0...65535)
+        case "httpPort":
+            if case .string("off") = value {
+                httpPort = nil
+            } else {
+                guard let i = value.int64Value, (0...65535).contains(i) else {
+                    throw ConfigurationError(
+                        "\(source): \"httpPort\" must be a whole number in 0...65535 or \"off\"")
+                }
+                httpPort = Int(i)
+            }
+        case "sseKeepAliveSeconds": sseKeepAliveSeconds = try integer(1...110)
         case "dataDir": dataDirectory = try string()
         case "fsync":
             let text = try string()

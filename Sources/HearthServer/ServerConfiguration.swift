@@ -10,6 +10,13 @@ public struct ServerConfiguration: Sendable, Equatable {
     public var host = "127.0.0.1"
     /// TCP port; 0 picks a free one (`port`, `HEARTH_PORT`, `--port`).
     public var port = 9000
+    /// Port of the HTTP API (Firebase REST and streaming, health and metrics): 0 picks a free
+    /// one, nil turns the listener off (`httpPort`, a number or `"off"`; `HEARTH_HTTP_PORT`,
+    /// `--http-port`). Same `host` as the line protocol.
+    public var httpPort: Int? = 9080
+    /// An event stream that sent nothing for this long gets a `keep-alive` event
+    /// (`sseKeepAliveSeconds`, 1–110).
+    public var sseKeepAliveSeconds = 30
     /// Directory holding the data files (`dataDir`, `HEARTH_DATA_DIR`, `--data-dir`).
     public var dataDirectory = "./data"
     /// When the log is forced to disk (`fsync`, `HEARTH_FSYNC`, `--fsync`).

@@ -13,12 +13,28 @@ final class ViewRegistry {
     struct Subscriber {
         let session: SessionLink
         let sub: Int
-        let events: EventMask
+        let delivery: Delivery
+    }
+
+    /// How a subscription gets its events.
+    enum Delivery {
+        /// The line protocol's events, of the types asked for.
+        case events(EventMask)
+        /// A Firebase event stream (`StreamEvents`): `shapedByWrite` for a stream without a
+        /// query.
+        case stream(StreamShape)
+    }
+
+    struct StreamShape: Hashable {
+        let format: Node.Format
+        let shapedByWrite: Bool
     }
 
     final class ViewSlot {
         var view: View
         var subscribers: [Subscriber] = []
+        /// How many of `subscribers` are streams.
+        var streamCount = 0
         init(view: View) { self.view = view }
     }
 
@@ -48,12 +64,14 @@ final class ViewRegistry {
 
     /// The number of live views (for metrics and tests).
     private(set) var viewCount = 0
+    /// The number of live subscriptions and streams (for metrics).
+    private(set) var subscriptionCount = 0
 
     // MARK: Subscriptions
 
-    /// Adds a subscription and returns its id and the initial events' bodies for it.
+    /// Adds a subscription and returns its id and its view (for the initial events).
     func subscribe(
-        session: SessionLink, path: Path, query: QuerySpec, events: EventMask, data: Node, declared: Bool
+        session: SessionLink, path: Path, query: QuerySpec, delivery: Delivery, data: Node, declared: Bool
     ) -> (sub: Int, view: View) {
         let node = trieNodeCreating(at: path)
         let slot: ViewSlot
@@ -68,8 +86,10 @@ final class ViewRegistry {
         }
         let sub = (nextSub[session.id] ?? 0) + 1
         nextSub[session.id] = sub
-        slot.subscribers.append(Subscriber(session: session, sub: sub, events: events))
+        slot.subscribers.append(Subscriber(session: session, sub: sub, delivery: delivery))
+        if case .stream = delivery { slot.streamCount += 1 }
         sessions[session.id, default: [:]][sub] = (path, query)
+        subscriptionCount += 1
         return (sub, slot.view)
     }
 
@@ -77,8 +97,12 @@ final class ViewRegistry {
     @discardableResult
     func unsubscribe(session: UInt64, sub: Int) -> Bool {
         guard let (path, query) = sessions[session]?.removeValue(forKey: sub) else { return false }
+        subscriptionCount -= 1
         guard let node = trieNode(at: path), let slot = node.views[query] else { return true }
-        slot.subscribers.removeAll { $0.session.id == session && $0.sub == sub }
+        if let index = slot.subscribers.firstIndex(where: { $0.session.id == session && $0.sub == sub }) {
+            if case .stream = slot.subscribers[index].delivery { slot.streamCount -= 1 }
+            slot.subscribers.remove(at: index)
+        }
         if slot.subscribers.isEmpty {
             node.views[query] = nil
             viewCount -= 1
@@ -134,8 +158,9 @@ final class ViewRegistry {
 
     /// The event lines a committed write raises, appended per connection to the batch (as
     /// provisional until the log has the write), deeper views first (semantics §4.6). Indexes
-    /// are brought up to date first.
-    func apply(paths: [Path], before: Node, after: Node, rev: UInt64, batch: inout Batch) {
+    /// are brought up to date first. `write` shapes the events of streams without a query (nil
+    /// when there is no write to show, as in `resync`).
+    func apply(write: Write?, paths: [Path], before: Node, after: Node, rev: UInt64, batch: inout Batch) {
         var affected: [ObjectIdentifier: (node: TrieNode, changed: Set<Key>?)] = [:]
         func mark(_ node: TrieNode, _ key: Key?) {
             guard !node.views.isEmpty || !node.indexes.isEmpty else { return }
@@ -183,6 +208,11 @@ final class ViewRegistry {
                 let events = slot.view.apply(location: new, changedChildren: keys, index: index)
                 guard !events.isEmpty else { continue }
                 deliver(events, of: slot, rev: rev, batch: &batch)
+                if slot.streamCount > 0, let write {
+                    deliverToStreams(
+                        events, of: slot, write: write, at: node.path, node: new, rootBefore: before,
+                        rootAfter: after, batch: &batch)
+                }
             }
         }
     }
@@ -192,7 +222,10 @@ final class ViewRegistry {
     private func deliver(_ events: [ViewEvent], of slot: ViewSlot, rev: UInt64, batch: inout Batch) {
         let allocator = ByteBufferAllocator()
         for event in events {
-            let wanted = slot.subscribers.filter { $0.events.contains(event.type) }
+            let wanted = slot.subscribers.filter {
+                if case .events(let mask) = $0.delivery { return mask.contains(event.type) }
+                return false
+            }
             guard !wanted.isEmpty else { continue }
             let body =
                 event.type == .value
@@ -200,6 +233,34 @@ final class ViewRegistry {
             let shared = allocator.buffer(bytes: body)
             for subscriber in wanted {
                 batch.appendProvisional(.event(sub: subscriber.sub, body: shared), for: subscriber.session)
+            }
+        }
+    }
+
+    /// Encodes a write's stream events once per stream shape and hands them to each stream of
+    /// the view.
+    private func deliverToStreams(
+        _ events: [ViewEvent], of slot: ViewSlot, write: Write, at location: Path, node new: Node,
+        rootBefore: Node, rootAfter: Node, batch: inout Batch
+    ) {
+        let allocator = ByteBufferAllocator()
+        var encoded: [StreamShape: [ByteBuffer]] = [:]
+        for subscriber in slot.subscribers {
+            guard case .stream(let shape) = subscriber.delivery else { continue }
+            let frames: [ByteBuffer]
+            if let cached = encoded[shape] {
+                frames = cached
+            } else {
+                let bytes =
+                    shape.shapedByWrite
+                    ? StreamEvents.shaped(
+                        write, at: location, before: rootBefore, after: rootAfter, format: shape.format)
+                    : StreamEvents.windowChange(events, view: slot.view, location: new, format: shape.format)
+                frames = bytes.map { allocator.buffer(bytes: $0) }
+                encoded[shape] = frames
+            }
+            for frame in frames {
+                batch.appendProvisional(.event(sub: subscriber.sub, body: frame), for: subscriber.session)
             }
         }
     }
@@ -247,6 +308,6 @@ extension ViewRegistry {
     /// refused writes that the views had already seen).
     func resync(from current: Node, to root: Node, rev: UInt64) {
         var discarded = Batch(checkpoint: Database())
-        apply(paths: [.root], before: current, after: root, rev: rev, batch: &discarded)
+        apply(write: nil, paths: [.root], before: current, after: root, rev: rev, batch: &discarded)
     }
 }

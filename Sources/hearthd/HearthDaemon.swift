@@ -31,6 +31,13 @@ struct HearthDaemon: AsyncParsableCommand {
     @Option(help: "TCP port; 0 picks a free one (default 9000).")
     var port: Int?
 
+    @Option(
+        name: .customLong("http-port"),
+        help:
+            "HTTP API port (Firebase REST and streaming, health, metrics); 0 picks a free one, off disables it (default 9080)."
+    )
+    var httpPort: String?
+
     @Option(name: .customLong("data-dir"), help: "Directory for the data files (default ./data).")
     var dataDir: String?
 
@@ -61,7 +68,8 @@ struct HearthDaemon: AsyncParsableCommand {
             }
             try settings.apply(environment: environment)
             let flags: [(String, String, String?)] = [
-                ("host", "--host", host), ("port", "--port", port.map(String.init)), ("dataDir", "--data-dir", dataDir),
+                ("host", "--host", host), ("port", "--port", port.map(String.init)),
+                ("httpPort", "--http-port", httpPort), ("dataDir", "--data-dir", dataDir),
                 ("fsync", "--fsync", fsync), ("logLevel", "--log-level", logLevel),
                 ("rulesFile", "--rules-file", rulesFile),
             ]
@@ -87,7 +95,7 @@ struct HearthDaemon: AsyncParsableCommand {
         } catch let error as ConfigurationError {
             throw badSetting(error.message)
         } catch let error as ListenError where error.isAddressInUse {
-            throw StartupError(message: "\(error.message) (another hearthd? set --port)")
+            throw StartupError(message: "\(error.message) (another hearthd? set --port or --http-port)")
         }
         if let rulesFile = settings.rulesFile { logger.info("rules in force", metadata: ["file": "\(rulesFile)"]) }
         let reload = ReloadSignal { Task { await server.reload() } }

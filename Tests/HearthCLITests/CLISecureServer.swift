@@ -34,6 +34,7 @@ final class CLISecureServer: Sendable {
         var configuration = ServerConfiguration()
         configuration.host = "127.0.0.1"
         configuration.port = 0
+        configuration.httpPort = 0
         configuration.dataDirectory = "\(directory)/data"
         configuration.fsync = .never
         configuration.rulesFile = rulesFile

@@ -18,6 +18,7 @@ final class CLIServer: Sendable {
         var configuration = ServerConfiguration()
         configuration.host = "127.0.0.1"
         configuration.port = 0
+        configuration.httpPort = 0
         configuration.dataDirectory =
             FileManager.default.temporaryDirectory
             .appendingPathComponent("hearth-cli-test-\(UUID().uuidString)").path

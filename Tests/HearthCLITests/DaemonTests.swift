@@ -20,7 +20,7 @@ final class DaemonTests: XCTestCase {
             XCTAssertEqual(
                 result.stderr.split(separator: "\n").last.map(String.init),
                 "Error: cannot listen on 127.0.0.1:\(server.server.port): address already in use "
-                    + "(another hearthd? set --port)")
+                    + "(another hearthd? set --port or --http-port)")
             // Nothing was recovered (or even created) first.
             XCTAssertFalse(result.stderr.contains("recover"), result.stderr)
             XCTAssertFalse(FileManager.default.fileExists(atPath: directory.path))

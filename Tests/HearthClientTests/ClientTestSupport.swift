@@ -22,6 +22,7 @@ final class TestServer: @unchecked Sendable {
         var configuration = ServerConfiguration()
         configuration.host = "127.0.0.1"
         configuration.port = 0
+        configuration.httpPort = 0
         configuration.dataDirectory =
             FileManager.default.temporaryDirectory
             .appendingPathComponent("hearth-client-test-\(UUID().uuidString)").path

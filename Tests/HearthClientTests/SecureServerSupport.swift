@@ -41,6 +41,7 @@ final class SecureTestServer: @unchecked Sendable {
         var configuration = ServerConfiguration()
         configuration.host = "127.0.0.1"
         configuration.port = 0
+        configuration.httpPort = 0
         configuration.dataDirectory = directory.appendingPathComponent("data").path
         configuration.fsync = .never
         configuration.rulesFile = rulesFile

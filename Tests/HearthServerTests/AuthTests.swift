@@ -218,6 +218,7 @@ final class AuthTests: XCTestCase {
         var configuration = ServerConfiguration()
         configuration.host = "0.0.0.0"
         configuration.port = 0
+        configuration.httpPort = 0
         configuration.dataDirectory = temporaryDataDirectory()
         defer { try? FileManager.default.removeItem(atPath: configuration.dataDirectory) }
         do {

@@ -65,6 +65,7 @@ final class ConcurrencyTests: XCTestCase {
     func testGracefulShutdownSendsGoawayAndAnswersInFlight() async throws {
         var configuration = ServerConfiguration()
         configuration.port = 0
+        configuration.httpPort = 0
         configuration.dataDirectory = temporaryDataDirectory()
         defer { try? FileManager.default.removeItem(atPath: configuration.dataDirectory) }
         let server = try await HearthServer.start(configuration: configuration, logger: quietLogger)

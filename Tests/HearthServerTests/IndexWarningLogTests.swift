@@ -11,6 +11,7 @@ final class IndexWarningLogTests: XCTestCase {
         var configuration = ServerConfiguration()
         configuration.host = "127.0.0.1"
         configuration.port = 0
+        configuration.httpPort = 0
         configuration.dataDirectory = temporaryDataDirectory()
         configuration.fsync = .never
         defer { try? FileManager.default.removeItem(atPath: configuration.dataDirectory) }

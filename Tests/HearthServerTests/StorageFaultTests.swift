@@ -12,6 +12,7 @@ final class StorageFaultTests: XCTestCase {
         defer { try? FileManager.default.removeItem(atPath: directory) }
         var configuration = ServerConfiguration()
         configuration.port = 0
+        configuration.httpPort = 0
         configuration.dataDirectory = directory
         configuration.fsync = .always
         let disk = FailingDisk()
@@ -54,6 +55,7 @@ final class StorageFaultTests: XCTestCase {
         defer { try? FileManager.default.removeItem(atPath: directory) }
         var configuration = ServerConfiguration()
         configuration.port = 0
+        configuration.httpPort = 0
         configuration.dataDirectory = directory
         configuration.fsync = .always
         let disk = FailingDisk()

@@ -123,6 +123,7 @@ final class SubscriptionTests: XCTestCase {
         )
         var configuration = ServerConfiguration()
         configuration.port = 0
+        configuration.httpPort = 0
         configuration.strictIndexes = true
         configuration.rulesFile = rulesFile
         configuration.dataDirectory = temporaryDataDirectory()

@@ -82,3 +82,29 @@ final class RateLimitedLog: Sendable {
         logger.notice(message, metadata: metadata)
     }
 }
+
+extension SecurityState {
+    /// Verifies a token presented by a client at `address` (a line protocol `auth`, or an HTTP
+    /// request's credential): refused with `overloaded` while the address is throttled for
+    /// failed attempts; a failure is counted, throttled and logged unless the server is open
+    /// (where credentials are accepted and ignored).
+    func authenticate(
+        _ token: String, from address: String, now: Int64, logger: Logger
+    ) -> Result<AuthContext, DatabaseError> {
+        if let wait = failedAuth.retryAfter(for: address, now: now) {
+            counters.limitHits.add(1)
+            noticeLog.notice(logger, "auth throttled", metadata: ["peer": "\(address)"])
+            return .failure(
+                DatabaseError(
+                    .overloaded, "too many failed auth attempts from this address; try again later",
+                    retryAfterMs: wait))
+        }
+        let result = verifier.verify(token, now: now)
+        if case .failure(let error) = result, !isOpen {
+            failedAuth.recordFailure(from: address, now: now)
+            counters.failedAuths.add(1)
+            noticeLog.notice(logger, "auth failed", metadata: ["peer": "\(address)", "reason": "\(error.message)"])
+        }
+        return result
+    }
+}

@@ -21,6 +21,7 @@ private func runLiveServer(
     var configuration = ServerConfiguration()
     configuration.host = "127.0.0.1"
     configuration.port = 0
+    configuration.httpPort = 0
     configuration.dataDirectory = temporaryDataDirectory()
     configuration.fsync = .never
     configure(&configuration)

@@ -28,6 +28,7 @@ func secureConfiguration(_ modify: (inout ServerConfiguration) -> Void = { _ in 
     var configuration = ServerConfiguration()
     configuration.host = "127.0.0.1"
     configuration.port = 0
+    configuration.httpPort = 0
     configuration.dataDirectory = temporaryDataDirectory()
     configuration.fsync = .never
     configuration.tokens.adminSecrets = [TestSecrets.admin]

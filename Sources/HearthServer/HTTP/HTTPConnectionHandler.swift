@@ -1,0 +1,536 @@
+import HearthCore
+import HearthJSON
+import HearthProtocol
+import Logging
+import NIOCore
+import NIOHTTP1
+import NIOSSL
+
+/// What the HTTP listener serves besides the database: `/.well-known/hearth/…` (health,
+/// metrics, stats), completing on the given loop; nil when the path is not one of them.
+typealias WellKnownResponder =
+    @Sendable (_ path: String, _ loop: any EventLoop) -> EventLoopFuture<
+        WellKnownResponse
+    >?
+
+/// One HTTP connection: turns each request into the engine `Request`s the line protocol would
+/// send (through the same engine turn, so one revision order, one set of events and one rules
+/// check for both protocols) and writes the answer, or keeps a Server-Sent Events stream open.
+///
+/// `HTTPServerPipelineHandler` in front of it hands over one request at a time (pipelined
+/// requests wait there), so a connection is idle, receiving, waiting for the engine, or
+/// streaming; a stream is the last thing a connection does.
+final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias OutboundIn = Never
+    typealias OutboundOut = HTTPServerResponsePart
+
+    private enum State {
+        case idle
+        case receiving(HTTPRequestHead, body: ByteBuffer)
+        /// The request was answered early (413); its remaining parts are dropped.
+        case discarding
+        case waiting(Exchange)
+        case streaming(Stream)
+        case closed
+    }
+
+    /// A request handed to the engine: its answers come back in order, first one per identity
+    /// change sent ahead of it.
+    private struct Exchange {
+        let head: HTTPRequestHead
+        let call: RESTCall
+        var identityAnswers: Int
+    }
+
+    private struct Stream {
+        let head: HTTPRequestHead
+        var sub: Int
+    }
+
+    private let id: UInt64
+    private let engine: Engine
+    private let configuration: ServerConfiguration
+    private let security: SecurityState
+    private let parser: RESTRequestParser
+    private let wellKnown: WellKnownResponder
+    private let registry: ConnectionRegistry
+    private let logger: Logger
+    private let clock: @Sendable () -> Int64
+
+    private var state = State.idle
+    private var context: ChannelHandlerContext?
+    private var sessionLink: SessionLink?
+    private var remoteAddress = "?"
+    private var admitted = false
+    /// Why this connection may not be served (connection limits): its first request gets it.
+    private var refusal: String?
+    private var writeLimiter: WriteRateLimiter?
+    /// The credential (and override) whose identity the engine's session holds; "" for none.
+    private var engineIdentity = ""
+    private var requestsServed = 0
+    private var closeAfterAnswer = false
+    private var idleTimer: Scheduled<Void>?
+    private var keepAliveTimer: Scheduled<Void>?
+    private var lastStreamWrite = NIODeadline.now()
+    private var outstandingBytes = 0
+    /// Whether this connection opened a stream (counted in the metrics until it closes).
+    private var streamCounted = false
+
+    /// The longest a connection may take to send its first request head.
+    static let headTimeout = TimeAmount.seconds(30)
+    /// The longest a keep-alive connection may stay idle between requests.
+    static let idleTimeout = TimeAmount.seconds(60)
+
+    init(
+        id: UInt64, engine: Engine, configuration: ServerConfiguration, security: SecurityState,
+        wellKnown: @escaping WellKnownResponder, registry: ConnectionRegistry, logger: Logger,
+        clock: @escaping @Sendable () -> Int64
+    ) {
+        self.id = id
+        self.engine = engine
+        self.configuration = configuration
+        self.security = security
+        self.parser = RESTRequestParser(decoder: RequestDecoder(limits: configuration.limits))
+        self.wellKnown = wellKnown
+        self.registry = registry
+        self.writeLimiter = WriteRateLimiter(rate: security.limits.maxWritesPerSecondPerConnection)
+        var logger = logger
+        logger[metadataKey: "http-connection"] = "\(id)"
+        self.logger = logger
+        self.clock = clock
+    }
+
+    // MARK: Lifecycle
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        sessionLink = SessionLink(id: id, loop: context.eventLoop) { outputs in bound.value.receive(outputs) }
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        self.context = nil
+        sessionLink = nil
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        remoteAddress = context.remoteAddress?.ipAddress ?? "?"
+        let local = isLoopback(remoteAddress) || remoteAddress == "?"
+        if let refused = security.connections.admit(remoteAddress, isLoopback: local, limits: security.limits) {
+            security.counters.limitHits.add(1)
+            refusal = refused
+        } else {
+            admitted = true
+        }
+        engine.metrics.connectionOpened(kind: .http)
+        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        registry.add(id: id, channel: context.channel) { bound.value.beginShutdown() }
+        armIdleTimer(context: context, timeout: Self.headTimeout)
+        context.fireChannelActive()
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        idleTimer?.cancel()
+        keepAliveTimer?.cancel()
+        if admitted {
+            admitted = false
+            security.connections.release(remoteAddress)
+        }
+        if streamCounted { engine.metrics.streamClosed() }
+        state = .closed
+        engine.metrics.connectionClosed(kind: .http)
+        engine.submit(.disconnected(sessionID: id))
+        registry.remove(id: id)
+        context.fireChannelInactive()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        switch error {
+        case let error as HTTPParserError where error == .headerOverflow:
+            answerAndClose(
+                RESTResponse.error(RESTError(.requestHeaderFieldsTooLarge, "the request head exceeds 64 KiB")))
+        case is HTTPParserError:
+            answerAndClose(RESTResponse.error(.badRequest("malformed HTTP request")))
+        case is NIOSSLError, is BoringSSLError:
+            security.noticeLog.notice(
+                logger, "TLS handshake failed (a plain-text client, or an untrusted certificate?)",
+                metadata: ["peer": "\(remoteAddress)", "error": "\(error)"])
+            context.close(promise: nil)
+        default:
+            logger.debug("HTTP connection error", metadata: ["error": "\(error)"])
+            context.close(promise: nil)
+        }
+    }
+
+    /// Answers outside any request's exchange (a broken request) and closes.
+    private func answerAndClose(_ response: RESTResponse) {
+        guard let context else { return }
+        if case .streaming = state {
+            context.close(promise: nil)
+            return
+        }
+        state = .closed
+        let head = HTTPRequestHead(version: .http1_1, method: .GET, uri: "/")
+        write(response, for: head, isHead: false, keepAlive: false, context: context)
+    }
+
+    // MARK: Inbound
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .head(let head):
+            guard case .idle = state else { return }
+            idleTimer?.cancel()
+            if head.uri.utf8.count + head.headers.reduce(0, { $0 + $1.name.utf8.count + $1.value.utf8.count })
+                > 64 * 1024
+            {
+                state = .discarding
+                answerAndClose(
+                    RESTResponse.error(RESTError(.requestHeaderFieldsTooLarge, "the request head exceeds 64 KiB")))
+                return
+            }
+            if let length = head.headers.first(name: "content-length").flatMap({ Int($0) }),
+                length > configuration.maxMessageBytes
+            {
+                state = .discarding
+                answerAndClose(RESTResponse.error(bodyTooLarge))
+                return
+            }
+            state = .receiving(head, body: context.channel.allocator.buffer(capacity: 0))
+        case .body(var chunk):
+            guard case .receiving(let head, var body) = state else { return }
+            state = .discarding  // drops the buffer's reference while appending
+            if body.readableBytes + chunk.readableBytes > configuration.maxMessageBytes {
+                answerAndClose(RESTResponse.error(bodyTooLarge))
+                return
+            }
+            body.writeBuffer(&chunk)
+            state = .receiving(head, body: body)
+        case .end:
+            guard case .receiving(let head, let body) = state else { return }
+            handle(head: head, body: body.readableBytesView.map { $0 }, context: context)
+        }
+    }
+
+    private var bodyTooLarge: RESTError {
+        RESTError(.payloadTooLarge, "the body exceeds the maximum of \(configuration.maxMessageBytes) bytes")
+    }
+
+    private func handle(head: HTTPRequestHead, body: [UInt8], context: ChannelHandlerContext) {
+        requestsServed += 1
+        if let refusal {
+            state = .closed
+            write(
+                RESTResponse.error(RESTError(.tooManyRequests, refusal)), for: head, isHead: false, keepAlive: false,
+                context: context)
+            return
+        }
+        let call: RESTCall
+        do { call = try parser.parse(head: head, body: body) } catch {
+            countRejection(error)
+            finish(RESTResponse.error(error), head: head, call: nil, context: context)
+            return
+        }
+        switch call.action {
+        case .preflight(let requested):
+            var response = RESTResponse(status: .ok)
+            response.contentType = nil
+            response.headers = [
+                ("Access-Control-Allow-Methods", "GET, PUT, POST, PATCH, DELETE, OPTIONS"),
+                (
+                    "Access-Control-Allow-Headers",
+                    requested
+                        ?? "Authorization, Content-Type, X-Firebase-ETag, If-Match, If-None-Match, X-HTTP-Method-Override, Cache-Control, Last-Event-ID"
+                ),
+                ("Access-Control-Max-Age", "86400"),
+            ]
+            finish(response, head: head, call: nil, context: context)
+        case .wellKnown(let path):
+            guard let future = wellKnown(path, context.eventLoop) else {
+                finish(RESTResponse.error(RESTRequestParser.notFound), head: head, call: nil, context: context)
+                return
+            }
+            state = .waiting(Exchange(head: head, call: call, identityAnswers: 0))
+            future.assumeIsolated().whenComplete { [self] result in
+                guard case .waiting = state, let context = self.context else { return }
+                switch result {
+                case .success(let answer):
+                    var response = RESTResponse(
+                        status: HTTPResponseStatus(statusCode: answer.status), body: answer.body,
+                        headers: [("Cache-Control", "no-store")])
+                    response.contentType = answer.contentType
+                    finish(response, head: head, call: call, context: context)
+                case .failure(let error):
+                    finish(
+                        RESTResponse.error(RESTError(.internalServerError, "\(error)")), head: head, call: call,
+                        context: context)
+                }
+            }
+        case .getRules:
+            submit([.getRules], call: call, head: head, context: context)
+        case .setRules(let operation):
+            submit([operation], call: call, head: head, context: context)
+        case .read(let operation, _, _, _):
+            submit([operation], call: call, head: head, context: context)
+        case .stream(let operation, _, _):
+            submit([operation], call: call, head: head, context: context)
+        case .write(let operation, _, _, _):
+            if let wait = writeLimiter?.take() {
+                security.counters.limitHits.add(1)
+                let error = DatabaseError(
+                    .overloaded,
+                    "this connection writes faster than \(security.limits.maxWritesPerSecondPerConnection) a second (maxWritesPerSecondPerConnection); nothing was applied",
+                    retryAfterMs: wait)
+                let refused = RESTRender.failure(error, call: call)
+                countRejection(refused)
+                finish(RESTResponse.error(refused), head: head, call: call, context: context)
+                return
+            }
+            submit([operation], call: call, head: head, context: context)
+        }
+    }
+
+    /// Hands the call's operations to the engine, preceded by an identity change when the
+    /// request's credential differs from the one the engine's session holds.
+    private func submit(
+        _ operations: [HearthProtocol.Operation], call: RESTCall, head: HTTPRequestHead, context: ChannelHandlerContext
+    ) {
+        guard let sessionLink else { return }
+        var items: [Submission] = []
+        switch identityStep(for: call) {
+        case .failure(let error):
+            countRejection(error)
+            finish(RESTResponse.error(error), head: head, call: call, context: context)
+            return
+        case .success(let step?):
+            items.append(.request(sessionLink, Request(id: .null, operation: .auth(step))))
+        case .success(nil):
+            break
+        }
+        state = .waiting(Exchange(head: head, call: call, identityAnswers: items.count))
+        for operation in operations {
+            var request = Request(id: .null, operation: operation)
+            if case .write = call.action { request.answerWithStoredValue = true }
+            items.append(.request(sessionLink, request))
+        }
+        engine.submit(items)
+    }
+
+    /// Counts a request answered before it reached the engine.
+    private func countRejection(_ error: RESTError) {
+        let code: DatabaseError.Code
+        switch error.status {
+        case .unauthorized: code = .invalidToken
+        case .tooManyRequests: code = .overloaded
+        case .payloadTooLarge: code = .tooLarge
+        case .notFound: code = .notFound
+        default: code = .badRequest
+        }
+        engine.metrics.requestRejected(errorCode: code)
+    }
+
+    /// The identity step the request needs (nil: the session already has its identity). In
+    /// open mode credentials are accepted and ignored (security.md §3).
+    private func identityStep(for call: RESTCall) -> Result<AuthStep?, RESTError> {
+        guard !security.isOpen else { return .success(nil) }
+        guard let credential = call.credential else {
+            guard !engineIdentity.isEmpty else { return .success(nil) }
+            engineIdentity = ""
+            return .success(.signOut)
+        }
+        var identity: AuthContext?
+        switch security.authenticate(credential, from: remoteAddress, now: clock(), logger: logger) {
+        case .failure(let error): return .failure(RESTRender.failure(error, call: call))
+        case .success(let verified): identity = verified
+        }
+        var key = credential
+        if let override = call.authOverride, identity?.isAdmin == true {
+            do { identity = try RequestDecoder.simulatedIdentity(override) } catch {
+                return .failure(.badRequest("auth_variable_override: \(error.message)"))
+            }
+            key += "\u{0}" + override.jsonString
+        }
+        guard key != engineIdentity else { return .success(nil) }
+        engineIdentity = key
+        guard let identity else { return .success(.signOut) }
+        return .success(.verified(identity))
+    }
+
+    // MARK: Engine output
+
+    /// Output from the engine, on this connection's event loop.
+    func receive(_ outputs: [Outbound]) {
+        guard let context else { return }
+        for output in outputs {
+            switch output {
+            case .response(_, let body):
+                answer(body, context: context)
+            case .event(let sub, let body):
+                guard case .streaming(let stream) = state, stream.sub == sub else { continue }
+                writeStreamBytes(body, context: context)
+            case .cancelled(let sub, _):
+                guard case .streaming(let stream) = state, stream.sub == sub else { continue }
+                endStream(with: StreamEvents.cancel, context: context)
+            case .authRevoked:
+                engineIdentity = "\u{0}revoked"
+                if case .streaming = state { endStream(with: StreamEvents.authRevoked, context: context) }
+            }
+        }
+        context.flush()
+    }
+
+    private func answer(_ body: ResponseBody, context: ChannelHandlerContext) {
+        guard case .waiting(var exchange) = state else { return }
+        if exchange.identityAnswers > 0 {
+            exchange.identityAnswers -= 1
+            state = .waiting(exchange)
+            return
+        }
+        if case .stream = exchange.call.action, case .subscribed(let sub, let rev, let warning) = body {
+            startStream(sub: sub, rev: rev, warning: warning, head: exchange.head, context: context)
+            return
+        }
+        switch RESTRender.answer(body, to: exchange.call) {
+        case .success(let response): finish(response, head: exchange.head, call: exchange.call, context: context)
+        case .failure(let error):
+            finish(RESTResponse.error(error), head: exchange.head, call: exchange.call, context: context)
+        }
+    }
+
+    // MARK: Answers
+
+    /// Writes the answer to the current request and gets ready for the next one.
+    private func finish(
+        _ response: RESTResponse, head: HTTPRequestHead, call: RESTCall?, context: ChannelHandlerContext
+    ) {
+        var response = response
+        if let call { RESTRender.finish(&response, call: call) }
+        let keepAlive = head.isKeepAlive && !closeAfterAnswer
+        state = keepAlive ? .idle : .closed
+        write(
+            response, for: head, isHead: call?.isHead ?? (head.method == .HEAD), keepAlive: keepAlive, context: context)
+        if keepAlive { armIdleTimer(context: context, timeout: Self.idleTimeout) }
+    }
+
+    private func write(
+        _ response: RESTResponse, for head: HTTPRequestHead, isHead: Bool, keepAlive: Bool,
+        context: ChannelHandlerContext
+    ) {
+        var headers = Self.commonHeaders
+        if let contentType = response.contentType { headers.add(name: "Content-Type", value: contentType) }
+        for (name, value) in response.headers { headers.add(name: name, value: value) }
+        if response.status != .notModified, response.status != .noContent {
+            headers.add(name: "Content-Length", value: "\(response.body.count)")
+        }
+        if !keepAlive { headers.add(name: "Connection", value: "close") }
+        let responseHead = HTTPResponseHead(version: head.version, status: response.status, headers: headers)
+        context.write(wrapOutboundOut(.head(responseHead)), promise: nil)
+        if !isHead, !response.body.isEmpty {
+            context.write(
+                wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(bytes: response.body)))),
+                promise: nil)
+        }
+        let written = context.eventLoop.makePromise(of: Void.self)
+        if !keepAlive {
+            written.futureResult.assumeIsolated().whenComplete { _ in context.close(promise: nil) }
+        }
+        context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: written)
+    }
+
+    static let commonHeaders: HTTPHeaders = [
+        "Cache-Control": "no-cache",
+        "Access-Control-Allow-Origin": "*",
+        "Access-Control-Expose-Headers": "ETag, X-Hearth-Rev, X-Hearth-Warning",
+    ]
+
+    // MARK: Streams
+
+    private func startStream(
+        sub: Int, rev: UInt64, warning: String?, head: HTTPRequestHead, context: ChannelHandlerContext
+    ) {
+        var headers = Self.commonHeaders
+        headers.add(name: "Content-Type", value: "text/event-stream; charset=utf-8")
+        headers.add(name: "X-Hearth-Rev", value: "\(rev)")
+        if let warning { headers.add(name: "X-Hearth-Warning", value: RESTRender.asciiEscaped(warning)) }
+        if head.version.major == 1, head.version.minor == 0 { headers.add(name: "Connection", value: "close") }
+        state = .streaming(Stream(head: head, sub: sub))
+        engine.metrics.streamOpened()
+        streamCounted = true
+        context.write(
+            wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: .ok, headers: headers))), promise: nil
+        )
+        lastStreamWrite = .now()
+        armKeepAlive(context: context)
+        if closeAfterAnswer { endStream(with: nil, context: context) }
+    }
+
+    private func writeStreamBytes(_ bytes: ByteBuffer, context: ChannelHandlerContext) {
+        let count = bytes.readableBytes
+        // A reader too slow to keep its unsent output under the bound is cut (rest.md §10).
+        if outstandingBytes + count > configuration.maxOutboundBytes {
+            logger.warning("closing a slow event-stream reader", metadata: ["pendingBytes": "\(outstandingBytes)"])
+            state = .closed
+            context.close(promise: nil)
+            return
+        }
+        outstandingBytes += count
+        lastStreamWrite = .now()
+        let promise = context.eventLoop.makePromise(of: Void.self)
+        promise.futureResult.assumeIsolated().whenComplete { [self] _ in outstandingBytes -= count }
+        context.write(wrapOutboundOut(.body(.byteBuffer(bytes))), promise: promise)
+    }
+
+    /// Sends `last` (a `cancel` or `auth_revoked` event) if given, ends the stream with its last
+    /// chunk, and closes the connection.
+    private func endStream(with last: [UInt8]?, context: ChannelHandlerContext) {
+        guard case .streaming = state else { return }
+        if let last { writeStreamBytes(context.channel.allocator.buffer(bytes: last), context: context) }
+        state = .closed
+        keepAliveTimer?.cancel()
+        context.writeAndFlush(wrapOutboundOut(.end(nil))).assumeIsolated().whenComplete { _ in
+            context.close(promise: nil)
+        }
+    }
+
+    /// A `keep-alive` event after `sseKeepAliveSeconds` without any other.
+    private func armKeepAlive(context: ChannelHandlerContext) {
+        let interval = TimeAmount.seconds(Int64(configuration.sseKeepAliveSeconds))
+        keepAliveTimer = context.eventLoop.assumeIsolated().scheduleTask(deadline: lastStreamWrite + interval) {
+            [self] in
+            guard case .streaming = state, let context = self.context else { return }
+            if NIODeadline.now() >= lastStreamWrite + interval {
+                writeStreamBytes(context.channel.allocator.buffer(bytes: StreamEvents.keepAlive), context: context)
+                context.flush()
+            }
+            armKeepAlive(context: context)
+        }
+    }
+
+    private func armIdleTimer(context: ChannelHandlerContext, timeout: TimeAmount) {
+        idleTimer?.cancel()
+        idleTimer = context.eventLoop.assumeIsolated().scheduleTask(in: timeout) { [self] in
+            guard case .idle = state else { return }
+            state = .closed
+            self.context?.close(promise: nil)
+        }
+    }
+
+    // MARK: Shutdown
+
+    /// Graceful shutdown: an idle connection closes, a request being served gets its answer
+    /// first, a stream ends with its last chunk.
+    func beginShutdown() {
+        guard let context else { return }
+        closeAfterAnswer = true
+        switch state {
+        case .idle:
+            state = .closed
+            context.close(promise: nil)
+        case .streaming:
+            endStream(with: nil, context: context)
+        case .receiving, .waiting, .discarding, .closed:
+            break
+        }
+    }
+}

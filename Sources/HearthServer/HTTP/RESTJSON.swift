@@ -1,0 +1,141 @@
+import HearthCore
+import HearthJSON
+
+/// Values as the HTTP API writes them (rest.md §4): compact JSON in plain format, where
+/// Firebase's array rule turns an object whose keys are all canonical non-negative integers, the
+/// largest below twice the number of children, into an array (holes `null`), at every level; or
+/// in export format, which never builds arrays and carries `.priority`.
+enum RESTJSON {
+    static func write(_ node: Node, format: Node.Format, into buffer: inout [UInt8]) {
+        if format == .export {
+            node.writeJSON(into: &buffer, format: .export)
+        } else {
+            writePlain(node, into: &buffer)
+        }
+    }
+
+    static func bytes(_ node: Node, format: Node.Format) -> [UInt8] {
+        var buffer: [UInt8] = []
+        write(node, format: format, into: &buffer)
+        return buffer
+    }
+
+    /// Children in the given order (a query's window) as one object, `null` when there are none;
+    /// in plain format an array when the array rule says so.
+    static func writeEntries(
+        _ entries: [(key: Key, node: Node)], format: Node.Format, into buffer: inout [UInt8]
+    ) {
+        guard !entries.isEmpty else {
+            buffer.append(contentsOf: "null".utf8)
+            return
+        }
+        if format == .plain, let length = arrayLength(of: entries.lazy.map(\.key), count: entries.count) {
+            var slots = [Node?](repeating: nil, count: length)
+            for entry in entries { slots[Int(entry.key.string) ?? 0] = entry.node }
+            writeArray(slots, into: &buffer)
+            return
+        }
+        buffer.append(UInt8(ascii: "{"))
+        for (i, entry) in entries.enumerated() {
+            if i > 0 { buffer.append(UInt8(ascii: ",")) }
+            JSONWriter.writeString(entry.key.string, into: &buffer)
+            buffer.append(UInt8(ascii: ":"))
+            write(entry.node, format: format, into: &buffer)
+        }
+        buffer.append(UInt8(ascii: "}"))
+    }
+
+    /// A shallow read's value (children as `true`), objects under the array rule.
+    static func writeShallow(_ node: Node, into buffer: inout [UInt8]) {
+        guard case .children(let map) = node.content, !map.isEmpty else {
+            writePlain(node, into: &buffer)
+            return
+        }
+        if let length = arrayLength(of: map.lazy.map(\.key), count: map.count) {
+            var slots = [Bool](repeating: false, count: length)
+            for (key, _) in map { slots[Int(key.string) ?? 0] = true }
+            buffer.append(UInt8(ascii: "["))
+            for (i, present) in slots.enumerated() {
+                if i > 0 { buffer.append(UInt8(ascii: ",")) }
+                buffer.append(contentsOf: (present ? "true" : "null").utf8)
+            }
+            buffer.append(UInt8(ascii: "]"))
+            return
+        }
+        buffer.append(UInt8(ascii: "{"))
+        var first = true
+        for (key, _) in map {
+            if !first { buffer.append(UInt8(ascii: ",")) }
+            first = false
+            JSONWriter.writeString(key.string, into: &buffer)
+            buffer.append(contentsOf: ":true".utf8)
+        }
+        buffer.append(UInt8(ascii: "}"))
+    }
+
+    private static func writePlain(_ node: Node, into buffer: inout [UInt8]) {
+        switch node.content {
+        case .leaf(let value):
+            value.writeJSON(into: &buffer)
+        case .children(let map):
+            if map.isEmpty {
+                buffer.append(contentsOf: "null".utf8)
+                return
+            }
+            if let length = arrayLength(of: map.lazy.map(\.key), count: map.count) {
+                var slots = [Node?](repeating: nil, count: length)
+                for (key, child) in map { slots[Int(key.string) ?? 0] = child }
+                writeArray(slots, into: &buffer)
+                return
+            }
+            buffer.append(UInt8(ascii: "{"))
+            var first = true
+            for (key, child) in map {
+                if !first { buffer.append(UInt8(ascii: ",")) }
+                first = false
+                JSONWriter.writeString(key.string, into: &buffer)
+                buffer.append(UInt8(ascii: ":"))
+                writePlain(child, into: &buffer)
+            }
+            buffer.append(UInt8(ascii: "}"))
+        }
+    }
+
+    private static func writeArray(_ slots: [Node?], into buffer: inout [UInt8]) {
+        buffer.append(UInt8(ascii: "["))
+        for (i, slot) in slots.enumerated() {
+            if i > 0 { buffer.append(UInt8(ascii: ",")) }
+            if let slot {
+                writePlain(slot, into: &buffer)
+            } else {
+                buffer.append(contentsOf: "null".utf8)
+            }
+        }
+        buffer.append(UInt8(ascii: "]"))
+    }
+
+    /// The array length when keys `keys` (`count` of them) make an array under the rule of
+    /// semantics §1.3: every key a canonical non-negative integer (`0` or no leading zero), the
+    /// largest below `2 × count`. Nil otherwise.
+    static func arrayLength(of keys: some Sequence<Key>, count: Int) -> Int? {
+        var largest = -1
+        for key in keys {
+            guard let value = canonicalIndex(key.string) else { return nil }
+            largest = max(largest, value)
+        }
+        guard largest >= 0, largest < 2 * count else { return nil }
+        return largest + 1
+    }
+
+    private static func canonicalIndex(_ text: String) -> Int? {
+        let utf8 = text.utf8
+        guard let first = utf8.first, utf8.count <= 10 else { return nil }
+        if first == UInt8(ascii: "0") { return utf8.count == 1 ? 0 : nil }
+        var value = 0
+        for byte in utf8 {
+            guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") else { return nil }
+            value = value * 10 + Int(byte - UInt8(ascii: "0"))
+        }
+        return value
+    }
+}

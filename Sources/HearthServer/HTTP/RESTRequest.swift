@@ -1,0 +1,450 @@
+import HearthCore
+import HearthJSON
+import HearthProtocol
+import NIOHTTP1
+
+/// An HTTP request refused before it reaches the engine: its status and the `error` message.
+struct RESTError: Error {
+    let status: HTTPResponseStatus
+    let message: String
+    var headers: [(String, String)] = []
+
+    init(_ status: HTTPResponseStatus, _ message: String, headers: [(String, String)] = []) {
+        self.status = status
+        self.message = message
+        self.headers = headers
+    }
+
+    static func badRequest(_ message: String) -> RESTError { RESTError(.badRequest, message) }
+}
+
+/// What an HTTP request asks for, decided on the I/O thread from its method, URL, headers and
+/// body (rest.md §2–§8, §12). Data operations carry the same `Operation` the line protocol
+/// decodes, built by `RequestDecoder` from an equivalent request object.
+struct RESTCall {
+    enum Action {
+        /// A CORS preflight (`OPTIONS`); the request's `Access-Control-Request-Headers`.
+        case preflight(requestedHeaders: String?)
+        /// `GET /.well-known/hearth/…` (health, metrics, stats).
+        case wellKnown(path: String)
+        case getRules
+        case setRules(Operation)
+        /// A read; `priorityOnly` for a location ending in `.priority`.
+        case read(Operation, path: Path, priorityOnly: Bool, query: QuerySpec?)
+        /// An event stream (`Accept: text/event-stream`).
+        case stream(Operation, path: Path, query: QuerySpec?)
+        /// PUT, POST, PATCH or DELETE, conditional or not.
+        case write(Operation, method: HTTPMethod, path: Path, members: [Path])
+    }
+
+    enum Print { case normal, pretty, silent }
+
+    var action: Action
+    var print = Print.normal
+    /// `X-Firebase-ETag: true`.
+    var wantsETag = false
+    /// `if-none-match` on a read.
+    var ifNoneMatch: String?
+    /// `if-match` on PUT or DELETE (the write is then a transaction).
+    var ifMatch: String?
+    var callback: String?
+    var download: String?
+    var format = Node.Format.plain
+    /// `auth=`, `access_token=` or `Authorization: Bearer …`.
+    var credential: String?
+    /// `auth_variable_override` (honoured for admin callers only); `.null` means unauthenticated.
+    var authOverride: JSONValue?
+    /// HEAD: the answer of a GET without its body.
+    var isHead = false
+
+    init(action: Action) { self.action = action }
+}
+
+/// Turns an HTTP request into a `RESTCall`, or the error to answer.
+struct RESTRequestParser {
+    let decoder: RequestDecoder
+    var limits: Limits { decoder.limits }
+
+    static let allowedMethods = "GET, PUT, POST, PATCH, DELETE, OPTIONS, HEAD"
+    static let notFound = RESTError(.notFound, "Not Found: a location is /<path>.json")
+
+    func parse(head: HTTPRequestHead, body: [UInt8]) throws(RESTError) -> RESTCall {
+        let (rawPath, rawQuery) = Self.split(uri: head.uri)
+        let parameters = QueryParameters(rawQuery)
+        if head.method == .OPTIONS {
+            return RESTCall(
+                action: .preflight(requestedHeaders: head.headers.first(name: "access-control-request-headers")))
+        }
+        if rawPath.hasPrefix("/.well-known/hearth/") {
+            guard head.method == .GET || head.method == .HEAD else {
+                throw RESTError(.methodNotAllowed, "only GET is served here", headers: [("Allow", "GET, HEAD")])
+            }
+            var call = RESTCall(action: .wellKnown(path: String(rawPath)))
+            call.isHead = head.method == .HEAD
+            return call
+        }
+        var method = head.method
+        if method == .POST {
+            if let override = head.headers.first(name: "x-http-method-override")
+                ?? parameters["x-http-method-override"]?.decoded
+            {
+                switch override.uppercased() {
+                case "PUT": method = .PUT
+                case "PATCH": method = .PATCH
+                case "DELETE": method = .DELETE
+                default: throw .badRequest("X-HTTP-Method-Override must be PUT, PATCH or DELETE, not \"\(override)\"")
+                }
+            }
+        }
+        switch method {
+        case .GET, .HEAD, .PUT, .POST, .PATCH, .DELETE: break
+        default:
+            throw RESTError(
+                .methodNotAllowed, "method \(head.method.rawValue) is not supported",
+                headers: [("Allow", Self.allowedMethods)])
+        }
+        guard rawPath.hasSuffix(".json") else { throw Self.notFound }
+        let segments = try Self.segments(of: String(rawPath.dropLast(5)))
+        let isRead = method == .GET || method == .HEAD
+
+        var call: RESTCall
+        if segments.first == ".settings" {
+            guard segments == [".settings", "rules"] else { throw Self.notFound }
+            switch method {
+            case .GET, .HEAD: call = RESTCall(action: .getRules)
+            case .PUT:
+                let rules = try Self.parseBody(body, decoder: decoder)
+                do {
+                    call = RESTCall(
+                        action: .setRules(
+                            try decoder.operation(
+                                .object([JSONMember("op", .string("setRules")), JSONMember("rules", rules)]))))
+                } catch {
+                    throw .badRequest(error.message)
+                }
+            default:
+                throw RESTError(
+                    .methodNotAllowed, "the rules are read with GET and replaced with PUT",
+                    headers: [("Allow", "GET, PUT, OPTIONS, HEAD")])
+            }
+        } else {
+            let pathText = "/" + segments.joined(separator: "/")
+            let priorityOnly = segments.last == ".priority"
+            let path: Path
+            do {
+                path = try Path.parse(pathText, limits: limits, allowInfo: true, allowPriority: true)
+            } catch {
+                throw .badRequest(error.message)
+            }
+            if isRead {
+                call = try read(
+                    path: path, pathText: pathText, priorityOnly: priorityOnly, head: head, parameters: parameters)
+            } else {
+                try Self.refuseReadParameters(parameters)
+                call = try write(
+                    method: method, path: path, pathText: pathText, head: head, body: body, parameters: parameters)
+            }
+        }
+        call.isHead = head.method == .HEAD
+        switch parameters["print"]?.decoded {
+        case nil: break
+        case "pretty"?: call.print = .pretty
+        case "silent"?: call.print = .silent
+        case let other?: throw .badRequest("print must be pretty or silent, not \"\(other)\"")
+        }
+        call.wantsETag = head.headers.first(name: "x-firebase-etag")?.lowercased() == "true"
+        call.credential =
+            parameters["auth"]?.decoded ?? parameters["access_token"]?.decoded
+            ?? Self.bearer(head.headers.first(name: "authorization"))
+        if let override = parameters["auth_variable_override"] {
+            do { call.authOverride = try override.json(limits: decoder.jsonLimits) } catch {
+                throw .badRequest("auth_variable_override must be JSON (an object or null)")
+            }
+        }
+        return call
+    }
+
+    // MARK: Reads
+
+    private func read(
+        path: Path, pathText: String, priorityOnly: Bool, head: HTTPRequestHead, parameters: QueryParameters
+    ) throws(RESTError) -> RESTCall {
+        let streaming = head.headers[canonicalForm: "accept"].contains { $0.lowercased().contains("text/event-stream") }
+        var format = Node.Format.plain
+        switch parameters["format"]?.decoded {
+        case nil: break
+        case "export"?: format = .export
+        case let other?: throw .badRequest("format must be export, not \"\(other)\"")
+        }
+        if let timeout = parameters["timeout"]?.decoded { try Self.checkTimeout(timeout) }
+        let wireQuery = try RESTQuery.wireQuery(parameters, limits: decoder.jsonLimits)
+        let shallow: Bool
+        switch parameters["shallow"]?.decoded {
+        case nil: shallow = false
+        case "true"?: shallow = true
+        case let other?: throw .badRequest("shallow must be true, not \"\(other)\"")
+        }
+        if shallow, wireQuery != nil {
+            throw .badRequest("shallow can't be combined with orderBy, a bound or a limit")
+        }
+        let readPath = priorityOnly ? pathText.dropLast(".priority".count).description : pathText
+        var request: [JSONMember] = [
+            JSONMember("op", .string(streaming ? "subscribe" : "get")), JSONMember("path", .string(readPath)),
+        ]
+        if let wireQuery { request.append(JSONMember("query", wireQuery)) }
+        let decoded: Operation
+        do { decoded = try decoder.operation(.object(request)) } catch { throw .badRequest(error.message) }
+        let location = priorityOnly ? path.withoutPriority : path
+        if streaming {
+            for name in ["shallow", "print", "callback", "download"] where parameters[name] != nil {
+                throw .badRequest("\(name) can't be used on a stream (Accept: text/event-stream)")
+            }
+            guard case .subscribe(let streamPath, let query, _, let ruleQuery) = decoded else {
+                throw RESTError(.internalServerError, "a stream request did not decode as a subscription")
+            }
+            let spec = wireQuery == nil ? nil : query
+            var call = RESTCall(
+                action: .stream(
+                    .stream(path: streamPath, query: spec, format: format, ruleQuery: ruleQuery), path: location,
+                    query: spec))
+            call.format = format
+            return call
+        }
+        guard case .get(let getPath, var options) = decoded else {
+            throw RESTError(.internalServerError, "a read did not decode as a get")
+        }
+        options.shallow = shallow
+        options.format = format
+        var call = RESTCall(
+            action: .read(
+                .get(path: getPath, options: options), path: location, priorityOnly: priorityOnly, query: options.query)
+        )
+        call.format = format
+        if let callback = parameters["callback"]?.decoded {
+            guard Self.isDottedIdentifier(callback) else {
+                throw .badRequest("callback must be a JavaScript identifier (dotted names allowed)")
+            }
+            call.callback = callback
+        }
+        call.download = parameters["download"]?.decoded
+        if let etag = head.headers.first(name: "if-none-match") { call.ifNoneMatch = Self.unquoted(etag) }
+        if head.headers.first(name: "if-match") != nil {
+            throw .badRequest("if-match is only allowed on PUT and DELETE")
+        }
+        return call
+    }
+
+    // MARK: Writes
+
+    private func write(
+        method: HTTPMethod, path: Path, pathText: String, head: HTTPRequestHead, body: [UInt8],
+        parameters: QueryParameters
+    ) throws(RESTError) -> RESTCall {
+        if let limit = parameters["writeSizeLimit"]?.decoded,
+            !["tiny", "small", "medium", "large", "unlimited"].contains(limit)
+        {
+            throw .badRequest("writeSizeLimit must be tiny, small, medium, large or unlimited, not \"\(limit)\"")
+        }
+        var ifMatch: String?
+        if let header = head.headers[canonicalForm: "if-match"].first {
+            guard method == .PUT || method == .DELETE else {
+                throw .badRequest("if-match is only allowed on PUT and DELETE")
+            }
+            guard head.headers[canonicalForm: "if-match"].count == 1, !header.contains(",") else {
+                throw .badRequest("if-match takes exactly one ETag")
+            }
+            ifMatch = Self.unquoted(String(header))
+        }
+        var request: [JSONMember] = [JSONMember("path", .string(pathText))]
+        var members: [Path] = []
+        switch method {
+        case .PUT:
+            let value = try Self.parseBody(body, decoder: decoder)
+            request.append(JSONMember("value", value))
+            if let ifMatch {
+                request.append(JSONMember("op", .string("transaction")))
+                request.append(JSONMember("expectHash", .string(ifMatch == "null_etag" ? Node.empty.hash : ifMatch)))
+            } else {
+                request.append(JSONMember("op", .string("set")))
+            }
+        case .DELETE:
+            if let ifMatch {
+                request += [
+                    JSONMember("op", .string("transaction")), JSONMember("value", .null),
+                    JSONMember("expectHash", .string(ifMatch == "null_etag" ? Node.empty.hash : ifMatch)),
+                ]
+            } else {
+                request.append(JSONMember("op", .string("remove")))
+            }
+        case .POST:
+            request += [
+                JSONMember("op", .string("push")), JSONMember("value", try Self.parseBody(body, decoder: decoder)),
+            ]
+        default:  // PATCH
+            let value = try Self.parseBody(body, decoder: decoder)
+            guard case .object(let entries) = value else {
+                throw .badRequest("a PATCH body must be an object of relative paths to values")
+            }
+            for entry in entries {
+                do { members.append(try Path.parse(entry.key, limits: limits, allowPriority: true)) } catch {
+                    throw .badRequest(error.message)
+                }
+            }
+            request += [JSONMember("op", .string("update")), JSONMember("values", value)]
+        }
+        let operation: Operation
+        do { operation = try decoder.operation(.object(request)) } catch { throw .badRequest(error.message) }
+        var call = RESTCall(action: .write(operation, method: method, path: path, members: members))
+        call.ifMatch = ifMatch
+        return call
+    }
+
+    private static func refuseReadParameters(_ parameters: QueryParameters) throws(RESTError) {
+        for name in RESTQuery.parameterNames + ["shallow", "format"] where parameters[name] != nil {
+            throw .badRequest("\(name) is only allowed on GET")
+        }
+    }
+
+    // MARK: Pieces
+
+    /// The body as one JSON value (rest.md §4).
+    static func parseBody(_ body: [UInt8], decoder: RequestDecoder) throws(RESTError) -> JSONValue {
+        guard body.contains(where: { !isJSONWhitespace($0) }) else {
+            throw .badRequest("Invalid data; couldn't parse JSON object, array, or value. (the body is empty)")
+        }
+        do {
+            return try JSONParser.parse(body, limits: decoder.jsonLimits)
+        } catch {
+            if error.kind == .tooDeep { throw .badRequest("the value is nested too deeply: \(error.message)") }
+            throw .badRequest("Invalid data; couldn't parse JSON object, array, or value.")
+        }
+    }
+
+    private static func isJSONWhitespace(_ byte: UInt8) -> Bool {
+        byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0D
+    }
+
+    static func split(uri: String) -> (path: Substring, query: Substring) {
+        guard let mark = uri.firstIndex(of: "?") else { return (Substring(uri), "") }
+        return (uri[..<mark], uri[uri.index(after: mark)...])
+    }
+
+    /// The percent-decoded segments of a location, empty ones dropped; a segment that decodes
+    /// to something containing `/` (or to invalid UTF-8) is refused.
+    static func segments(of path: String) throws(RESTError) -> [String] {
+        var result: [String] = []
+        for raw in path.split(separator: "/", omittingEmptySubsequences: true) {
+            guard let segment = percentDecoded(raw, plusIsSpace: false) else {
+                throw .badRequest("path segment \"\(raw)\" is not valid percent-encoded UTF-8")
+            }
+            if segment.contains("/") { throw .badRequest("invalid key \"\(segment)\": a key can't contain /") }
+            result.append(segment)
+        }
+        return result
+    }
+
+    static func percentDecoded(_ text: Substring, plusIsSpace: Bool) -> String? {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(text.utf8.count)
+        var iterator = text.utf8.makeIterator()
+        while let byte = iterator.next() {
+            if byte == UInt8(ascii: "%") {
+                guard let high = iterator.next().flatMap(hexValue), let low = iterator.next().flatMap(hexValue) else {
+                    return nil
+                }
+                bytes.append(high << 4 | low)
+            } else if byte == UInt8(ascii: "+"), plusIsSpace {
+                bytes.append(UInt8(ascii: " "))
+            } else {
+                bytes.append(byte)
+            }
+        }
+        return String(validating: bytes, as: UTF8.self)
+    }
+
+    private static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): return byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): return byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): return byte - UInt8(ascii: "A") + 10
+        default: return nil
+        }
+    }
+
+    static func bearer(_ header: String?) -> String? {
+        guard let header else { return nil }
+        let parts = header.split(separator: " ", maxSplits: 1)
+        guard parts.count == 2, parts[0].lowercased() == "bearer" else { return nil }
+        let token = parts[1].trimmingSpaces
+        return token.isEmpty ? nil : token
+    }
+
+    static func unquoted(_ etag: String) -> String {
+        let trimmed = Substring(etag).trimmingSpaces
+        if trimmed.count >= 2, trimmed.hasPrefix("\""), trimmed.hasSuffix("\"") {
+            return String(trimmed.dropFirst().dropLast())
+        }
+        return trimmed
+    }
+
+    /// `<n>ms`, `<n>s` or `<n>min`, above 0 and at most 15 minutes.
+    static func checkTimeout(_ text: String) throws(RESTError) {
+        let units: [(String, Double)] = [("ms", 1), ("min", 60_000), ("s", 1000)]
+        for (suffix, scale) in units where text.hasSuffix(suffix) {
+            guard let number = Double(text.dropLast(suffix.count)), number > 0 else { break }
+            guard number * scale <= 15 * 60_000 else { throw .badRequest("timeout must be at most 15min") }
+            return
+        }
+        throw .badRequest("timeout must be a positive duration such as 500ms, 3s or 1min, not \"\(text)\"")
+    }
+
+    static func isDottedIdentifier(_ text: String) -> Bool {
+        let parts = text.split(separator: ".", omittingEmptySubsequences: false)
+        return !parts.isEmpty
+            && parts.allSatisfy { part in
+                guard let first = part.unicodeScalars.first, !part.isEmpty else { return false }
+                let isStart = { (c: Unicode.Scalar) in c == "_" || c == "$" || c.properties.isAlphabetic }
+                return isStart(first) && part.unicodeScalars.allSatisfy { isStart($0) || ("0"..."9").contains($0) }
+            }
+    }
+}
+
+extension Substring {
+    var trimmingSpaces: String {
+        String(drop { $0 == " " || $0 == "\t" }.reversed().drop { $0 == " " || $0 == "\t" }.reversed())
+    }
+}
+
+/// The query string's parameters by name (the last one of a name wins).
+struct QueryParameters {
+    struct Value {
+        /// Percent-decoded with `+` as a space.
+        let decoded: String
+        /// Percent-decoded with `+` kept (the Python SDK sends `+` literally).
+        let plusKept: String
+
+        /// The value as JSON: decoded with `+` as a space first, then with `+` kept.
+        func json(limits: JSONLimits) throws -> JSONValue {
+            do { return try JSONParser.parse(decoded, limits: limits) } catch {
+                return try JSONParser.parse(plusKept, limits: limits)
+            }
+        }
+    }
+
+    private var values: [String: Value] = [:]
+
+    init(_ query: Substring) {
+        for pair in query.split(separator: "&", omittingEmptySubsequences: true) {
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            guard let name = RESTRequestParser.percentDecoded(parts[0], plusIsSpace: true), !name.isEmpty else {
+                continue
+            }
+            let raw = parts.count > 1 ? parts[1] : ""
+            let decoded = RESTRequestParser.percentDecoded(raw, plusIsSpace: true) ?? String(raw)
+            let plusKept = RESTRequestParser.percentDecoded(raw, plusIsSpace: false) ?? String(raw)
+            values[name] = Value(decoded: decoded, plusKept: plusKept)
+        }
+    }
+
+    subscript(name: String) -> Value? { values[name] }
+}
