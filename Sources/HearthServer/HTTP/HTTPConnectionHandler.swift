@@ -71,6 +71,8 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     private var requestsServed = 0
     private var closeAfterAnswer = false
     private var idleTimer: Scheduled<Void>?
+    private var idleTimeout = HTTPConnectionHandler.headTimeout
+    private var lastActivity = NIODeadline.now()
     private var keepAliveTimer: Scheduled<Void>?
     private var lastStreamWrite = NIODeadline.now()
     private var outstandingBytes = 0
@@ -181,7 +183,6 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
         switch unwrapInboundIn(data) {
         case .head(let head):
             guard case .idle = state else { return }
-            idleTimer?.cancel()
             if head.uri.utf8.count + head.headers.reduce(0, { $0 + $1.name.utf8.count + $1.value.utf8.count })
                 > 64 * 1024
             {
@@ -311,7 +312,12 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
         state = .waiting(Exchange(head: head, call: call, identityAnswers: items.count))
         for operation in operations {
             var request = Request(id: .null, operation: operation)
-            if case .write = call.action { request.answerWithStoredValue = true }
+            if case .write(_, let method, _, _) = call.action {
+                // The value as stored shows in the body, the ETag or a PATCH's answer; a silent
+                // write without an ETag needs only the revision.
+                request.answerWithStoredValue =
+                    call.print != .silent || call.wantsETag || call.ifMatch != nil || method == .POST
+            }
             items.append(.request(sessionLink, request))
         }
         engine.submit(items)
@@ -362,21 +368,36 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     /// Output from the engine, on this connection's event loop.
     func receive(_ outputs: [Outbound]) {
         guard let context else { return }
+        // A stream's events of one delivery go out as one chunk, as the line protocol writes a
+        // turn's output with one write.
+        var events: ByteBuffer?
+        func sendEvents() {
+            guard var gathered = events else { return }
+            events = nil
+            if case .streaming = state { writeStreamBytes(&gathered, context: context) }
+        }
         for output in outputs {
             switch output {
             case .response(_, let body):
                 answer(body, context: context)
-            case .event(let sub, let body):
+            case .event(let sub, var body):
                 guard case .streaming(let stream) = state, stream.sub == sub else { continue }
-                writeStreamBytes(body, context: context)
+                if events == nil {
+                    events = body
+                } else {
+                    events?.writeBuffer(&body)
+                }
             case .cancelled(let sub, _):
                 guard case .streaming(let stream) = state, stream.sub == sub else { continue }
+                sendEvents()
                 endStream(with: StreamEvents.cancel, context: context)
             case .authRevoked:
                 engineIdentity = "\u{0}revoked"
+                sendEvents()
                 if case .streaming = state { endStream(with: StreamEvents.authRevoked, context: context) }
             }
         }
+        sendEvents()
         context.flush()
     }
 
@@ -431,11 +452,13 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
                 wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(bytes: response.body)))),
                 promise: nil)
         }
-        let written = context.eventLoop.makePromise(of: Void.self)
-        if !keepAlive {
-            written.futureResult.assumeIsolated().whenComplete { _ in context.close(promise: nil) }
+        guard !keepAlive else {
+            context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+            return
         }
-        context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: written)
+        context.writeAndFlush(wrapOutboundOut(.end(nil))).assumeIsolated().whenComplete { _ in
+            context.close(promise: nil)
+        }
     }
 
     static let commonHeaders: HTTPHeaders = [
@@ -465,7 +488,7 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
         if closeAfterAnswer { endStream(with: nil, context: context) }
     }
 
-    private func writeStreamBytes(_ bytes: ByteBuffer, context: ChannelHandlerContext) {
+    private func writeStreamBytes(_ bytes: inout ByteBuffer, context: ChannelHandlerContext) {
         let count = bytes.readableBytes
         // A reader too slow to keep its unsent output under the bound is cut (rest.md §10).
         if outstandingBytes + count > configuration.maxOutboundBytes {
@@ -485,7 +508,9 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     /// chunk, and closes the connection.
     private func endStream(with last: [UInt8]?, context: ChannelHandlerContext) {
         guard case .streaming = state else { return }
-        if let last { writeStreamBytes(context.channel.allocator.buffer(bytes: last), context: context) }
+        if var last = last.map({ context.channel.allocator.buffer(bytes: $0) }) {
+            writeStreamBytes(&last, context: context)
+        }
         state = .closed
         keepAliveTimer?.cancel()
         context.writeAndFlush(wrapOutboundOut(.end(nil))).assumeIsolated().whenComplete { _ in
@@ -500,19 +525,34 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
             [self] in
             guard case .streaming = state, let context = self.context else { return }
             if NIODeadline.now() >= lastStreamWrite + interval {
-                writeStreamBytes(context.channel.allocator.buffer(bytes: StreamEvents.keepAlive), context: context)
+                var keepAlive = context.channel.allocator.buffer(bytes: StreamEvents.keepAlive)
+                writeStreamBytes(&keepAlive, context: context)
                 context.flush()
             }
             armKeepAlive(context: context)
         }
     }
 
+    /// Closes the connection once it has been idle (no request under way) for `timeout` since
+    /// the last answer. One timer at a time, re-armed when it fires early rather than per request.
     private func armIdleTimer(context: ChannelHandlerContext, timeout: TimeAmount) {
-        idleTimer?.cancel()
-        idleTimer = context.eventLoop.assumeIsolated().scheduleTask(in: timeout) { [self] in
-            guard case .idle = state else { return }
-            state = .closed
-            self.context?.close(promise: nil)
+        idleTimeout = timeout
+        lastActivity = .now()
+        if idleTimer == nil { scheduleIdleCheck(context: context, at: lastActivity + timeout) }
+    }
+
+    private func scheduleIdleCheck(context: ChannelHandlerContext, at deadline: NIODeadline) {
+        idleTimer = context.eventLoop.assumeIsolated().scheduleTask(deadline: deadline) { [self] in
+            idleTimer = nil
+            // A connection busy with a request (or a stream) is re-armed when it is next idle.
+            guard case .idle = state, let context = self.context else { return }
+            let due = lastActivity + idleTimeout
+            if NIODeadline.now() >= due {
+                state = .closed
+                context.close(promise: nil)
+            } else {
+                scheduleIdleCheck(context: context, at: due)
+            }
         }
     }
 

@@ -21,7 +21,10 @@ struct RESTError: Error {
 /// What an HTTP request asks for, decided on the I/O thread from its method, URL, headers and
 /// body (rest.md §2–§8, §12). Data operations carry the same `Operation` the line protocol
 /// decodes, built by `RequestDecoder` from an equivalent request object.
-struct RESTCall {
+///
+/// A class: it is built once per request and then only read, by the connection's event loop, so
+/// passing it around costs one reference rather than a copy of every field.
+final class RESTCall {
     enum Action {
         /// A CORS preflight (`OPTIONS`); the request's `Access-Control-Request-Headers`.
         case preflight(requestedHeaders: String?)
@@ -79,7 +82,7 @@ struct RESTRequestParser {
             guard head.method == .GET || head.method == .HEAD else {
                 throw RESTError(.methodNotAllowed, "only GET is served here", headers: [("Allow", "GET, HEAD")])
             }
-            var call = RESTCall(action: .wellKnown(path: String(rawPath)))
+            let call = RESTCall(action: .wellKnown(path: String(rawPath)))
             call.isHead = head.method == .HEAD
             return call
         }
@@ -203,7 +206,7 @@ struct RESTRequestParser {
                 throw RESTError(.internalServerError, "a stream request did not decode as a subscription")
             }
             let spec = wireQuery == nil ? nil : query
-            var call = RESTCall(
+            let call = RESTCall(
                 action: .stream(
                     .stream(path: streamPath, query: spec, format: format, ruleQuery: ruleQuery), path: location,
                     query: spec))
@@ -215,7 +218,7 @@ struct RESTRequestParser {
         }
         options.shallow = shallow
         options.format = format
-        var call = RESTCall(
+        let call = RESTCall(
             action: .read(
                 .get(path: getPath, options: options), path: location, priorityOnly: priorityOnly, query: options.query)
         )
@@ -294,13 +297,15 @@ struct RESTRequestParser {
         }
         let operation: Operation
         do { operation = try decoder.operation(.object(request)) } catch { throw .badRequest(error.message) }
-        var call = RESTCall(action: .write(operation, method: method, path: path, members: members))
+        let call = RESTCall(action: .write(operation, method: method, path: path, members: members))
         call.ifMatch = ifMatch
         return call
     }
 
+    private static let readOnlyParameters = Set(RESTQuery.parameterNames + ["shallow", "format"])
+
     private static func refuseReadParameters(_ parameters: QueryParameters) throws(RESTError) {
-        for name in RESTQuery.parameterNames + ["shallow", "format"] where parameters[name] != nil {
+        for name in parameters.names where readOnlyParameters.contains(name) {
             throw .badRequest("\(name) is only allowed on GET")
         }
     }
@@ -344,6 +349,9 @@ struct RESTRequestParser {
     }
 
     static func percentDecoded(_ text: Substring, plusIsSpace: Bool) -> String? {
+        if !text.utf8.contains(where: { $0 == UInt8(ascii: "%") || ($0 == UInt8(ascii: "+") && plusIsSpace) }) {
+            return String(text)
+        }
         var bytes: [UInt8] = []
         bytes.reserveCapacity(text.utf8.count)
         var iterator = text.utf8.makeIterator()
@@ -446,5 +454,7 @@ struct QueryParameters {
         }
     }
 
-    subscript(name: String) -> Value? { values[name] }
+    subscript(name: String) -> Value? { values.isEmpty ? nil : values[name] }
+
+    var names: Dictionary<String, Value>.Keys { values.keys }
 }

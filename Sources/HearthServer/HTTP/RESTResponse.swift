@@ -107,6 +107,11 @@ enum RESTRender {
                 response.headers.append(("ETag", method == .DELETE ? "null_etag" : etag(node)))
             }
             return .success(response)
+        case .committed(let rev), .transactionCommitted(let rev):
+            // A silent write (no body is sent).
+            var response = RESTResponse(status: .ok)
+            response.headers.append(("X-Hearth-Rev", "\(rev)"))
+            return .success(response)
         case .stale(let current):
             // An if-match that no longer holds: nothing was written (rest.md §8).
             var response = RESTResponse(status: .preconditionFailed, body: RESTJSON.bytes(current, format: .plain))
