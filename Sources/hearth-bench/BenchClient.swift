@@ -2,6 +2,7 @@ import HearthProtocol
 import Histogram
 import NIOConcurrencyHelpers
 import NIOCore
+import NIOHTTP1
 import NIOPosix
 import NIOSSL
 
@@ -52,6 +53,13 @@ final class BenchConnection: Sendable {
                     case .redis:
                         try pipeline.addHandler(ByteToMessageHandler(RESPDecoder()))
                         try pipeline.addHandler(RESPClassifier())
+                    case .http:
+                        // Requests are written as raw bytes; the decoder watches outbound parts.
+                        try pipeline.addHandler(RawRequestBytes.Unwrap())
+                        try pipeline.addHandler(
+                            ByteToMessageHandler(HTTPResponseDecoder(leftOverBytesStrategy: .dropBytes)))
+                        try pipeline.addHandler(RawRequestBytes.Wrap())
+                        try pipeline.addHandler(HTTPClassifier())
                     }
                     try pipeline.addHandler(BenchHandler(target: target))
                 }
@@ -62,7 +70,7 @@ final class BenchConnection: Sendable {
                 try channel.pipeline.syncOperations.handler(type: BenchHandler.self), eventLoop: channel.eventLoop)
         }.get()
         let connection = BenchConnection(target: target, channel: channel, handler: handler)
-        if let token { try await connection.request(.auth(token: token)).get() }
+        if let token, target != .http { try await connection.request(.auth(token: token)).get() }
         return connection
     }
 

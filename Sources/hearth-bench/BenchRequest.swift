@@ -25,11 +25,14 @@ enum BenchRequest: Sendable {
 enum Target: String, Sendable, CaseIterable {
     case hearth
     case redis
+    /// Hearth's HTTP API (Firebase REST and streaming): give its port (`--port 9080`).
+    case http
 
     func encode(_ request: BenchRequest, into buffer: inout ByteBuffer) {
         switch self {
         case .hearth: HearthLines.encode(request, into: &buffer)
         case .redis: RESP.encode(request, into: &buffer)
+        case .http: HTTPRequests.encode(request, into: &buffer)
         }
     }
 
@@ -38,6 +41,7 @@ enum Target: String, Sendable, CaseIterable {
         switch self {
         case .hearth: HearthLines.timestamp(inEvent: event)
         case .redis: parseUnsigned(event.readableBytesView)
+        case .http: HTTPRequests.timestamp(inEvent: event)
         }
     }
 }

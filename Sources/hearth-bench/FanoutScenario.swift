@@ -10,6 +10,12 @@ struct FanoutScenario: AsyncParsableCommand {
     @Option(help: "Subscriber connections.") var subscribers = 100
     @Option(help: "Writes.") var writes = 20_000
     @Option(help: "Writes in flight per window.") var window = 200
+    @Option(
+        name: .customLong("writer-port"),
+        help:
+            "Write over Hearth's line protocol on this port, whatever the subscribers' target (to compare the delivery of events alone, e.g. SSE streams against TCP subscriptions)."
+    )
+    var writerPort: Int?
 
     func validate() throws {
         guard subscribers > 0, writes > 0, window > 0 else {
@@ -25,7 +31,12 @@ struct FanoutScenario: AsyncParsableCommand {
             try await connection.request(.subscribe(key: ["fan"])).get()
             subs.append(connection)
         }
-        let writer = try await server.connect()
+        var writerServer = server
+        if let writerPort {
+            writerServer.target = .hearth
+            writerServer.port = writerPort
+        }
+        let writer = try await writerServer.connect()
         // Let Hearth's initial value events arrive before counting.
         try await Task.sleep(for: .milliseconds(200))
         var baseline = 0
