@@ -152,6 +152,24 @@ final class HTTPStreamTests: XCTestCase {
         }
     }
 
+    func testSlowStreamReaderIsCutAndNothingElseSuffers() async throws {
+        try await withLiveServer(setting: \.maxOutboundBytes, to: 256 * 1024) { server in
+            let stream = try HTTPTestClient(port: server.httpPort ?? 0)
+            XCTAssertEqual(try stream.openStream("/big.json").status, 200)
+            // The stream's reader reads nothing while 12.8 MB of events pile up: more than the
+            // sockets' buffers hold, so the server's own unsent output passes the bound.
+            let writer = try TestClient(port: server.port)
+            let value = String(repeating: "x", count: 64 * 1024)
+            for i in 0..<200 {
+                try writer.send(#"{"id":\#(i),"op":"set","path":"/big/k\#(i % 8)","value":"\#(value)i\#(i)"}"#)
+            }
+            for _ in 0..<200 { _ = try writer.readResponse(timeout: 30) }
+            XCTAssertTrue(stream.waitForClose(timeout: 30), "the slow stream was not cut")
+            let other = try HTTPTestClient(port: server.httpPort ?? 0)
+            XCTAssertEqual(try other.request("GET", "/big/k0.json").status, 200)
+        }
+    }
+
     func testClosedStreamReleasesItsSubscription() async throws {
         try await withLiveServer { server in
             for _ in 0..<3 {
