@@ -2,7 +2,7 @@
 #
 # hearthd in a container.
 #   docker build -t hearth .
-#   docker run -d --name hearth -p 9000:9000 -v hearth-data:/data hearth
+#   docker run -d --name hearth -p 9000:9000 -p 9080:9080 -v hearth-data:/data hearth
 # scripts/docker-smoke.sh builds this image and checks it end to end.
 
 ARG SWIFT_IMAGE=swift:6.3-noble
@@ -45,13 +45,18 @@ ENV HEARTH_CONFIG=/etc/hearth/hearth.json
 VOLUME ["/data"]
 USER hearth
 WORKDIR /data
-EXPOSE 9000
-# hearthd shuts down gracefully on SIGTERM: goaway, answer what was received, exit 0.
+# 9000: the line protocol; 9080: the HTTP API (Firebase REST and streaming, health, metrics).
+EXPOSE 9000 9080
+# hearthd shuts down gracefully on SIGTERM: goaway, answer what was received, end event streams,
+# exit 0.
 STOPSIGNAL SIGTERM
-# Healthy when the server accepts a connection and greets it with its hello line. Needs only bash,
-# head and grep, which the base image has. It connects to $HEARTH_PORT (9000 when unset): change
-# the port with HEARTH_PORT, not --port.
+# Healthy when the line protocol greets a connection with its hello line and the HTTP API's
+# GET /.well-known/hearth/health answers 200 (the engine turns, the storage works). The base image
+# has no curl or wget, so bash sends the HTTP/1.0 request through /dev/tcp itself: only bash, head
+# and grep are needed. It connects to $HEARTH_PORT (9000 when unset) and $HEARTH_HTTP_PORT (9080
+# when unset; the HTTP check is skipped when it is off): change the ports with these variables, not
+# with flags or the configuration file. With TLS on, the check fails: override it (--health-cmd).
 HEALTHCHECK --interval=5s --timeout=3s --start-period=10s --retries=3 \
-    CMD ["bash", "-c", "exec 3<>/dev/tcp/127.0.0.1/${HEARTH_PORT:-9000} && head -n1 <&3 | grep -q '\"event\":\"hello\"'"]
+    CMD ["bash", "-c", "exec 3<>/dev/tcp/127.0.0.1/${HEARTH_PORT:-9000} && head -n1 <&3 | grep -q '\"event\":\"hello\"' && { [ \"${HEARTH_HTTP_PORT:-9080}\" = off ] || { exec 4<>/dev/tcp/127.0.0.1/${HEARTH_HTTP_PORT:-9080} && printf 'GET /.well-known/hearth/health HTTP/1.0\\r\\n\\r\\n' >&4 && head -n1 <&4 | grep -q ' 200 '; }; }"]
 ENTRYPOINT ["/usr/local/bin/hearthd"]
 CMD ["--host", "0.0.0.0", "--data-dir", "/data"]

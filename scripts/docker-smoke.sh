@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Smoke test of the container image.
 #
-# With a Docker engine: builds the image, runs it on a random loopback port, waits until it is
-# healthy, sends a set and a get, stops it with SIGTERM (docker stop) and expects exit status 0.
+# With a Docker engine: builds the image, runs it with both ports (9000, 9080) published on random
+# loopback ports, waits until it is healthy, asks the HTTP health endpoint, sends a set and a get,
+# stops it with SIGTERM (docker stop) and expects exit status 0.
 #
 # Without one (`docker info` fails): checks what the image is made of instead, here: the static
-# release build of hearthd, its flags, and a start / hello / set / get / SIGTERM cycle of that
-# binary on a free loopback port with a temporary data directory.
+# release build of hearthd, its flags, and a start / hello / health / set / get / SIGTERM cycle of
+# that binary on free loopback ports with a temporary data directory.
 #
 # Needs bash (it talks to the server through /dev/tcp), no nc.
 set -euo pipefail
@@ -51,6 +52,26 @@ wait_for_hello() {
     return 1
 }
 
+# Asks GET /.well-known/hearth/health at $1:$2 over plain HTTP/1.0, as the image's health check
+# does, and fails unless the answer is 200 with "status":"ok". Waits up to 10 s for the port to
+# accept (the HTTP listener opens just after the line protocol's).
+check_health() {
+    local host=$1 port=$2 response="" i
+    for ((i = 0; i < 100; i++)); do
+        if (exec 4<>"/dev/tcp/$host/$port") 2>/dev/null; then break; fi
+        sleep 0.1
+    done
+    exec 4<>"/dev/tcp/$host/$port" || fail "can't connect to $host:$port"
+    printf 'GET /.well-known/hearth/health HTTP/1.0\r\n\r\n' >&4
+    # The server closes the connection after an HTTP/1.0 answer: read up to there.
+    IFS= read -r -d '' -t 10 response <&4 || true
+    exec 4>&-
+    local status=${response%%$'\r'*}
+    printf '    %s\n' "$status" "${response##*$'\r\n\r\n'}"
+    [[ $status == 'HTTP/1.'[01]' 200 '* ]] || fail "the health endpoint answered: $status"
+    [[ $response == *'"status":"ok"'* ]] || fail "the health endpoint is not ok: $response"
+}
+
 # The admin secret of the servers started here (a throwaway, passed in the environment).
 export HEARTH_ADMIN_SECRET="smoke-$RANDOM$RANDOM$RANDOM"
 
@@ -79,13 +100,15 @@ smoke_docker() {
 
     log "starting a container"
     local cid
-    cid=$(docker run -d -p 127.0.0.1::9000 -e HEARTH_ADMIN_SECRET "$IMAGE")
+    cid=$(docker run -d -p 127.0.0.1::9000 -p 127.0.0.1::9080 -e HEARTH_ADMIN_SECRET "$IMAGE")
     # shellcheck disable=SC2064  # expand $cid now
     trap "docker rm -f $cid >/dev/null 2>&1 || true" EXIT
-    local port
+    local port http_port
     port=$(docker port "$cid" 9000/tcp | head -n1 | sed 's/.*://')
     [[ -n $port ]] || fail "no host port published for 9000/tcp"
-    log "container ${cid:0:12} listens on 127.0.0.1:$port; waiting for it to be healthy"
+    http_port=$(docker port "$cid" 9080/tcp | head -n1 | sed 's/.*://')
+    [[ -n $http_port ]] || fail "no host port published for 9080/tcp"
+    log "container ${cid:0:12} listens on 127.0.0.1:$port (HTTP: $http_port); waiting for it to be healthy"
 
     local status="" i
     for ((i = 0; i < 120; i++)); do
@@ -102,6 +125,9 @@ smoke_docker() {
         fail "the container is not healthy after 60 s (status: $status)"
     fi
     wait_for_hello 127.0.0.1 "$port" 10 || fail "no hello through the published port $port"
+
+    log "health, through the published HTTP port"
+    check_health 127.0.0.1 "$http_port"
 
     log "set and get"
     check_set_and_get 127.0.0.1 "$port"
@@ -129,7 +155,7 @@ smoke_local() {
     log "checking the entrypoint's flags"
     local help flag
     help=$("$bin" --help)
-    for flag in --host --port --data-dir --config --fsync --log-level; do
+    for flag in --host --port --http-port --data-dir --config --fsync --log-level; do
         grep -q -- "$flag" <<<"$help" || fail "hearthd --help does not list $flag"
     done
 
@@ -140,14 +166,18 @@ smoke_local() {
     # shellcheck disable=SC2064  # expand $dir now; $pid when the trap runs
     trap "if [[ -n \${pid:-} ]]; then kill -KILL \$pid 2>/dev/null || true; fi; rm -rf '$dir'" EXIT
 
-    # A free loopback port: pick random ones until one is closed and the server binds it.
-    local port attempt
+    # Free loopback ports (the line protocol's and the HTTP API's): pick random ones until both
+    # are closed and the server binds them.
+    local port http_port attempt
     for ((attempt = 0; attempt < 10; attempt++)); do
         port=$((20000 + RANDOM % 40000))
+        http_port=$((20000 + RANDOM % 40000))
+        [[ $port != "$http_port" ]] || continue
         if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then continue; fi
-        log "starting $bin on 127.0.0.1:$port with data directory $dir"
-        "$bin" --host 127.0.0.1 --port "$port" --data-dir "$dir/data" --rules-file config/docker/rules.json \
-            >"$dir/log" 2>&1 &
+        if (exec 3<>"/dev/tcp/127.0.0.1/$http_port") 2>/dev/null; then continue; fi
+        log "starting $bin on 127.0.0.1:$port (HTTP: $http_port) with data directory $dir"
+        "$bin" --host 127.0.0.1 --port "$port" --http-port "$http_port" --data-dir "$dir/data" \
+            --rules-file config/docker/rules.json >"$dir/log" 2>&1 &
         pid=$!
         if wait_for_hello 127.0.0.1 "$port" 30 "$pid"; then break; fi
         if kill -0 "$pid" 2>/dev/null; then
@@ -163,6 +193,9 @@ smoke_local() {
         fi
     done
     [[ -n $pid ]] || fail "could not start hearthd on a free port"
+
+    log "health"
+    check_health 127.0.0.1 "$http_port"
 
     log "set and get"
     check_set_and_get 127.0.0.1 "$port"
