@@ -2,7 +2,6 @@ import HearthProtocol
 import Histogram
 import NIOConcurrencyHelpers
 import NIOCore
-import NIOHTTP1
 import NIOPosix
 import NIOSSL
 
@@ -54,12 +53,7 @@ final class BenchConnection: Sendable {
                         try pipeline.addHandler(ByteToMessageHandler(RESPDecoder()))
                         try pipeline.addHandler(RESPClassifier())
                     case .http:
-                        // Requests are written as raw bytes; the decoder watches outbound parts.
-                        try pipeline.addHandler(RawRequestBytes.Unwrap())
-                        try pipeline.addHandler(
-                            ByteToMessageHandler(HTTPResponseDecoder(leftOverBytesStrategy: .dropBytes)))
-                        try pipeline.addHandler(RawRequestBytes.Wrap())
-                        try pipeline.addHandler(HTTPClassifier())
+                        try pipeline.addHandler(ByteToMessageHandler(HTTPResponseSplitter()))
                     }
                     try pipeline.addHandler(BenchHandler(target: target))
                 }

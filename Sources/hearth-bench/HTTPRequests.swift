@@ -1,5 +1,4 @@
 import NIOCore
-import NIOHTTP1
 
 /// Hearth's HTTP API as a load-generator target (`--target http`): writes as `PUT /<path>.json`
 /// over keep-alive connections, subscriptions as Server-Sent Events streams. Same scenarios, same
@@ -53,50 +52,108 @@ enum HTTPRequests {
     private static let dataMarker = Array(#""data":"#.utf8)
 }
 
-/// Turns HTTP responses into answers and a stream's body into events: a response's end (or a
-/// stream's head) answers its request; each SSE event (ending in a blank line) of a stream body
-/// is an event, the stream's first one (its initial `put`) included, as Hearth's initial value
-/// event is on the line protocol.
-final class HTTPClassifier: ChannelInboundHandler {
-    typealias InboundIn = HTTPClientResponsePart
+/// Splits the server's bytes into answers and stream events, as cheaply as the line protocol's
+/// client splits lines: the load generator shares the machine with the server, so its HTTP client
+/// must cost little (NIOHTTP1's full client decoder made it, not the server, the bottleneck).
+/// It understands what Hearth sends: a head, then a `Content-Length` body, a chunked body, or
+/// (for an event stream) chunks of events until the connection ends.
+struct HTTPResponseSplitter: ByteToMessageDecoder {
     typealias InboundOut = BenchInbound
 
-    private var status = 0
-    private var streaming = false
-    /// The event being gathered (events may be split across reads).
+    private enum State {
+        case head
+        case body(remaining: Int, status: Int)
+        case chunkSize(status: Int, stream: Bool)
+        case chunkData(remaining: Int, status: Int, stream: Bool)
+    }
+
+    private var state = State.head
+    /// The event being gathered (events may be split across chunks).
     private var partial: ByteBuffer?
     private var previousWasNewline = false
 
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        switch unwrapInboundIn(data) {
-        case .head(let head):
-            status = Int(head.status.code)
-            streaming = head.headers.first(name: "content-type")?.hasPrefix("text/event-stream") == true
-            if streaming { context.fireChannelRead(wrapInboundOut(.success)) }
-        case .body(let body):
-            guard streaming else { return }
-            splitEvents(body, context: context)
-        case .end:
-            if streaming { return }
-            context.fireChannelRead(wrapInboundOut(status < 400 ? .success : .failure("HTTP \(status)")))
+    private static let headEnd = Array("\r\n\r\n".utf8)
+    private static let lineEnd = Array("\r\n".utf8)
+
+    mutating func decode(context: ChannelHandlerContext, buffer: inout ByteBuffer) throws -> DecodingState {
+        switch state {
+        case .head:
+            guard let end = buffer.withUnsafeReadableBytes({ endOfFirst(Self.headEnd, in: $0) }),
+                let head = buffer.readString(length: end)
+            else { return .needMoreData }
+            let lower = head.lowercased()
+            let status = Int(head.dropFirst(9).prefix(3)) ?? 0
+            if lower.contains("transfer-encoding: chunked") {
+                let stream = lower.contains("content-type: text/event-stream")
+                if stream { context.fireChannelRead(wrapInboundOut(.success)) }
+                state = .chunkSize(status: status, stream: stream)
+            } else if let range = lower.firstRange(of: "content-length: ") {
+                let length = Int(lower[range.upperBound...].prefix { $0.isNumber }) ?? 0
+                state = .body(remaining: length, status: status)
+            } else {
+                answer(status, context: context)
+            }
+            return .continue
+        case .body(let remaining, let status):
+            guard buffer.readableBytes >= remaining else { return .needMoreData }
+            buffer.moveReaderIndex(forwardBy: remaining)
+            state = .head
+            answer(status, context: context)
+            return .continue
+        case .chunkSize(let status, let stream):
+            guard let end = buffer.withUnsafeReadableBytes({ endOfFirst(Self.lineEnd, in: $0) }),
+                let line = buffer.readString(length: end)
+            else { return .needMoreData }
+            let size = Int(line.prefix { $0.isHexDigit }, radix: 16) ?? 0
+            if size == 0 {
+                // The last chunk and its empty trailer.
+                guard buffer.readableBytes >= 2 else {
+                    buffer.moveReaderIndex(to: buffer.readerIndex - end)
+                    return .needMoreData
+                }
+                buffer.moveReaderIndex(forwardBy: 2)
+                state = .head
+                if !stream { answer(status, context: context) }
+                return .continue
+            }
+            state = .chunkData(remaining: size + 2, status: status, stream: stream)
+            return .continue
+        case .chunkData(let remaining, let status, let stream):
+            guard buffer.readableBytes >= remaining, let chunk = buffer.readSlice(length: remaining) else {
+                return .needMoreData
+            }
+            if stream { splitEvents(chunk.getSlice(at: chunk.readerIndex, length: remaining - 2) ?? chunk, context: context) }
+            state = .chunkSize(status: status, stream: stream)
+            return .continue
         }
     }
 
-    /// Hands on each complete event (up to its blank line) as a slice of the body, without
-    /// copying; only an event split across reads is gathered.
-    private func splitEvents(_ body: ByteBuffer, context: ChannelHandlerContext) {
+    mutating func decodeLast(context: ChannelHandlerContext, buffer: inout ByteBuffer, seenEOF: Bool) throws
+        -> DecodingState
+    {
+        while try decode(context: context, buffer: &buffer) == .continue {}
+        return .needMoreData
+    }
+
+    private func answer(_ status: Int, context: ChannelHandlerContext) {
+        context.fireChannelRead(wrapInboundOut(status < 400 ? .success : .failure("HTTP \(status)")))
+    }
+
+    /// Hands on each complete event (up to its blank line) as a slice of the chunk, without
+    /// copying; only an event split across chunks is gathered.
+    private mutating func splitEvents(_ body: ByteBuffer, context: ChannelHandlerContext) {
         let base = body.readerIndex
+        var previous = previousWasNewline
         let ends: [Int] = body.withUnsafeReadableBytes { bytes in
             var ends: [Int] = []
-            var previous = previousWasNewline
             for (offset, byte) in bytes.enumerated() {
                 let isNewline = byte == UInt8(ascii: "\n")
                 if isNewline, previous { ends.append(offset + 1) }
                 previous = isNewline
             }
-            previousWasNewline = previous
             return ends
         }
+        previousWasNewline = previous
         var start = 0
         for end in ends {
             guard var slice = body.getSlice(at: base + start, length: end - start) else { continue }
@@ -112,52 +169,6 @@ final class HTTPClassifier: ChannelInboundHandler {
             var gathered = partial ?? context.channel.allocator.buffer(capacity: rest.readableBytes)
             gathered.writeBuffer(&rest)
             partial = gathered
-        }
-    }
-}
-
-/// The load generator writes requests as raw bytes, but NIOHTTP1's response decoder watches the
-/// outbound side for request heads (one per expected response, to know which answers a HEAD):
-/// `Wrap` presents a buffer of requests to it as that many heads and a body part, and `Unwrap`,
-/// nearer the socket, passes the bytes on and drops the heads.
-enum RawRequestBytes {
-    final class Wrap: ChannelOutboundHandler {
-        typealias OutboundIn = ByteBuffer
-        typealias OutboundOut = HTTPClientRequestPart
-
-        private static let requestLineEnd = Array(" HTTP/1.1\r\n".utf8)
-
-        func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-            let bytes = unwrapOutboundIn(data)
-            // One head per request in the buffer, so that the decoder expects that many answers
-            // (none of the load generator's requests is a HEAD, so the method is immaterial).
-            let requests = bytes.withUnsafeReadableBytes { raw in
-                var count = 0
-                var rest = raw[...]
-                while let end = endOfFirst(Self.requestLineEnd, in: UnsafeRawBufferPointer(rebasing: rest)) {
-                    count += 1
-                    rest = rest[(rest.startIndex + end)...]
-                }
-                return count
-            }
-            for _ in 0..<requests {
-                context.write(
-                    wrapOutboundOut(.head(HTTPRequestHead(version: .http1_1, method: .GET, uri: "/"))), promise: nil)
-            }
-            context.write(wrapOutboundOut(.body(.byteBuffer(bytes))), promise: promise)
-        }
-    }
-
-    final class Unwrap: ChannelOutboundHandler {
-        typealias OutboundIn = HTTPClientRequestPart
-        typealias OutboundOut = ByteBuffer
-
-        func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-            guard case .body(.byteBuffer(let bytes)) = unwrapOutboundIn(data) else {
-                promise?.succeed(())
-                return
-            }
-            context.write(wrapOutboundOut(bytes), promise: promise)
         }
     }
 }
