@@ -174,6 +174,18 @@ final class HTTPAPITests: XCTestCase {
         }
     }
 
+    func testHeadsOver64KiBAre431() async throws {
+        try await withLiveServer { server in
+            let client = try http(server)
+            let response = try client.request(
+                "GET", "/a.json", headers: [("X-Padding", String(repeating: "p", count: 70 * 1024))])
+            XCTAssertEqual(response.status, 431)
+            XCTAssertNotNil(response.error)
+            XCTAssertTrue(client.waitForClose())
+            XCTAssertEqual(try http(server).request("GET", "/a.json").status, 200)
+        }
+    }
+
     func testCORSPreflight() async throws {
         try await withLiveServer { server in
             let client = try http(server)

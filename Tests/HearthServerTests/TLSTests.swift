@@ -32,6 +32,38 @@ final class TLSTests: XCTestCase {
         }
     }
 
+    /// The HTTP listener speaks TLS with the same certificate (https://), here through curl.
+    func testHTTPAPIServesHTTPSWithTheSameCertificate() async throws {
+        let pki = try TestPKI()
+        defer { pki.remove() }
+        try pki.makeCA("ca")
+        try pki.makeCertificate("server", signedBy: "ca")
+        try await withSecureServer(
+            secureConfiguration {
+                $0.tlsCertificate = pki.path("server.crt")
+                $0.tlsKey = pki.path("server.key")
+            }
+        ) { server in
+            let base = "https://127.0.0.1:\(server.httpPort ?? 0)"
+            let put = FirebaseAdminTests.run(
+                "/usr/bin/curl",
+                [
+                    "-s", "--cacert", pki.path("ca.crt"), "-X", "PUT", "-d", #""secret""#,
+                    "\(base)/t.json?auth=\(TestSecrets.admin)",
+                ])
+            XCTAssertEqual(put.0, 0, put.1)
+            XCTAssertEqual(put.1, #""secret""#)
+            let get = FirebaseAdminTests.run(
+                "/usr/bin/curl", ["-s", "--cacert", pki.path("ca.crt"), "\(base)/t.json?auth=\(TestSecrets.admin)"])
+            XCTAssertEqual(get.1, #""secret""#)
+            // Plain HTTP on the TLS port fails fast rather than hanging.
+            let plain = FirebaseAdminTests.run(
+                "/usr/bin/curl", ["-s", "-m", "5", "http://127.0.0.1:\(server.httpPort ?? 0)/t.json"])
+            XCTAssertNotEqual(plain.0, 0)
+            XCTAssertNotEqual(plain.0, 28, "timed out: \(plain.1)")
+        }
+    }
+
     func testMutualTLSRequiresAClientCertificateFromTheCA() async throws {
         let pki = try TestPKI()
         defer { pki.remove() }
