@@ -167,9 +167,15 @@ public struct Node: Sendable {
 
 extension Node: Equatable {
     /// Deep equality: values, children and priorities; numbers compare numerically.
-    public static func == (a: Node, b: Node) -> Bool {
-        guard a.priority == b.priority else { return false }
-        switch (a.content, b.content) {
+    public static func == (a: Node, b: Node) -> Bool { a.equals(b, comparingPriorities: true) }
+
+    /// Deep equality of the values alone, priorities ignored at every level: whether a reader of
+    /// the plain format (no priorities) would see any difference.
+    public func hasSameValue(as other: Node) -> Bool { equals(other, comparingPriorities: false) }
+
+    private func equals(_ other: Node, comparingPriorities: Bool) -> Bool {
+        if comparingPriorities, priority != other.priority { return false }
+        switch (content, other.content) {
         case (.leaf(let x), .leaf(let y)): return x == y
         case (.children(let x), .children(let y)):
             if x.root === y.root { return true }
@@ -177,7 +183,9 @@ extension Node: Equatable {
             var ix = x.makeIterator()
             var iy = y.makeIterator()
             while let ex = ix.next(), let ey = iy.next() {
-                guard ex.key == ey.key, ex.value == ey.value else { return false }
+                guard ex.key == ey.key, ex.value.equals(ey.value, comparingPriorities: comparingPriorities) else {
+                    return false
+                }
             }
             return true
         default: return false
@@ -193,26 +201,6 @@ extension Node {
         switch (content, other.content) {
         case (.leaf(let x), .leaf(let y)): return x == y
         case (.children(let x), .children(let y)): return x.root === y.root
-        default: return false
-        }
-    }
-}
-
-extension Node {
-    /// Deep equality of the values alone, priorities ignored at every level: whether a reader of
-    /// the plain format (no priorities) would see any difference.
-    public func hasSameValue(as other: Node) -> Bool {
-        switch (content, other.content) {
-        case (.leaf(let x), .leaf(let y)): return x == y
-        case (.children(let x), .children(let y)):
-            if x.root === y.root { return true }
-            guard x.count == y.count else { return false }
-            var ix = x.makeIterator()
-            var iy = y.makeIterator()
-            while let ex = ix.next(), let ey = iy.next() {
-                guard ex.key == ey.key, ex.value.hasSameValue(as: ey.value) else { return false }
-            }
-            return true
         default: return false
         }
     }

@@ -121,24 +121,17 @@ final class HTTPStreamTests: XCTestCase {
     }
 
     func testKeepAliveAndCleanEndAtShutdown() async throws {
-        var configuration = ServerConfiguration()
-        configuration.host = "127.0.0.1"
-        configuration.port = 0
-        configuration.httpPort = 0
-        configuration.dataDirectory = temporaryDataDirectory()
-        configuration.fsync = .never
-        configuration.sseKeepAliveSeconds = 1
-        defer { try? FileManager.default.removeItem(atPath: configuration.dataDirectory) }
-        let server = try await HearthServer.start(configuration: configuration, logger: quietLogger)
-        let stream = try HTTPTestClient(port: server.httpPort ?? 0)
-        XCTAssertEqual(try stream.openStream("/quiet.json").status, 200)
-        XCTAssertEqual(try stream.nextEvent()?.json, json(#"{"path":"/","data":null}"#))
-        let keepAlive = try stream.nextEvent(timeout: 5)
-        XCTAssertEqual(keepAlive, HTTPTestClient.Event(name: "keep-alive", data: "null"))
-        await server.shutdown()
-        // The stream ends with its last chunk, not a reset.
-        XCTAssertNil(try stream.nextEvent(timeout: 5))
-        XCTAssertTrue(stream.streamEnded)
+        try await withLiveServer(setting: \.sseKeepAliveSeconds, to: 1) { server in
+            let stream = try HTTPTestClient(port: server.httpPort ?? 0)
+            XCTAssertEqual(try stream.openStream("/quiet.json").status, 200)
+            XCTAssertEqual(try stream.nextEvent()?.json, json(#"{"path":"/","data":null}"#))
+            let keepAlive = try stream.nextEvent(timeout: 5)
+            XCTAssertEqual(keepAlive, HTTPTestClient.Event(name: "keep-alive", data: "null"))
+            await server.shutdown()
+            // The stream ends with its last chunk, not a reset.
+            XCTAssertNil(try stream.nextEvent(timeout: 5))
+            XCTAssertTrue(stream.streamEnded)
+        }
     }
 
     func testStreamErrorsAreOrdinaryJSONErrors() async throws {

@@ -34,10 +34,8 @@ final class TLSTests: XCTestCase {
 
     /// The HTTP listener speaks TLS with the same certificate (https://), here through curl.
     func testHTTPAPIServesHTTPSWithTheSameCertificate() async throws {
-        let pki = try TestPKI()
+        let pki = try TestPKI.serverPKI()
         defer { pki.remove() }
-        try pki.makeCA("ca")
-        try pki.makeCertificate("server", signedBy: "ca")
         try await withSecureServer(
             secureConfiguration {
                 $0.tlsCertificate = pki.path("server.crt")

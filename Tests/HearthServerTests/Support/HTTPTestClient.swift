@@ -41,17 +41,7 @@ final class HTTPTestClient {
     private(set) var streamEnded = false
 
     init(port: Int) throws {
-        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let result = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        guard fd >= 0, result == 0 else { throw TestClient.Failure(description: "connect() failed: errno \(errno)") }
+        fd = try connectLoopback(port: port)
     }
 
     deinit { if fd >= 0 { Glibc.close(fd) } }

@@ -20,21 +20,7 @@ final class TestClient {
     }
 
     init(port: Int, readHello: Bool = true) throws {
-        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw Failure(description: "socket() failed") }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let result = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        guard result == 0 else {
-            Glibc.close(fd)
-            throw Failure(description: "connect() failed: errno \(errno)")
-        }
+        fd = try connectLoopback(port: port)
         var one: Int32 = 1
         setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
         if readHello { hello = try readJSON() }
@@ -137,6 +123,26 @@ extension JSONValue {
 }
 
 /// Parses JSON text written in a test.
+/// A blocking TCP socket connected to 127.0.0.1:`port`.
+func connectLoopback(port: Int) throws -> Int32 {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { throw TestClient.Failure(description: "socket() failed") }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = in_port_t(UInt16(port).bigEndian)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    let result = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+        }
+    }
+    guard result == 0 else {
+        Glibc.close(fd)
+        throw TestClient.Failure(description: "connect() failed: errno \(errno)")
+    }
+    return fd
+}
+
 func json(_ text: String) -> JSONValue {
     (try? JSONParser.parse(text)) ?? .string("<invalid JSON in test: \(text)>")
 }
