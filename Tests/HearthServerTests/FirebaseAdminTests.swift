@@ -141,6 +141,21 @@ final class FirebaseAdminTests: XCTestCase {
             XCTAssertTrue(shellOutput.contains(#"{"born":1815,"name":"Ada"}"#), shellOutput)
             XCTAssertTrue(shellOutput.hasSuffix("\"Ada\""), shellOutput)
 
+            // The JavaScript snippet, in headless Chromium: its stream sees the writes that follow.
+            let javascript = try temporaryFile(
+                try block("js").replacingOccurrences(of: "9080", with: port), suffix: ".js")
+            defer { try? FileManager.default.removeItem(atPath: javascript) }
+            let (jsStatus, jsOutput) = Self.run(python, [script("eventsource_check.py"), javascript, port])
+            XCTAssertEqual(jsStatus, 0, jsOutput)
+            let logged = jsOutput.split(separator: "\n").filter { $0.hasPrefix("[") }.map { json(String($0)) }
+            XCTAssertEqual(
+                logged.map(normalised),
+                [
+                    json(#"["put",{"path":"/","data":{"ada":{"born":1815,"name":"Ada"}}}]"#),
+                    json(#"["put",{"path":"/grace","data":{"name":"Grace"}}]"#),
+                    json(#"["patch",{"path":"/","data":{"ada/born":1816}}]"#),
+                ].map(normalised), jsOutput)
+
             let file = try temporaryFile(
                 try block("python").replacingOccurrences(of: "9080", with: port), suffix: ".py")
             defer { try? FileManager.default.removeItem(atPath: file) }

@@ -179,8 +179,14 @@ final class HTTPStreamTests: XCTestCase {
     }
 }
 
-/// An object with its members sorted by key (REST promises no order).
+/// Objects with their members sorted by key, at every level (REST promises no order).
 func normalised(_ value: JSONValue) -> JSONValue {
-    guard case .object(let members) = value else { return value }
-    return .object(members.sorted { $0.key < $1.key }.map { JSONMember($0.key, normalised($0.value)) })
+    switch value {
+    case .object(let members):
+        return .object(members.sorted { $0.key < $1.key }.map { JSONMember($0.key, normalised($0.value)) })
+    case .array(let elements):
+        return .array(elements.map(normalised))
+    default:
+        return value
+    }
 }
