@@ -372,7 +372,8 @@ final class Engine: @unchecked Sendable {
             }
             respond(.rules(rules?.document ?? .null))
         case .simulate(let simulated, let operation):
-            guard identity?.isAdmin == true else {
+            // In open mode anyone may ask (the answer is that everything is allowed).
+            guard identity?.isAdmin == true || rules == nil else {
                 respond(.failure(adminOnly("simulate")))
                 return
             }

@@ -105,6 +105,23 @@ final class HTTPSecurityTests: XCTestCase {
         }
     }
 
+    func testStatsAreForAdminsWhileHealthAndMetricsStayOpen() async throws {
+        let rulesFile = try temporaryFile(#"{"rules":{".read":true}}"#)
+        defer { try? FileManager.default.removeItem(atPath: rulesFile) }
+        try await withSecureServer(secureConfiguration { $0.rulesFile = rulesFile }) { server in
+            let client = try HTTPTestClient(port: server.httpPort ?? 0)
+            XCTAssertEqual(try client.request("GET", "/.well-known/hearth/health").status, 200)
+            XCTAssertEqual(try client.request("GET", "/.well-known/hearth/metrics").status, 200)
+            let anonymous = try client.request("GET", "/.well-known/hearth/stats")
+            XCTAssertEqual(anonymous.status, 401)
+            XCTAssertEqual(anonymous.error, "Permission denied")
+            XCTAssertEqual(try client.request("GET", "/.well-known/hearth/stats?auth=wrong").status, 401)
+            let admin = try client.request("GET", "/.well-known/hearth/stats?auth=\(TestSecrets.admin)")
+            XCTAssertEqual(admin.status, 200)
+            XCTAssertNotNil(admin.json["rev"])
+        }
+    }
+
     func testWriteRateLimitIs429WithRetryAfter() async throws {
         try await withSecureServer(secureConfiguration { $0.protection.maxWritesPerSecondPerConnection = 1 }) {
             server in

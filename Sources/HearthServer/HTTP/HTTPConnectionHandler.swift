@@ -248,6 +248,13 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
             ]
             finish(response, head: head, call: nil, context: context)
         case .wellKnown(let path):
+            // Stats name the paths of slow and unindexed queries: with rules, for admins only.
+            // Health and metrics (counts only) stay open to probes and scrapers.
+            if path == WellKnownEndpoints.statsPath, let refused = adminRefusal(call) {
+                countRejection(refused)
+                finish(RESTResponse.error(refused), head: head, call: call, context: context)
+                return
+            }
             guard let future = wellKnown(path, context.eventLoop) else {
                 finish(RESTResponse.error(RESTRequestParser.notFound), head: head, call: nil, context: context)
                 return
@@ -270,8 +277,17 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
             }
         case .getRules:
             submit([.getRules], call: call, head: head, context: context)
-        case .setRules(let operation):
+        case .setRules(let operation), .simulate(let operation):
             submit([operation], call: call, head: head, context: context)
+        case .console(let file):
+            guard let asset = ConsoleAssets.asset(named: file) else {
+                let missing = RESTError(.notFound, "no such console file")
+                finish(RESTResponse.error(missing), head: head, call: nil, context: context)
+                return
+            }
+            var response = RESTResponse(status: .ok, body: asset.bytes)
+            response.contentType = asset.contentType
+            finish(response, head: head, call: call, context: context)
         case .read(let operation, _, _, _):
             submit([operation], call: call, head: head, context: context)
         case .stream(let operation, _, _):
@@ -321,6 +337,18 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
             items.append(.request(sessionLink, request))
         }
         engine.submit(items)
+    }
+
+    /// Why `call` may not see admin-only server information (nil: it may): with rules, only a
+    /// credential that verifies as admin may.
+    private func adminRefusal(_ call: RESTCall) -> RESTError? {
+        guard !security.isOpen else { return nil }
+        guard let credential = call.credential else { return RESTError(.unauthorized, "Permission denied") }
+        switch security.authenticate(credential, from: remoteAddress, now: clock(), logger: logger) {
+        case .success(let identity) where identity.isAdmin: return nil
+        case .success: return RESTError(.unauthorized, "Permission denied")
+        case .failure(let error): return RESTRender.failure(error, call: call)
+        }
     }
 
     /// Counts a request answered before it reached the engine.
@@ -569,7 +597,11 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
             context.close(promise: nil)
         case .streaming:
             endStream(with: nil, context: context)
-        case .receiving, .waiting, .discarding, .closed:
+        case .receiving, .discarding:
+            // Not yet received whole: nothing to answer, and waiting could hold the shutdown.
+            state = .closed
+            context.close(promise: nil)
+        case .waiting, .closed:
             break
         }
     }

@@ -32,6 +32,10 @@ final class RESTCall {
         case wellKnown(path: String)
         case getRules
         case setRules(Operation)
+        /// `POST /.settings/simulate.json`: what the rules decide for a request, not performed.
+        case simulate(Operation)
+        /// `GET /` or `GET /console/<file>`: the web console's page or one of its assets.
+        case console(file: String)
         /// A read; `priorityOnly` for a location ending in `.priority`.
         case read(Operation, path: Path, priorityOnly: Bool, query: QuerySpec?)
         /// An event stream (`Accept: text/event-stream`).
@@ -84,6 +88,16 @@ struct RESTRequestParser {
             }
             let call = RESTCall(action: .wellKnown(path: String(rawPath)))
             call.isHead = head.method == .HEAD
+            call.credential = Self.credential(parameters, head: head)
+            return call
+        }
+        if let file = Self.consoleFile(rawPath) {
+            guard head.method == .GET || head.method == .HEAD else {
+                throw RESTError(
+                    .methodNotAllowed, "the console is served with GET", headers: [("Allow", "GET, HEAD, OPTIONS")])
+            }
+            let call = RESTCall(action: .console(file: file))
+            call.isHead = head.method == .HEAD
             return call
         }
         var method = head.method
@@ -111,12 +125,28 @@ struct RESTRequestParser {
         let isRead = method == .GET || method == .HEAD
 
         var call: RESTCall
-        if segments.first == ".settings" {
+        if segments == [".settings", "simulate"] {
+            guard method == .POST else {
+                throw RESTError(
+                    .methodNotAllowed, "a simulation is asked for with POST",
+                    headers: [("Allow", "POST, OPTIONS")])
+            }
+            call = try simulate(body: body)
+        } else if segments.first == ".settings" {
             guard segments == [".settings", "rules"] else { throw Self.notFound }
             switch method {
             case .GET, .HEAD: call = RESTCall(action: .getRules)
             case .PUT:
-                let rules = try Self.parseBody(body, decoder: decoder)
+                // Compiled from the text as sent (comments allowed, as in a rules file), so that an
+                // error's line and column are the sender's (the console marks the line).
+                let rules: JSONValue
+                if body.contains(where: { !Self.isJSONWhitespace($0) }),
+                    let text = String(validating: body, as: UTF8.self)
+                {
+                    rules = .string(text)
+                } else {
+                    rules = try Self.parseBody(body, decoder: decoder)
+                }
                 do {
                     call = RESTCall(
                         action: .setRules(
@@ -156,15 +186,41 @@ struct RESTRequestParser {
         case let other?: throw .badRequest("print must be pretty or silent, not \"\(other)\"")
         }
         call.wantsETag = head.headers.first(name: "x-firebase-etag")?.lowercased() == "true"
-        call.credential =
-            parameters["auth"]?.decoded ?? parameters["access_token"]?.decoded
-            ?? Self.bearer(head.headers.first(name: "authorization"))
+        call.credential = Self.credential(parameters, head: head)
         if let override = parameters["auth_variable_override"] {
             do { call.authOverride = try override.json(limits: decoder.jsonLimits) } catch {
                 throw .badRequest("auth_variable_override must be JSON (an object or null)")
             }
         }
         return call
+    }
+
+    /// The console file a path asks for: `/` is the page, `/console/<file>` an asset (a name
+    /// ending in `.json` stays a data location).
+    static func consoleFile(_ rawPath: Substring) -> String? {
+        if rawPath == "/" { return ConsoleAssets.indexName }
+        let prefix = "/console/"
+        guard rawPath.hasPrefix(prefix), !rawPath.hasSuffix(".json") else { return nil }
+        return String(rawPath.dropFirst(prefix.count))
+    }
+
+    /// `{"as": null | "admin" | {"uid":…,"token":{…}}, "request": {<a line-protocol request>}}`.
+    private func simulate(body: [UInt8]) throws(RESTError) -> RESTCall {
+        let value = try Self.parseBody(body, decoder: decoder)
+        guard case .object = value, let request = value["request"] else {
+            throw .badRequest(#"a simulation is {"as": …, "request": {"op": …, "path": …}}"#)
+        }
+        do {
+            return RESTCall(
+                action: .simulate(
+                    try decoder.operation(
+                        .object([
+                            JSONMember("op", .string("simulate")), JSONMember("as", value["as"] ?? .null),
+                            JSONMember("request", request),
+                        ]))))
+        } catch {
+            throw .badRequest(error.message)
+        }
     }
 
     // MARK: Reads
@@ -377,6 +433,12 @@ struct RESTRequestParser {
         case UInt8(ascii: "A")...UInt8(ascii: "F"): return byte - UInt8(ascii: "A") + 10
         default: return nil
         }
+    }
+
+    /// `auth=`, `access_token=` or `Authorization: Bearer …`, in that order.
+    static func credential(_ parameters: QueryParameters, head: HTTPRequestHead) -> String? {
+        parameters["auth"]?.decoded ?? parameters["access_token"]?.decoded
+            ?? bearer(head.headers.first(name: "authorization"))
     }
 
     static func bearer(_ header: String?) -> String? {

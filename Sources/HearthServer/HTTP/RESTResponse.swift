@@ -127,6 +127,18 @@ enum RESTRender {
             return .success(RESTResponse(status: .ok, body: bytes))
         case .rulesReplaced:
             return .success(RESTResponse(status: .ok, body: Array(#"{"status":"ok"}"#.utf8)))
+        case .simulated(let verdict):
+            let rule: JSONValue =
+                verdict.decidingRule.map {
+                    .object([JSONMember("path", .string($0.path)), JSONMember("expression", .string($0.expression))])
+                } ?? .null
+            let answer = JSONValue.object([
+                JSONMember("allowed", .bool(verdict.allowed)), JSONMember("rule", rule),
+                JSONMember("explanation", .string(verdict.explanation)),
+            ])
+            var bytes: [UInt8] = []
+            answer.serialize(into: &bytes)
+            return .success(RESTResponse(status: .ok, body: bytes))
         default:
             break
         }
@@ -134,12 +146,16 @@ enum RESTRender {
     }
 
     private static func read(
-        _ bytes: [UInt8], etag: String, rev: UInt64, warning: String?, call: RESTCall
+        _ bytes: [UInt8], etag computeETag: @autoclosure () -> String, rev: UInt64, warning: String?,
+        call: RESTCall
     ) -> Result<RESTResponse, RESTError> {
+        // A hash of the whole location: computed only when asked for (it costs a pass over every
+        // descendant, e.g. on a shallow read of 100,000 children).
         var response = RESTResponse(status: .ok, body: bytes)
         response.headers.append(("X-Hearth-Rev", "\(rev)"))
         if let warning { response.headers.append(("X-Hearth-Warning", asciiEscaped(warning))) }
         if let expected = call.ifNoneMatch {
+            let etag = computeETag()
             response.headers.append(("ETag", etag))
             if expected == etag {
                 response.status = .notModified
@@ -147,7 +163,7 @@ enum RESTRender {
                 response.contentType = nil
             }
         } else if call.wantsETag {
-            response.headers.append(("ETag", etag))
+            response.headers.append(("ETag", computeETag()))
         }
         return .success(response)
     }

@@ -1,0 +1,1086 @@
+// Hearth's web console (docs/console.md). A client of the HTTP API only: REST for reads and
+// writes, Server-Sent Events for live data, /.well-known/hearth/stats for the server panel.
+// Plain JavaScript, no build step.
+'use strict';
+
+const PAGE = 50;              // children shown per page of an expanded node
+const LARGE_DELETE = 100;     // deleting an object with more children than this asks first
+const $ = (selector, root = document) => root.querySelector(selector);
+
+// ---------------------------------------------------------------------------------------------
+// Credentials and the HTTP API
+
+const auth = {
+  get token() { return sessionStorage.getItem('hearth.auth') || ''; },
+  set token(value) {
+    if (value) sessionStorage.setItem('hearth.auth', value); else sessionStorage.removeItem('hearth.auth');
+  },
+};
+
+/** "/a/b" from anything ("a/b/", "", "/"). */
+function normalize(path) {
+  const parts = String(path || '').split('/').filter((s) => s.length > 0);
+  return '/' + parts.join('/');
+}
+function segments(path) { return normalize(path).split('/').filter((s) => s.length > 0); }
+function join(base, relative) { return normalize(normalize(base) + '/' + String(relative || '')); }
+function parentOf(path) { const s = segments(path); s.pop(); return '/' + s.join('/'); }
+function lastKey(path) { const s = segments(path); return s.length ? s[s.length - 1] : ''; }
+function isWithin(path, ancestor) {
+  return ancestor === '/' || path === ancestor || path.startsWith(ancestor + '/');
+}
+
+/** The REST URL of a location with query parameters (`auth` added when signed in). */
+function restURL(path, params = {}, withAuth = true) {
+  const encoded = segments(path).map(encodeURIComponent).join('/');
+  const query = new URLSearchParams();
+  for (const [name, value] of Object.entries(params)) if (value !== undefined && value !== null) query.set(name, value);
+  if (withAuth && auth.token) query.set('auth', auth.token);
+  const text = query.toString();
+  return '/' + encoded + '.json' + (text ? '?' + text : '');
+}
+
+/** A REST call; `body` is a value sent as JSON, `text` a body sent as it is (the rules). */
+async function api(method, path, { params = {}, body, text: raw } = {}) {
+  const init = { method, headers: {} };
+  if (body !== undefined || raw !== undefined) {
+    init.body = raw !== undefined ? raw : JSON.stringify(body);
+    init.headers['Content-Type'] = 'application/json';
+  }
+  const response = await fetch(restURL(path, params), init);
+  const text = await response.text();
+  let json = null;
+  try { json = text ? JSON.parse(text) : null; } catch { json = text; }
+  if (!response.ok) {
+    const error = new Error((json && json.error) || response.statusText || 'HTTP ' + response.status);
+    error.status = response.status;
+    throw error;
+  }
+  return json;
+}
+
+function status(message) { $('#status').textContent = message || ''; }
+function failed(what) { return (error) => status(what + ': ' + error.message); }
+
+// ---------------------------------------------------------------------------------------------
+// Firebase ordering: keys (32-bit integers first, numerically, then strings) and values.
+
+const INT_KEY = /^-?(0|[1-9][0-9]{0,9})$/;
+function intKey(key) {
+  if (!INT_KEY.test(key)) return null;
+  const n = Number(key);
+  return n >= -2147483648 && n <= 2147483647 ? n : null;
+}
+function compareKeys(a, b) {
+  const ia = intKey(a), ib = intKey(b);
+  if (ia !== null && ib !== null) return ia - ib;
+  if (ia !== null) return -1;
+  if (ib !== null) return 1;
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+/** Sorts many keys fast: integers and strings apart, each with a plain comparison. */
+function sortKeys(keys) {
+  const ints = [], strings = [];
+  for (const key of keys) { if (intKey(key) !== null) ints.push(key); else strings.push(key); }
+  ints.sort((a, b) => Number(a) - Number(b));
+  strings.sort();
+  return ints.concat(strings);
+}
+/** Insertion point of `key` in sorted `keys`. */
+function keyIndex(keys, key) {
+  let low = 0, high = keys.length;
+  while (low < high) {
+    const mid = (low + high) >> 1;
+    if (compareKeys(keys[mid], key) < 0) low = mid + 1; else high = mid;
+  }
+  return low;
+}
+function rank(value) {
+  if (value === null || value === undefined) return 0;
+  if (value === false) return 1;
+  if (value === true) return 2;
+  if (typeof value === 'number') return 3;
+  if (typeof value === 'string') return 4;
+  return 5;
+}
+function compareValues(a, b) {
+  const ra = rank(a), rb = rank(b);
+  if (ra !== rb) return ra - rb;
+  if (ra === 3) return a - b;
+  if (ra === 4) return a < b ? -1 : a > b ? 1 : 0;
+  return 0;
+}
+function isObject(value) { return value !== null && typeof value === 'object'; }
+/** A value in export format (`.value`, `.priority`) as plain JSON. */
+function plain(value) {
+  if (!isObject(value)) return value;
+  if ('.value' in value) return value['.value'];
+  const out = {};
+  for (const [key, child] of Object.entries(value)) if (key !== '.priority') out[key] = plain(child);
+  return out;
+}
+function priorityOf(value) { return isObject(value) && '.priority' in value ? value['.priority'] : null; }
+function childAt(value, path) {
+  let current = value;
+  for (const key of segments(path)) { if (!isObject(current)) return null; current = current[key]; }
+  return current === undefined ? null : current;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tabs
+
+function showTab(name) {
+  for (const tab of document.querySelectorAll('[role=tab]')) {
+    const selected = tab.dataset.tab === name;
+    tab.setAttribute('aria-selected', String(selected));
+    tab.tabIndex = selected ? 0 : -1;
+  }
+  for (const panel of document.querySelectorAll('[role=tabpanel]')) panel.hidden = panel.dataset.panel !== name;
+  if (name === 'rules') rules.load();
+}
+function setupTabs() {
+  const tabs = [...document.querySelectorAll('[role=tab]')];
+  tabs.forEach((tab, index) => {
+    tab.addEventListener('click', () => showTab(tab.dataset.tab));
+    tab.addEventListener('keydown', (event) => {
+      let next = null;
+      if (event.key === 'ArrowRight') next = tabs[(index + 1) % tabs.length];
+      if (event.key === 'ArrowLeft') next = tabs[(index + tabs.length - 1) % tabs.length];
+      if (event.key === 'Home') next = tabs[0];
+      if (event.key === 'End') next = tabs[tabs.length - 1];
+      if (next) { event.preventDefault(); next.focus(); showTab(next.dataset.tab); }
+    });
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Data: a lazily expanded tree of the viewed location, kept live by one event stream.
+//
+// `els` maps each rendered path to its <li>; `open` maps each expanded path to its children:
+// `keys` (all of them, sorted), `kinds` (key -> {t:'leaf', v} | {t:'obj', n} | {t:'?'}) and
+// `shown` (how many of `keys` are rendered). Children come from shallow reads; a shallow `true`
+// may be an object or the leaf true, so each one rendered is resolved with its own shallow read.
+
+const tree = {
+  root: '/',
+  els: new Map(),
+  open: new Map(),
+  selected: null,
+  source: null,
+  firstPut: true,
+};
+
+/** The keys of an object's children (an array's holes, which JSON shows as null, left out). */
+function childKeys(value) { return Object.keys(value).filter((key) => value[key] !== null); }
+
+function kindOf(value) {
+  if (isObject(value)) return { t: 'obj', n: childKeys(value).length };
+  return { t: 'leaf', v: value };
+}
+function describe(kind) {
+  if (kind.t === 'leaf') return kind.v === null ? 'null' : typeof kind.v === 'string' ? kind.v : JSON.stringify(kind.v);
+  if (kind.t === 'obj') return kind.n === undefined || kind.n === null ? '{…}' : '{' + kind.n + (kind.n === 1 ? ' child}' : ' children}');
+  return '…';
+}
+
+function button(label, title, handler) {
+  const b = document.createElement('button');
+  b.type = 'button';
+  b.textContent = label;
+  if (title) { b.title = title; b.setAttribute('aria-label', title); }
+  b.addEventListener('click', (event) => { event.stopPropagation(); handler(); });
+  return b;
+}
+
+function makeNode(path, kind) {
+  const li = document.createElement('li');
+  li.className = 'node';
+  li.setAttribute('role', 'treeitem');
+  li.dataset.path = path;
+  const row = document.createElement('div');
+  row.className = 'row';
+  const toggle = button('▸', 'Expand ' + path, () => toggleNode(path));
+  toggle.className = 'toggle';
+  const key = document.createElement('span');
+  key.className = 'key';
+  key.tabIndex = 0;
+  key.textContent = path === '/' ? '/' : (path === tree.root ? path : lastKey(path));
+  key.addEventListener('click', () => select(path));
+  key.addEventListener('keydown', (event) => nodeKey(event, path));
+  const value = document.createElement('span');
+  value.className = 'value';
+  const actions = document.createElement('span');
+  actions.className = 'actions';
+  actions.append(
+    button('Edit', 'Edit ' + path, () => startEdit(path)),
+    button('Add', 'Add a child to ' + path, () => startAdd(path)),
+    button('Rename', 'Rename ' + path, () => startRename(path)),
+    button('Delete', 'Delete ' + path, () => remove(path)),
+    button('Open', 'Open ' + path + ' as the location', () => openLocation(path)));
+  row.append(toggle, key, document.createTextNode(' '), value, actions);
+  li.append(row);
+  setKind(li, kind);
+  tree.els.set(path, li);
+  return li;
+}
+
+function setKind(li, kind) {
+  li.kind = kind;
+  const value = $('.value', li);
+  const toggle = $('.toggle', li);
+  value.textContent = describe(kind);
+  value.className = 'value ' + (kind.t === 'leaf' ? (kind.v === null ? 'null' : typeof kind.v) : 'object');
+  if (kind.t === 'leaf') {
+    li.dataset.value = JSON.stringify(kind.v);
+    toggle.disabled = true;
+    li.removeAttribute('aria-expanded');
+  } else {
+    delete li.dataset.value;
+    toggle.disabled = false;
+    li.setAttribute('aria-expanded', String(tree.open.has(li.dataset.path)));
+  }
+}
+
+function flash(li) {
+  if (!li) return;
+  li.classList.remove('flash');
+  void li.offsetWidth; // restarts the animation
+  li.classList.add('flash');
+  clearTimeout(li.flashTimer);
+  li.flashTimer = setTimeout(() => li.classList.remove('flash'), 1100);
+}
+
+function forget(path) {
+  for (const p of [...tree.els.keys()]) if (isWithin(p, path)) tree.els.delete(p);
+  for (const p of [...tree.open.keys()]) if (isWithin(p, path)) tree.open.delete(p);
+}
+
+function select(path) {
+  if (tree.selected) tree.els.get(tree.selected)?.classList.remove('selected');
+  tree.selected = path;
+  tree.els.get(path)?.classList.add('selected');
+  $('#selected-path').textContent = path;
+}
+
+function nodeKey(event, path) {
+  const li = tree.els.get(path);
+  const items = [...document.querySelectorAll('#tree .key')];
+  const index = items.indexOf(event.target);
+  switch (event.key) {
+    case 'Enter': select(path); if (li.kind.t !== 'leaf') toggleNode(path); else startEdit(path); break;
+    case 'ArrowRight': if (li.kind.t !== 'leaf' && !tree.open.has(path)) toggleNode(path); break;
+    case 'ArrowLeft': if (tree.open.has(path)) toggleNode(path); break;
+    case 'ArrowDown': items[index + 1]?.focus(); break;
+    case 'ArrowUp': items[index - 1]?.focus(); break;
+    case 'Delete': remove(path); break;
+    default: return;
+  }
+  event.preventDefault();
+}
+
+async function toggleNode(path) {
+  const li = tree.els.get(path);
+  if (!li) return;
+  if (tree.open.has(path)) {
+    for (const p of [...tree.els.keys()]) if (p !== path && isWithin(p, path)) tree.els.delete(p);
+    for (const p of [...tree.open.keys()]) if (isWithin(p, path)) tree.open.delete(p);
+    $(':scope > ul', li)?.remove();
+    $('.toggle', li).textContent = '▸';
+    li.setAttribute('aria-expanded', 'false');
+    return;
+  }
+  await expand(path);
+}
+
+async function expand(path) {
+  const li = tree.els.get(path);
+  if (!li) return;
+  li.setAttribute('aria-busy', 'true');
+  let shallow;
+  try {
+    shallow = await api('GET', path, { params: { shallow: 'true' } });
+  } catch (error) {
+    li.removeAttribute('aria-busy');
+    failed('Reading ' + path)(error);
+    return;
+  } finally {
+    li.removeAttribute('aria-busy');
+  }
+  if (!tree.els.has(path)) return;
+  if (!isObject(shallow)) { setKind(li, { t: 'leaf', v: shallow }); return; }
+  const kinds = new Map();
+  // A shallow read shows every child as true: each one rendered is resolved with its own read.
+  for (const [key, value] of Object.entries(shallow)) {
+    if (value !== null) kinds.set(key, value === true ? { t: '?' } : { t: 'leaf', v: value });
+  }
+  tree.open.set(path, { keys: sortKeys(kinds.keys()), kinds, shown: 0 });
+  setKind(li, { t: 'obj', n: kinds.size });
+  li.setAttribute('aria-expanded', 'true');
+  $('.toggle', li).textContent = '▾';
+  const open = tree.open.get(path);
+  open.shown = Math.min(PAGE, open.keys.length);
+  renderChildren(path, false);
+}
+
+/** Makes the <ul> of an expanded node show keys[0..<shown] in order, and the "more" item. */
+function renderChildren(path, flashNew) {
+  const li = tree.els.get(path);
+  const open = tree.open.get(path);
+  if (!li || !open) return;
+  let ul = $(':scope > ul', li);
+  if (!ul) { ul = document.createElement('ul'); ul.setAttribute('role', 'group'); li.append(ul); }
+  const wanted = open.keys.slice(0, open.shown);
+  const wantedSet = new Set(wanted);
+  for (const child of [...ul.children]) {
+    if (child.classList.contains('more') || !wantedSet.has(lastKey(child.dataset.path))) {
+      if (child.dataset.path) forget(child.dataset.path);
+      child.remove();
+    }
+  }
+  let previous = null;
+  const unresolved = [];
+  for (const key of wanted) {
+    const childPath = join(path, key);
+    let childLi = tree.els.get(childPath);
+    if (!childLi) {
+      childLi = makeNode(childPath, open.kinds.get(key));
+      if (open.kinds.get(key).t === '?') unresolved.push(childPath);
+      if (flashNew) flash(childLi);
+    }
+    const expected = previous ? previous.nextSibling : ul.firstChild;
+    if (expected !== childLi) ul.insertBefore(childLi, expected);
+    previous = childLi;
+  }
+  if (open.shown < open.keys.length) {
+    const more = document.createElement('li');
+    more.className = 'more';
+    more.dataset.role = 'more';
+    more.append(button('Show ' + Math.min(PAGE, open.keys.length - open.shown) + ' more',
+      null, () => { open.shown = Math.min(open.keys.length, open.shown + PAGE); renderChildren(path, false); }));
+    more.append(document.createTextNode(' ' + open.shown + ' of ' + open.keys.length + ' shown'));
+    ul.append(more);
+  }
+  resolve(unresolved);
+}
+
+/** Shallow-reads children shown as `true` to tell an object (and its size) from the leaf true. */
+async function resolve(paths) {
+  const queue = paths.slice();
+  const worker = async () => {
+    while (queue.length) {
+      const path = queue.shift();
+      try {
+        const value = await api('GET', path, { params: { shallow: 'true' } });
+        const li = tree.els.get(path);
+        const open = tree.open.get(parentOf(path));
+        if (!li || li.kind.t !== '?') continue;
+        const kind = kindOf(value);
+        if (open) open.kinds.set(lastKey(path), kind);
+        setKind(li, kind);
+      } catch (error) { /* the stream or a later read shows it */ }
+    }
+  };
+  await Promise.all([worker(), worker(), worker(), worker()]);
+}
+
+/** The value at `path` is now `value` (null: gone): updates whatever of it is rendered. */
+function applyValue(path, value, doFlash) {
+  if (isObject(value) && childKeys(value).length === 0) value = null;
+  const li = tree.els.get(path);
+  if (li) { updateNode(path, li, value, doFlash); return; }
+  // Not rendered: the nearest rendered ancestor.
+  let ancestor = parentOf(path);
+  while (!tree.els.has(ancestor) && ancestor !== '/' && isWithin(ancestor, tree.root)) ancestor = parentOf(ancestor);
+  const holder = tree.els.get(ancestor);
+  if (!holder) return;
+  const open = tree.open.get(ancestor);
+  const key = segments(path)[segments(ancestor).length];
+  const direct = parentOf(path) === ancestor;
+  if (!open) {
+    if (value !== null && holder.kind.t === 'leaf') setKind(holder, { t: 'obj' });
+    if (doFlash) flash(holder);
+    return;
+  }
+  if (value === null) {
+    if (direct) dropKey(ancestor, key, doFlash);
+    return;  // a deeper removal under an unrendered child: its size is unknown here
+  }
+  const kind = direct ? kindOf(value) : { t: 'obj' };
+  const index = keyIndex(open.keys, key);
+  if (open.keys[index] === key) { open.kinds.set(key, kind); return; }
+  const allShown = open.shown >= open.keys.length;
+  open.keys.splice(index, 0, key);
+  open.kinds.set(key, kind);
+  if (index < open.shown || allShown) open.shown += 1;
+  setKind(holder, { t: 'obj', n: open.keys.length });
+  renderChildren(ancestor, doFlash);
+}
+
+function dropKey(parent, key, doFlash) {
+  const open = tree.open.get(parent);
+  if (!open) return;
+  const index = keyIndex(open.keys, key);
+  if (open.keys[index] !== key) return;
+  open.keys.splice(index, 1);
+  open.kinds.delete(key);
+  if (index < open.shown) open.shown -= 1;
+  if (open.keys.length === 0 && parent !== tree.root) { applyValue(parent, null, doFlash); return; }
+  const holder = tree.els.get(parent);
+  if (holder) { setKind(holder, { t: 'obj', n: open.keys.length }); if (doFlash) flash(holder); }
+  renderChildren(parent, doFlash);
+}
+
+function updateNode(path, li, value, doFlash) {
+  if (value === null) {
+    if (path === tree.root) { forget(path); renderRoot({ t: 'leaf', v: null }); return; }
+    dropKey(parentOf(path), lastKey(path), doFlash);
+    return;
+  }
+  const open = tree.open.get(path);
+  if (!isObject(value)) {
+    if (open) { toggleNode(path); }
+    const before = li.dataset.value;
+    setKind(li, { t: 'leaf', v: value });
+    const parentOpen = tree.open.get(parentOf(path));
+    parentOpen?.kinds.set(lastKey(path), li.kind);
+    if (doFlash && before !== li.dataset.value) flash(li);
+    return;
+  }
+  const parentOpen = tree.open.get(parentOf(path));
+  parentOpen?.kinds.set(lastKey(path), kindOf(value));
+  if (!open) {
+    setKind(li, kindOf(value));
+    if (doFlash) flash(li);
+    if (path === tree.root) expand(path);
+    return;
+  }
+  open.keys = sortKeys(childKeys(value));
+  open.kinds = new Map(open.keys.map((key) => [key, kindOf(value[key])]));
+  open.shown = Math.max(Math.min(open.shown, open.keys.length), Math.min(PAGE, open.keys.length));
+  setKind(li, { t: 'obj', n: open.keys.length });
+  renderChildren(path, doFlash);
+  for (const key of open.keys.slice(0, open.shown)) {
+    const childPath = join(path, key);
+    const childLi = tree.els.get(childPath);
+    if (childLi) updateNode(childPath, childLi, value[key], doFlash);
+  }
+}
+
+function renderRoot(kind) {
+  const ul = $('#tree');
+  ul.textContent = '';
+  tree.els.clear();
+  tree.open.clear();
+  ul.append(makeNode(tree.root, kind));
+}
+
+/** Shows `path` as the tree's root, expanded, and follows it with one event stream. */
+async function openLocation(path) {
+  tree.root = normalize(path);
+  $('#path-input').value = tree.root;
+  if (location.hash !== '#' + tree.root) history.replaceState(null, '', '#' + tree.root);
+  renderRoot({ t: 'obj' });
+  select(tree.root);
+  startStream();
+  await expand(tree.root);
+}
+
+/**
+ * One stream on the viewed location, without a query: its events are exactly the writes (a put
+ * at the written path, a patch with the members sent), so applying them touches only what is
+ * rendered. Its first event holds the whole location (see docs/console.md, "Cost").
+ */
+function startStream() {
+  tree.source?.close();
+  const source = new EventSource(restURL(tree.root));
+  tree.source = source;
+  tree.firstPut = true;
+  const live = $('#live-state');
+  live.textContent = 'connecting…';
+  source.addEventListener('open', () => { tree.firstPut = true; live.textContent = '● live'; });
+  source.addEventListener('put', (event) => {
+    const { path, data } = JSON.parse(event.data);
+    const first = tree.firstPut;
+    tree.firstPut = false;
+    const target = join(tree.root, path);
+    if (first && target === tree.root) {
+      if (!tree.open.has(tree.root)) return;  // the shallow read renders it
+    }
+    applyValue(target, data, !first);
+  });
+  source.addEventListener('patch', (event) => {
+    const { path, data } = JSON.parse(event.data);
+    const base = join(tree.root, path);
+    for (const [member, value] of Object.entries(data)) applyValue(join(base, member), value, true);
+  });
+  const ended = (why) => () => { source.close(); live.textContent = '○ ' + why; };
+  source.addEventListener('cancel', ended('permission denied'));
+  source.addEventListener('auth_revoked', ended('credential revoked'));
+  source.addEventListener('error', () => {
+    if (source.readyState === EventSource.CLOSED) live.textContent = '○ not live (sign in?)';
+    else live.textContent = 'reconnecting…';
+  });
+}
+
+// Editing ---------------------------------------------------------------------------------------
+
+const TYPES = ['string', 'number', 'boolean', 'null', 'JSON'];
+function typeOf(value) {
+  if (value === null) return 'null';
+  if (typeof value === 'string') return 'string';
+  if (typeof value === 'number') return 'number';
+  if (typeof value === 'boolean') return 'boolean';
+  return 'JSON';
+}
+function parseTyped(type, text) {
+  switch (type) {
+    case 'string': return text;
+    case 'number': {
+      const n = Number(text);
+      if (text.trim() === '' || !Number.isFinite(n)) throw new Error('not a number: ' + text);
+      return n;
+    }
+    case 'boolean':
+      if (text !== 'true' && text !== 'false') throw new Error('a boolean is true or false');
+      return text === 'true';
+    case 'null': return null;
+    default: return JSON.parse(text);
+  }
+}
+
+/** An inline editor under the node's row: optional key, type, value; Enter saves, Escape cancels. */
+function editor(li, { key, value, withKey, withValue = true, label }, save) {
+  $(':scope > .editor-row', li)?.remove();
+  const form = document.createElement('form');
+  form.className = 'editor-row';
+  form.dataset.role = 'editor';
+  let keyInput = null;
+  if (withKey) {
+    keyInput = document.createElement('input');
+    keyInput.name = 'key';
+    keyInput.placeholder = 'key';
+    keyInput.value = key || '';
+    keyInput.setAttribute('aria-label', 'Key');
+    form.append(keyInput);
+  }
+  let typeSelect = null, valueInput = null;
+  if (withValue) {
+    typeSelect = document.createElement('select');
+    typeSelect.name = 'type';
+    typeSelect.setAttribute('aria-label', 'Type');
+    for (const type of TYPES) typeSelect.append(new Option(type, type));
+    typeSelect.value = typeOf(value);
+    valueInput = document.createElement('input');
+    valueInput.name = 'value';
+    valueInput.className = 'value-input';
+    valueInput.setAttribute('aria-label', 'Value');
+    valueInput.value = value === undefined || value === null ? '' : typeof value === 'string' ? value : JSON.stringify(value);
+    form.append(typeSelect, valueInput);
+  }
+  const saveButton = document.createElement('button');
+  saveButton.type = 'submit';
+  saveButton.textContent = label || 'Save';
+  const cancel = button('Cancel', null, () => form.remove());
+  const error = document.createElement('span');
+  error.className = 'error';
+  form.append(saveButton, cancel, error);
+  form.addEventListener('keydown', (event) => { if (event.key === 'Escape') { form.remove(); $('.key', li)?.focus(); } });
+  form.addEventListener('submit', async (event) => {
+    event.preventDefault();
+    try {
+      const parsed = withValue ? parseTyped(typeSelect.value, valueInput.value) : undefined;
+      await save({ key: keyInput ? keyInput.value.trim() : undefined, value: parsed });
+      form.remove();
+    } catch (failure) {
+      error.textContent = failure.message;
+    }
+  });
+  $('.row', li).after(form);
+  (keyInput || valueInput).focus();
+}
+
+async function startEdit(path) {
+  const li = tree.els.get(path);
+  if (!li) return;
+  let value = li.kind.t === 'leaf' ? li.kind.v : await api('GET', path).catch(failed('Reading ' + path));
+  editor(li, { value }, async ({ value: v }) => { await api('PUT', path, { body: v }); });
+}
+
+function startAdd(path) {
+  const li = tree.els.get(path);
+  if (!li) return;
+  editor(li, { withKey: true, value: '', label: 'Add' }, async ({ key, value }) => {
+    if (!key) throw new Error('a key is needed');
+    await api('PUT', join(path, key), { body: value });
+    if (!tree.open.has(path)) await expand(path);
+  });
+}
+
+function startRename(path) {
+  const li = tree.els.get(path);
+  if (!li || path === '/') return;
+  editor(li, { withKey: true, key: lastKey(path), withValue: false, label: 'Rename' }, async ({ key }) => {
+    if (!key || key === lastKey(path)) throw new Error('a new key is needed');
+    // Copy (priorities included) and delete in one atomic multi-path update.
+    const value = await api('GET', path, { params: { format: 'export' } });
+    await api('PATCH', parentOf(path), { body: { [key]: value, [lastKey(path)]: null } });
+  });
+}
+
+function confirmDialog(text, okLabel) {
+  const dialog = $('#confirm-dialog');
+  $('#confirm-text').textContent = text;
+  $('#confirm-ok').textContent = okLabel || 'Delete';
+  dialog.returnValue = '';
+  dialog.showModal();
+  return new Promise((resolve) => dialog.addEventListener('close', () => resolve(dialog.returnValue === 'ok'), { once: true }));
+}
+
+async function remove(path) {
+  const li = tree.els.get(path);
+  if (!li) return;
+  try {
+    if (li.kind.t !== 'leaf') {
+      const shallow = await api('GET', path, { params: { shallow: 'true' } });
+      const count = isObject(shallow) ? childKeys(shallow).length : 0;
+      if (count > LARGE_DELETE && !(await confirmDialog('Delete ' + path + ' and its ' + count + ' children?'))) return;
+    }
+    await api('DELETE', path);
+  } catch (error) { failed('Deleting ' + path)(error); }
+}
+
+// Import and export -----------------------------------------------------------------------------
+
+function transfer(method, url, body, onDone) {
+  const progress = $('#transfer-progress');
+  const state = $('#transfer-state');
+  const xhr = new XMLHttpRequest();
+  xhr.open(method, url);
+  const report = (event) => {
+    progress.hidden = false;
+    if (event.lengthComputable) { progress.max = event.total; progress.value = event.loaded; } else progress.removeAttribute('value');
+    state.textContent = Math.round(event.loaded / 1024) + ' KiB';
+  };
+  if (body) xhr.upload.onprogress = report; else xhr.onprogress = report;
+  xhr.onload = () => {
+    progress.hidden = true;
+    if (xhr.status >= 200 && xhr.status < 300) onDone(xhr.responseText);
+    else { let message = xhr.statusText; try { message = JSON.parse(xhr.responseText).error; } catch { } state.textContent = 'failed: ' + message; }
+  };
+  xhr.onerror = () => { progress.hidden = true; state.textContent = 'failed: network error'; };
+  if (body) xhr.setRequestHeader('Content-Type', 'application/json');
+  xhr.send(body || null);
+}
+
+function exportLocation() {
+  const path = tree.selected || tree.root;
+  $('#transfer-state').textContent = 'exporting ' + path + '…';
+  transfer('GET', restURL(path, { format: 'export' }), null, (text) => {
+    const link = document.createElement('a');
+    link.href = URL.createObjectURL(new Blob([text], { type: 'application/json' }));
+    link.download = 'hearth' + (path === '/' ? '' : path.replaceAll('/', '-')) + '.json';
+    document.body.append(link);
+    link.click();
+    link.remove();
+    $('#transfer-state').textContent = 'exported ' + path + ' (' + Math.round(text.length / 1024) + ' KiB)';
+  });
+}
+
+async function importFile(file) {
+  const path = tree.selected || tree.root;
+  const text = await file.text();
+  try { JSON.parse(text); } catch { $('#transfer-state').textContent = file.name + ' is not JSON'; return; }
+  if (!(await confirmDialog('Replace ' + path + ' with the contents of ' + file.name + '?', 'Import'))) return;
+  $('#transfer-state').textContent = 'importing ' + file.name + '…';
+  transfer('PUT', restURL(path, { print: 'silent' }), text, () => { $('#transfer-state').textContent = 'imported ' + file.name + ' at ' + path; });
+}
+
+async function copyText(text) {
+  try { await navigator.clipboard.writeText(text); status('Copied ' + text); } catch {
+    const area = document.createElement('textarea');
+    area.value = text;
+    document.body.append(area);
+    area.select();
+    document.execCommand('copy');
+    area.remove();
+    status('Copied ' + text);
+  }
+}
+
+function setupData() {
+  $('#pathbar').addEventListener('submit', (event) => { event.preventDefault(); openLocation($('#path-input').value); });
+  $('#path-up').addEventListener('click', () => openLocation(parentOf(tree.root)));
+  $('#path-copy').addEventListener('click', () => copyText(tree.selected || tree.root));
+  $('#export-button').addEventListener('click', exportLocation);
+  $('#import-file').addEventListener('change', (event) => {
+    const file = event.target.files[0];
+    if (file) importFile(file);
+    event.target.value = '';
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Query: built from the form, run live over one stream, shown in order, with its equivalents.
+
+const query = { source: null, data: null, spec: null };
+
+function readQuery() {
+  const form = $('#query-form');
+  const field = (name) => form.elements[name].value.trim();
+  const spec = { path: normalize(field('path')), orderBy: field('orderBy'), child: field('child'), bounds: {}, limits: {} };
+  if (spec.orderBy === 'child' && !spec.child) throw new Error('ordering by child needs a child path');
+  for (const name of ['startAt', 'startAfter', 'endAt', 'endBefore', 'equalTo']) {
+    const text = field(name);
+    if (!text) continue;
+    try { spec.bounds[name] = JSON.parse(text); } catch { throw new Error(name + ' must be JSON (a string is "quoted")'); }
+  }
+  for (const name of ['limitToFirst', 'limitToLast']) {
+    const text = field(name);
+    if (text) spec.limits[name] = parseInt(text, 10);
+  }
+  return spec;
+}
+
+function queryParams(spec) {
+  const order = { key: '$key', value: '$value', priority: '$priority', child: spec.child }[spec.orderBy];
+  const params = { orderBy: JSON.stringify(order) };
+  for (const [name, value] of Object.entries(spec.bounds)) params[name] = JSON.stringify(value);
+  for (const [name, value] of Object.entries(spec.limits)) params[name] = String(value);
+  if (spec.orderBy === 'priority') params.format = 'export';
+  return params;
+}
+
+function shellQuote(text) { return "'" + String(text).replaceAll("'", "'\\''") + "'"; }
+function swiftLiteral(value) {
+  if (value === null) return 'NSNull()';
+  return JSON.stringify(value);
+}
+
+function equivalents(spec) {
+  const params = queryParams(spec);
+  delete params.format;
+  const cli = ['hearth get', shellQuote(spec.path)];
+  const swift = ['db.reference(withPath: ' + JSON.stringify(spec.path) + ')'];
+  switch (spec.orderBy) {
+    case 'key': cli.push('--order-by-key'); swift.push('.queryOrderedByKey()'); break;
+    case 'value': cli.push('--order-by-value'); swift.push('.queryOrderedByValue()'); break;
+    case 'priority': cli.push('--order-by-priority'); swift.push('.queryOrderedByPriority()'); break;
+    default: cli.push('--order-by-child', shellQuote(spec.child)); swift.push('.queryOrdered(byChild: ' + JSON.stringify(spec.child) + ')');
+  }
+  const swiftBound = { startAt: 'queryStarting(atValue: ', startAfter: 'queryStarting(afterValue: ', endAt: 'queryEnding(atValue: ', endBefore: 'queryEnding(beforeValue: ', equalTo: 'queryEqual(toValue: ' };
+  for (const [name, value] of Object.entries(spec.bounds)) {
+    cli.push('--' + name.replace(/[A-Z]/g, (c) => '-' + c.toLowerCase()), shellQuote(JSON.stringify(value)));
+    swift.push('.' + swiftBound[name] + swiftLiteral(value) + ')');
+  }
+  for (const [name, value] of Object.entries(spec.limits)) {
+    cli.push('--' + name.replace(/[A-Z]/g, (c) => '-' + c.toLowerCase()), String(value));
+    swift.push('.queryLimited(' + (name === 'limitToFirst' ? 'toFirst' : 'toLast') + ': ' + value + ')');
+  }
+  if (auth.token) cli.push('--token "$HEARTH_TOKEN"');
+  $('#eq-cli').textContent = cli.join(' ');
+  let rest = location.origin + restURL(spec.path, params, false);
+  if (auth.token) rest += '&auth=$TOKEN';
+  $('#eq-rest').textContent = rest;
+  $('#eq-swift').textContent = 'let db = Database(url: "hearth://' + location.hostname + ':9000")\n' +
+    'let handle = ' + swift.join('\n    ') + '\n    .observe(.value) { snapshot in\n' +
+    '        for case let child as DataSnapshot in snapshot.children { print(child.key, child.value ?? "null") }\n    }';
+}
+
+function sortedEntries(spec, data) {
+  if (!isObject(data)) return [];
+  const entries = Object.entries(data).filter(([, value]) => value !== null);
+  let sortValue;
+  switch (spec.orderBy) {
+    case 'key': return entries.sort((a, b) => compareKeys(a[0], b[0]));
+    case 'value': sortValue = (v) => plain(v); break;
+    case 'priority': sortValue = (v) => priorityOf(v); break;
+    default: sortValue = (v) => childAt(plain(v), spec.child);
+  }
+  return entries.sort((a, b) => compareValues(sortValue(a[1]), sortValue(b[1])) || compareKeys(a[0], b[0]));
+}
+
+function renderQuery(changed) {
+  const list = $('#query-result');
+  list.textContent = '';
+  const spec = query.spec;
+  for (const [key, value] of sortedEntries(spec, query.data)) {
+    const li = document.createElement('li');
+    const shown = plain(value);
+    li.dataset.path = join(spec.path, key);
+    li.dataset.key = key;
+    li.dataset.value = JSON.stringify(shown);
+    li.textContent = key + ': ' + JSON.stringify(shown);
+    if (spec.orderBy === 'priority') li.textContent += '  (priority ' + JSON.stringify(priorityOf(value)) + ')';
+    if (changed && changed.has(key)) li.classList.add('flash');
+    list.append(li);
+  }
+  $('#query-state').textContent = list.children.length + ' children, live';
+}
+
+function setAt(root, path, value) {
+  const keys = segments(path);
+  if (keys.length === 0) return value;
+  const top = isObject(root) ? root : {};
+  let node = top;
+  for (const key of keys.slice(0, -1)) { if (!isObject(node[key])) node[key] = {}; node = node[key]; }
+  const last = keys[keys.length - 1];
+  if (value === null) delete node[last]; else node[last] = value;
+  return top;
+}
+
+function runQuery() {
+  $('#query-error').textContent = '';
+  let spec;
+  try { spec = readQuery(); } catch (error) { $('#query-error').textContent = error.message; return; }
+  query.spec = spec;
+  equivalents(spec);
+  query.source?.close();
+  query.data = null;
+  $('#query-result').textContent = '';
+  $('#query-state').textContent = 'running…';
+  const source = new EventSource(restURL(spec.path, queryParams(spec)));
+  query.source = source;
+  source.addEventListener('put', (event) => {
+    const { path, data } = JSON.parse(event.data);
+    query.data = setAt(query.data, path, data);
+    renderQuery(new Set(segments(path).slice(0, 1)));
+  });
+  source.addEventListener('patch', (event) => {
+    const { path, data } = JSON.parse(event.data);
+    const changed = new Set();
+    for (const [member, value] of Object.entries(data)) {
+      const full = join(path, member);
+      query.data = setAt(query.data, full, value);
+      changed.add(segments(full)[0]);
+    }
+    renderQuery(changed);
+  });
+  source.addEventListener('cancel', () => { source.close(); $('#query-error').textContent = 'Permission denied'; });
+  source.addEventListener('error', async () => {
+    if (query.data !== null && source.readyState !== EventSource.CLOSED) return;
+    source.close();
+    // EventSource hides the reason: the same query as a GET shows it.
+    try { await api('GET', spec.path, { params: queryParams(spec) }); } catch (error) { $('#query-error').textContent = error.message; }
+    $('#query-state').textContent = 'stopped';
+  });
+}
+
+function setupQuery() {
+  $('#query-form').addEventListener('submit', (event) => { event.preventDefault(); runQuery(); });
+  $('#query-stop').addEventListener('click', () => { query.source?.close(); $('#query-state').textContent = 'stopped'; });
+  $('#query-form').addEventListener('input', () => { try { equivalents(readQuery()); } catch { } });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Rules: edited as text, validated by the server (errors marked at their line), and simulated.
+
+const rules = {
+  async load() {
+    const state = $('#rules-state');
+    try {
+      const document = await api('GET', '/.settings/rules');
+      $('#rules-text').value = JSON.stringify(document, null, 2);
+      $('#rules-error').textContent = '';
+      state.textContent = 'loaded';
+      rules.gutter(null);
+    } catch (error) {
+      state.textContent = 'cannot read the rules: ' + error.message + (error.status === 401 ? ' (sign in as an admin)' : '');
+    }
+  },
+  async save() {
+    const text = $('#rules-text').value;
+    const state = $('#rules-state');
+    const errorBox = $('#rules-error');
+    try {
+      await api('PUT', '/.settings/rules', { text });
+      errorBox.textContent = '';
+      delete errorBox.dataset.line;
+      rules.gutter(null);
+      state.textContent = 'saved at ' + new Date().toLocaleTimeString();
+    } catch (error) {
+      errorBox.textContent = error.message;
+      const line = /line (\d+)/.exec(error.message);
+      const column = /column (\d+)/.exec(error.message);
+      const lineNumber = line ? Number(line[1]) : null;
+      if (lineNumber) errorBox.dataset.line = String(lineNumber); else delete errorBox.dataset.line;
+      rules.gutter(lineNumber);
+      if (lineNumber) rules.reveal(lineNumber, column ? Number(column[1]) : 1);
+      state.textContent = 'not saved: the rules in force are unchanged';
+    }
+  },
+  gutter(badLine) {
+    const count = $('#rules-text').value.split('\n').length;
+    const gutter = $('#rules-gutter');
+    gutter.textContent = '';
+    for (let n = 1; n <= count; n++) {
+      const span = document.createElement('span');
+      span.textContent = String(n);
+      span.dataset.line = String(n);
+      if (n === badLine) { span.className = 'bad'; span.title = $('#rules-error').textContent; }
+      gutter.append(span, '\n');
+    }
+    rules.badLine = badLine;
+    gutter.scrollTop = $('#rules-text').scrollTop;
+  },
+  reveal(line, column) {
+    const area = $('#rules-text');
+    const lines = area.value.split('\n');
+    let offset = 0;
+    for (let n = 1; n < line && n <= lines.length; n++) offset += lines[n - 1].length + 1;
+    offset += Math.max(0, column - 1);
+    area.focus();
+    area.setSelectionRange(offset, offset);
+    area.scrollTop = Math.max(0, (line - 5) * 18);
+  },
+};
+
+async function simulate(event) {
+  event.preventDefault();
+  const form = $('#simulator');
+  const out = $('#sim-result');
+  const field = (name) => form.elements[name].value.trim();
+  try {
+    const request = { op: field('op'), path: normalize(field('path')) };
+    if (request.op === 'set' || request.op === 'update') {
+      const text = field('value');
+      request[request.op === 'set' ? 'value' : 'values'] = text ? JSON.parse(text) : null;
+    }
+    let as = null;
+    if (field('as') === 'admin') as = 'admin';
+    if (field('as') === 'uid') {
+      as = { uid: field('uid') };
+      if (field('claims')) as.token = JSON.parse(field('claims'));
+    }
+    const verdict = await api('POST', '/.settings/simulate', { body: { as, request } });
+    out.className = 'verdict ' + (verdict.allowed ? 'allowed' : 'denied');
+    out.dataset.allowed = String(verdict.allowed);
+    out.textContent = (verdict.allowed ? 'Allowed' : 'Denied') + ': ' + verdict.explanation +
+      (verdict.rule ? ' — ' + verdict.rule.path + ': ' + verdict.rule.expression : '');
+  } catch (error) {
+    out.className = 'verdict denied';
+    delete out.dataset.allowed;
+    out.textContent = error.message;
+  }
+}
+
+function setupRules() {
+  const area = $('#rules-text');
+  area.addEventListener('input', () => rules.gutter(rules.badLine));
+  area.addEventListener('scroll', () => { $('#rules-gutter').scrollTop = area.scrollTop; });
+  area.addEventListener('keydown', (event) => {
+    if (event.key === 's' && (event.ctrlKey || event.metaKey)) { event.preventDefault(); rules.save(); }
+  });
+  $('#rules-save').addEventListener('click', () => rules.save());
+  $('#rules-reload').addEventListener('click', () => rules.load());
+  $('#simulator').addEventListener('submit', simulate);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Server: /.well-known/hearth/stats every second, as numbers and sparklines.
+
+const server = { history: [], last: null };
+const CARDS = [
+  ['connections', 'Connections', (s) => s.connections.tcp + s.connections.http, (s) => 'tcp ' + s.connections.tcp + ', http ' + s.connections.http],
+  ['subscriptions', 'Subscriptions', (s) => s.subscriptions + s.sseStreams, (s) => s.subscriptions + ' subscriptions, ' + s.sseStreams + ' streams'],
+  ['writes', 'Writes / s', null, null],
+  ['events', 'Events / s', null, null],
+  ['rev', 'Revision', (s) => s.rev, null],
+  ['size', 'Data size', (s) => s.storage.walBytes + s.storage.snapshotBytes, (s) => 'log ' + bytes(s.storage.walBytes) + ', snapshot ' + bytes(s.storage.snapshotBytes)],
+];
+function bytes(n) {
+  if (n < 1024) return n + ' B';
+  if (n < 1024 * 1024) return (n / 1024).toFixed(1) + ' KiB';
+  return (n / 1024 / 1024).toFixed(1) + ' MiB';
+}
+
+function sparkline(values) {
+  const width = 200, height = 36;
+  const max = Math.max(1, ...values), min = Math.min(0, ...values);
+  const points = values.map((v, i) => {
+    const x = values.length < 2 ? width : (i / (values.length - 1)) * width;
+    const y = height - 2 - ((v - min) / (max - min || 1)) * (height - 4);
+    return x.toFixed(1) + ',' + y.toFixed(1);
+  });
+  return '<svg viewBox="0 0 ' + width + ' ' + height + '" preserveAspectRatio="none" role="img" aria-label="last minute">' +
+    '<polyline points="' + points.join(' ') + '"/></svg>';
+}
+
+function text(value) { const span = document.createElement('span'); span.textContent = value; return span.innerHTML; }
+
+async function pollStats() {
+  let stats;
+  try {
+    // With rules, stats are for admins (they name the paths of slow queries).
+    const query = auth.token ? '?auth=' + encodeURIComponent(auth.token) : '';
+    const response = await fetch('/.well-known/hearth/stats' + query, { cache: 'no-store' });
+    stats = await response.json();
+    if (!response.ok) {
+      $('#server-cards').textContent = 'Stats: ' + (stats.error || response.status) + ' (with rules, sign in as an admin)';
+      return;
+    }
+  } catch { return; }
+  const now = Date.now();
+  const point = { at: now };
+  for (const [name, , value] of CARDS) if (value) point[name] = value(stats);
+  if (server.last) {
+    const seconds = Math.max(0.001, (now - server.last.at) / 1000);
+    point.writes = Math.max(0, (stats.totals.writes - server.last.stats.totals.writes) / seconds);
+    point.events = Math.max(0, (stats.totals.events - server.last.stats.totals.events) / seconds);
+  } else { point.writes = 0; point.events = 0; }
+  server.last = { at: now, stats };
+  server.history.push(point);
+  if (server.history.length > 60) server.history.shift();
+  const cards = $('#server-cards');
+  cards.innerHTML = CARDS.map(([name, title, , detail]) => {
+    const series = server.history.map((p) => p[name]);
+    const current = series[series.length - 1];
+    const shown = name === 'size' ? bytes(current) : (Number.isInteger(current) ? current : current.toFixed(1));
+    return '<div class="card" data-metric="' + name + '"><h4>' + title + '</h4><div class="number">' + text(String(shown)) +
+      '</div>' + sparkline(series) + '<div class="muted">' + (detail ? text(detail(stats)) : '&nbsp;') + '</div></div>';
+  }).join('') +
+    '<div class="card" data-metric="server"><h4>Server</h4><div class="number">' + text(stats.server.name + ' ' + stats.server.version) +
+    '</div><div class="muted">up ' + stats.server.uptimeSeconds + ' s · rules ' + (stats.rules.enabled ? 'on' : 'off (open mode)') +
+    ' · ' + stats.totals.requests + ' requests, ' + stats.totals.errors + ' errors</div></div>';
+  const rows = (list, last) => list.map((q) => '<tr><td>' + text(q.path) + '</td><td>' + text(q.query) + '</td><td>' +
+    text(String(last(q))) + '</td><td>' + q.count + '</td></tr>').join('') || '<tr><td colspan="4" class="muted">none in the last ' +
+    Math.round(stats.queries.windowSeconds / 60) + ' minutes</td></tr>';
+  $('#slow-queries tbody').innerHTML = rows(stats.queries.slowest, (q) => q.maxMicros ?? '');
+  $('#unindexed-queries tbody').innerHTML = rows(stats.queries.unindexed, (q) => q.indexOn ?? '');
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sign-in and start
+
+function showAuth() {
+  $('#auth-state').textContent = auth.token ? 'signed in' : 'not signed in';
+  $('#auth-input').value = auth.token;
+}
+
+function setupAuth() {
+  $('#signin').addEventListener('submit', (event) => {
+    event.preventDefault();
+    auth.token = $('#auth-input').value.trim();
+    showAuth();
+    status('');
+    openLocation(tree.root);
+    if (!$('#panel-rules').hidden) rules.load();
+  });
+  $('#signout').addEventListener('click', () => {
+    auth.token = '';
+    showAuth();
+    openLocation(tree.root);
+  });
+}
+
+document.addEventListener('DOMContentLoaded', () => {
+  setupTabs();
+  setupAuth();
+  setupData();
+  setupQuery();
+  setupRules();
+  showAuth();
+  openLocation(decodeURIComponent(location.hash.slice(1)) || '/');
+  pollStats();
+  setInterval(pollStats, 1000);
+  window.hearthConsole = { tree, query, rules, openLocation, runQuery };
+});

@@ -1,0 +1,288 @@
+#!/usr/bin/env python3
+"""Drives hearthd's web console in headless Chromium (Selenium) against a running server.
+
+Usage: console_check.py HTTP_PORT TCP_PORT ADMIN_SECRET SCREENSHOT_DIR
+
+The server must hold the data ConsoleTests seeds (/greeting, /dinosaurs, /big with 100,000
+children) and rules that let signed-in users read and write. Checks, in a real browser:
+the tree shows the seeded data; a write over the TCP line protocol shows in the page within one
+second; an edit made in the page is read back over TCP; a query's result order (and that it stays
+live); a rules edit with an error shows the error at its line and keeps the old rules; the
+simulator; a location with 100,000 children opens in under a second. Saves one screenshot per
+panel (data.png, query.png, rules.png, server.png) in SCREENSHOT_DIR. Prints "ok" last.
+"""
+import json
+import os
+import socket
+import sys
+import time
+import urllib.request
+
+from selenium import webdriver
+from selenium.common.exceptions import TimeoutException
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
+from selenium.webdriver.support.ui import Select, WebDriverWait
+
+
+class LineClient:
+    """The TCP line protocol: one JSON request per line, answers matched by id."""
+
+    def __init__(self, port, token):
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+        self.buffer = b""
+        self.next_id = 0
+        self.read_line()  # hello
+        answer = self.request({"op": "auth", "token": token})
+        assert answer.get("ok"), answer
+
+    def read_line(self):
+        while b"\n" not in self.buffer:
+            chunk = self.sock.recv(65536)
+            if not chunk:
+                raise RuntimeError("the server closed the TCP connection")
+            self.buffer += chunk
+        line, self.buffer = self.buffer.split(b"\n", 1)
+        return json.loads(line)
+
+    def request(self, body):
+        self.next_id += 1
+        body = dict(body, id=self.next_id)
+        self.sock.sendall((json.dumps(body) + "\n").encode())
+        while True:
+            message = self.read_line()
+            if message.get("id") == self.next_id:
+                return message
+
+    def get(self, path):
+        answer = self.request({"op": "get", "path": path})
+        assert answer.get("ok"), answer
+        return answer.get("value")
+
+    def set(self, path, value):
+        answer = self.request({"op": "set", "path": path, "value": value})
+        assert answer.get("ok"), answer
+
+
+def check(condition, message):
+    if not condition:
+        raise AssertionError(message)
+
+
+def main():
+    http_port, tcp_port, admin, shots = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
+    os.makedirs(shots, exist_ok=True)
+    base = "http://127.0.0.1:%d" % http_port
+    tcp = LineClient(tcp_port, admin)
+
+    def http_json(path):
+        with urllib.request.urlopen(base + path + ("&" if "?" in path else "?") + "auth=" + admin) as answer:
+            return json.loads(answer.read())
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+    for argument in ["--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
+                     "--window-size=1280,800", "--force-device-scale-factor=1"]:
+        options.add_argument(argument)
+    service = Service(os.environ.get("CHROMEDRIVER", "/usr/bin/chromedriver"))
+    driver = webdriver.Chrome(service=service, options=options)
+    driver.set_window_size(1280, 800)
+    # Screenshots of exactly 1280x800, whatever the headless window's decorations.
+    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                           {"width": 1280, "height": 800, "deviceScaleFactor": 1, "mobile": False})
+
+    def wait(condition, timeout=10, what="condition"):
+        try:
+            return WebDriverWait(driver, timeout, poll_frequency=0.02).until(lambda d: condition())
+        except TimeoutException:
+            raise AssertionError("timed out waiting for " + what)
+
+    def find(selector):
+        found = driver.find_elements(By.CSS_SELECTOR, selector)
+        return found[0] if found else None
+
+    def node(path):
+        return find('#tree [data-path="%s"]' % path)
+
+    def value_of(path):
+        element = node(path)
+        return element.get_attribute("data-value") if element else None
+
+    def toggle(path):
+        find('#tree [data-path="%s"] > .row > .toggle' % path).click()
+
+    try:
+        # Sign in with the admin secret (kept in sessionStorage).
+        driver.get(base + "/")
+        field = wait(lambda: find("#auth-input"), what="the sign-in field")
+        field.send_keys(admin, Keys.ENTER)
+        wait(lambda: find("#auth-state").text == "signed in", what="signing in")
+
+        # 1. The tree shows the seeded data.
+        wait(lambda: value_of("/greeting") == '"hello"', what="/greeting in the tree")
+        wait(lambda: node("/dinosaurs") is not None, what="/dinosaurs in the tree")
+        toggle("/dinosaurs")
+        wait(lambda: node("/dinosaurs/trex") is not None, what="/dinosaurs/trex")
+        toggle("/dinosaurs/trex")
+        wait(lambda: value_of("/dinosaurs/trex/height") == "6", what="/dinosaurs/trex/height = 6")
+        check(find('[data-role="path"]') is not None, "no path bar")
+        wait(lambda: "live" in find("#live-state").text, what="the live stream")
+
+        # 2. A write over TCP appears in the page within one second (and is highlighted).
+        started = time.monotonic()
+        tcp.set("/dinosaurs/trex/height", 7)
+        wait(lambda: value_of("/dinosaurs/trex/height") == "7", timeout=1.0, what="the TCP write in the page")
+        elapsed = time.monotonic() - started
+        print("tcp write shown after %.0f ms" % (elapsed * 1000))
+        check("flash" in (node("/dinosaurs/trex/height").get_attribute("class") or ""), "the change is not highlighted")
+        tcp.set("/dinosaurs/raptor", {"height": 2, "length": 3})
+        wait(lambda: node("/dinosaurs/raptor") is not None, timeout=1.0, what="a new child from TCP")
+
+        # 3. An edit made in the page (keyboard: Enter on a leaf edits it) is read back over TCP.
+        find('#tree [data-path="/greeting"] > .row > .key').send_keys(Keys.ENTER)
+        editor = wait(lambda: find('#tree [data-path="/greeting"] > [data-role="editor"]'), what="the editor")
+        Select(editor.find_element(By.NAME, "type")).select_by_value("string")
+        value_input = editor.find_element(By.NAME, "value")
+        value_input.clear()
+        value_input.send_keys("hi from the console", Keys.ENTER)
+        wait(lambda: tcp.get("/greeting") == "hi from the console", what="the page's edit over TCP")
+        wait(lambda: value_of("/greeting") == '"hi from the console"', what="the edit in the tree")
+        find('#tree [data-path="/dinosaurs/trex/height"] > .row > .key').send_keys(Keys.ENTER)
+        editor = wait(lambda: find('#tree [data-path="/dinosaurs/trex/height"] > [data-role="editor"]'), what="editor")
+        Select(editor.find_element(By.NAME, "type")).select_by_value("number")
+        value_input = editor.find_element(By.NAME, "value")
+        value_input.clear()
+        value_input.send_keys("8", Keys.ENTER)
+        wait(lambda: tcp.get("/dinosaurs/trex/height") == 8, what="a number edited in the page, over TCP")
+        # Rename by copy (one atomic PATCH), then delete, both read back over TCP.
+        def action(path, name):
+            find('#tree [data-path="%s"] > .row > .key' % path).click()  # selects; shows the row's buttons
+            find('#tree [data-path="%s"] > .row button[aria-label^="%s "]' % (path, name)).click()
+        action("/dinosaurs/raptor", "Rename")
+        editor = wait(lambda: find('#tree [data-path="/dinosaurs/raptor"] > [data-role="editor"]'), what="rename")
+        key_input = editor.find_element(By.NAME, "key")
+        key_input.clear()
+        key_input.send_keys("velociraptor", Keys.ENTER)
+        wait(lambda: tcp.get("/dinosaurs/velociraptor") == {"height": 2, "length": 3} and tcp.get("/dinosaurs/raptor") is None,
+             what="the rename over TCP")
+        wait(lambda: node("/dinosaurs/velociraptor") is not None and node("/dinosaurs/raptor") is None,
+             what="the rename in the tree")
+        action("/dinosaurs/velociraptor", "Delete")
+        wait(lambda: tcp.get("/dinosaurs/velociraptor") is None, what="the delete over TCP")
+        wait(lambda: node("/dinosaurs/velociraptor") is None, what="the delete in the tree")
+        find('#tree [data-path="/dinosaurs/trex"] > .row > .key').click()
+        wait(lambda: find("#selected-path").text == "/dinosaurs/trex", what="the selected path")
+        time.sleep(1.2)  # let highlights fade before the screenshot
+        driver.save_screenshot(os.path.join(shots, "data.png"))
+
+        # 4. A location with 100,000 children opens in under a second (the first page, with paging).
+        started = time.monotonic()
+        toggle("/big")
+        wait(lambda: node("/big/item000049") is not None and find('#tree [data-path="/big"] [data-role="more"]'),
+             timeout=5, what="the first page of /big")
+        elapsed = time.monotonic() - started
+        print("/big (100000 children) expanded in %.0f ms" % (elapsed * 1000))
+        check(elapsed < 1.0, "/big took %.2f s to open" % elapsed)
+        more = find('#tree [data-path="/big"] [data-role="more"]')
+        check("of 100000" in more.text, "paging does not count 100000 children: " + more.text)
+        check(node("/big/item000050") is None, "more than one page rendered")
+        more.find_element(By.TAG_NAME, "button").click()
+        wait(lambda: node("/big/item000099") is not None, what="the second page of /big")
+        # The same location opened from the path bar.
+        path_input = find('[data-role="path"] input')
+        path_input.clear()
+        started = time.monotonic()
+        path_input.send_keys("/big", Keys.ENTER)
+        wait(lambda: node("/big/item000049") is not None and node("/greeting") is None,
+             timeout=5, what="/big from the path bar")
+        elapsed = time.monotonic() - started
+        print("/big opened from the path bar in %.0f ms" % (elapsed * 1000))
+        check(elapsed < 1.0, "/big took %.2f s to open from the path bar" % elapsed)
+        tcp.set("/big/item000003", -3)
+        wait(lambda: value_of("/big/item000003") == "-3", timeout=1.0, what="a live change under /big")
+        path_input.clear()
+        path_input.send_keys("/", Keys.ENTER)
+        wait(lambda: node("/greeting") is not None, what="back at /")
+
+        # 5. Query: order by child, live, with its equivalents.
+        find('[data-tab="query"]').click()
+        form = wait(lambda: find('[data-role="query"]'), what="the query panel")
+        def fill(name, text):
+            element = form.find_element(By.NAME, name)
+            element.clear()
+            if text:
+                element.send_keys(text)
+        fill("path", "/dinosaurs")
+        Select(form.find_element(By.NAME, "orderBy")).select_by_value("child")
+        fill("child", "height")
+        fill("startAt", "3")
+        form.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
+
+        def result_keys():
+            return [li.get_attribute("data-key") for li in driver.find_elements(By.CSS_SELECTOR, "#query-result li")]
+        expected = ["stegosaurus", "trex", "bruhathkayosaurus"]
+        wait(lambda: result_keys() == expected, what="the query's order %s (got %s)" % (expected, result_keys()))
+        tcp.set("/dinosaurs/stegosaurus/height", 30)
+        expected = ["trex", "bruhathkayosaurus", "stegosaurus"]
+        wait(lambda: result_keys() == expected, timeout=2, what="the live reorder (got %s)" % result_keys())
+        check("--order-by-child" in find("#eq-cli").text and "--start-at" in find("#eq-cli").text,
+              "CLI equivalent: " + find("#eq-cli").text)
+        check('orderBy=%22height%22' in find("#eq-rest").text, "REST equivalent: " + find("#eq-rest").text)
+        check('queryOrdered(byChild: "height")' in find("#eq-swift").text, "Swift equivalent: " + find("#eq-swift").text)
+        time.sleep(1.2)
+        driver.save_screenshot(os.path.join(shots, "query.png"))
+
+        # 6. Rules: an invalid edit shows the server's error at its line and keeps the old rules.
+        find('[data-tab="rules"]').click()
+        area = wait(lambda: find('[data-role="rules"] textarea'), what="the rules editor")
+        wait(lambda: ".read" in area.get_attribute("value"), what="the rules in the editor")
+        before = http_json("/.settings/rules.json")
+        bad = '{\n  "rules": {\n    ".read": "auth != null",\n    ".write": "auth.uid ===",\n    "big": {".indexOn": ".value"}\n  }\n}'
+        driver.execute_script(
+            "arguments[0].value = arguments[1]; arguments[0].dispatchEvent(new Event('input'));", area, bad)
+        find("#rules-save").click()
+        error = wait(lambda: find("#rules-error") if find("#rules-error").text else None, what="the rules error")
+        print("rules error: " + error.text)
+        check(error.get_attribute("data-line") == "4", "the error is not at line 4: " + error.text)
+        check(find('#rules-gutter .bad[data-line="4"]') is not None, "line 4 is not marked")
+        check(http_json("/.settings/rules.json") == before, "the old rules did not stay")
+
+        # The simulator: a read as nobody, then as a user.
+        simulator = find('[data-role="simulator"]')
+        Select(simulator.find_element(By.NAME, "op")).select_by_value("get")
+        path_field = simulator.find_element(By.NAME, "path")
+        path_field.clear()
+        path_field.send_keys("/dinosaurs")
+        Select(simulator.find_element(By.NAME, "as")).select_by_value("null")
+        simulator.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
+        wait(lambda: find("#sim-result").get_attribute("data-allowed") == "false", what="a denied simulation")
+        Select(simulator.find_element(By.NAME, "as")).select_by_value("uid")
+        simulator.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
+        wait(lambda: find("#sim-result").get_attribute("data-allowed") == "true", what="an allowed simulation")
+        driver.execute_script("window.scrollTo(0, 0)")
+        driver.save_screenshot(os.path.join(shots, "rules.png"))
+
+        # 7. Server: live numbers and charts from /.well-known/hearth/stats.
+        find('[data-tab="server"]').click()
+        for i in range(20):
+            tcp.set("/counter", i)
+            time.sleep(0.15)
+        wait(lambda: find('[data-metric="writes"] svg polyline') is not None, what="the server charts")
+        rev = int(find('[data-metric="rev"] .number').text)
+        check(rev > 0, "no revision shown")
+        driver.save_screenshot(os.path.join(shots, "server.png"))
+    finally:
+        logs = []
+        try:
+            logs = [entry for entry in driver.get_log("browser") if entry.get("level") == "SEVERE"]
+        except Exception:
+            pass
+        for entry in logs:
+            print("browser: " + entry.get("message", ""))
+        driver.quit()
+    print("ok")
+
+
+if __name__ == "__main__":
+    main()
