@@ -17,13 +17,15 @@ typealias WellKnownResponder =
 /// send (through the same engine turn, so one revision order, one set of events and one rules
 /// check for both protocols) and writes the answer, or keeps a Server-Sent Events stream open.
 ///
-/// `HTTPServerPipelineHandler` in front of it hands over one request at a time (pipelined
-/// requests wait there), so a connection is idle, receiving, waiting for the engine, or
-/// streaming; a stream is the last thing a connection does.
+/// It serves one request at a time: the parts of pipelined requests that arrive meanwhile wait in
+/// `queued` (reading stops when too many do), so answers leave in request order. A connection is
+/// idle, receiving, waiting for the engine, or streaming; a stream is the last thing it does.
+/// Responses are written as bytes (status line, headers, body in one buffer; a stream's events
+/// as chunks), which costs far less than NIOHTTP1's encoder for small answers.
 final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias OutboundIn = Never
-    typealias OutboundOut = HTTPServerResponsePart
+    typealias OutboundOut = ByteBuffer
 
     private enum State {
         case idle
@@ -76,8 +78,15 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     private var keepAliveTimer: Scheduled<Void>?
     private var lastStreamWrite = NIODeadline.now()
     private var outstandingBytes = 0
+    /// Parts of requests that arrived while an earlier one was being served.
+    private var queued = CircularBuffer<HTTPServerRequestPart>()
+    private var readPaused = false
+    /// Request parts queued before the connection stops reading (about 60 pipelined requests).
+    static let maxQueuedParts = 192
     /// Whether this connection opened a stream (counted in the metrics until it closes).
     private var streamCounted = false
+    /// Whether the stream's events are sent as chunks (HTTP/1.1).
+    private var chunked = true
 
     /// The longest a connection may take to send its first request head.
     static let headTimeout = TimeAmount.seconds(30)
@@ -180,7 +189,44 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     // MARK: Inbound
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        switch unwrapInboundIn(data) {
+        let part = unwrapInboundIn(data)
+        switch state {
+        case .idle where queued.isEmpty, .receiving, .discarding:
+            process(part, context: context)
+        case .idle, .waiting:
+            queued.append(part)
+        case .streaming, .closed:
+            break  // a stream is the last request a connection serves
+        }
+    }
+
+    func read(context: ChannelHandlerContext) {
+        if queued.count >= Self.maxQueuedParts {
+            readPaused = true
+        } else {
+            context.read()
+        }
+    }
+
+    /// Serves the queued parts of pipelined requests while the connection is free for them.
+    private func processQueued(context: ChannelHandlerContext) {
+        while let part = queued.first {
+            switch state {
+            case .idle, .receiving, .discarding:
+                queued.removeFirst()
+                process(part, context: context)
+            case .waiting, .streaming, .closed:
+                return
+            }
+        }
+        if readPaused, queued.count < Self.maxQueuedParts / 2 {
+            readPaused = false
+            context.read()
+        }
+    }
+
+    private func process(_ part: HTTPServerRequestPart, context: ChannelHandlerContext) {
+        switch part {
         case .head(let head):
             guard case .idle = state else { return }
             if head.uri.utf8.count + head.headers.reduce(0, { $0 + $1.name.utf8.count + $1.value.utf8.count })
@@ -459,58 +505,80 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
         state = keepAlive ? .idle : .closed
         write(
             response, for: head, isHead: call?.isHead ?? (head.method == .HEAD), keepAlive: keepAlive, context: context)
-        if keepAlive { armIdleTimer(context: context, timeout: Self.idleTimeout) }
+        if keepAlive {
+            armIdleTimer(context: context, timeout: Self.idleTimeout)
+            processQueued(context: context)
+        }
     }
 
     private func write(
         _ response: RESTResponse, for head: HTTPRequestHead, isHead: Bool, keepAlive: Bool,
         context: ChannelHandlerContext
     ) {
-        var headers = Self.commonHeaders
-        if let contentType = response.contentType { headers.add(name: "Content-Type", value: contentType) }
-        for (name, value) in response.headers { headers.add(name: name, value: value) }
+        var buffer = context.channel.allocator.buffer(capacity: 320 + response.body.count)
+        Self.writeStatusLine(response.status, version: head.version, into: &buffer)
+        if let contentType = response.contentType { Self.writeHeader("Content-Type", contentType, into: &buffer) }
+        for (name, value) in response.headers { Self.writeHeader(name, value, into: &buffer) }
         if response.status != .notModified, response.status != .noContent {
-            headers.add(name: "Content-Length", value: "\(response.body.count)")
+            buffer.writeStaticString("Content-Length: ")
+            buffer.writeString(String(response.body.count))
+            buffer.writeStaticString("\r\n")
         }
-        if !keepAlive { headers.add(name: "Connection", value: "close") }
-        let responseHead = HTTPResponseHead(version: head.version, status: response.status, headers: headers)
-        context.write(wrapOutboundOut(.head(responseHead)), promise: nil)
-        if !isHead, !response.body.isEmpty {
-            context.write(
-                wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(bytes: response.body)))),
-                promise: nil)
-        }
+        if !keepAlive { buffer.writeStaticString("Connection: close\r\n") }
+        buffer.writeStaticString("\r\n")
+        if !isHead { buffer.writeBytes(response.body) }
         guard !keepAlive else {
-            context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+            context.writeAndFlush(wrapOutboundOut(buffer), promise: nil)
             return
         }
-        context.writeAndFlush(wrapOutboundOut(.end(nil))).assumeIsolated().whenComplete { _ in
+        context.writeAndFlush(wrapOutboundOut(buffer)).assumeIsolated().whenComplete { _ in
             context.close(promise: nil)
         }
     }
 
-    static let commonHeaders: HTTPHeaders = [
-        "Cache-Control": "no-cache",
-        "Access-Control-Allow-Origin": "*",
-        "Access-Control-Expose-Headers": "ETag, X-Hearth-Rev, X-Hearth-Warning",
-    ]
+    /// The status line and the headers every answer carries (rest.md §5, §7).
+    private static func writeStatusLine(
+        _ status: HTTPResponseStatus, version: HTTPVersion, into buffer: inout ByteBuffer
+    ) {
+        buffer.writeStaticString(version.major == 1 && version.minor == 0 ? "HTTP/1.0 " : "HTTP/1.1 ")
+        buffer.writeString(String(status.code))
+        buffer.writeStaticString(" ")
+        buffer.writeString(status.reasonPhrase)
+        buffer.writeStaticString(
+            "\r\nCache-Control: no-cache\r\nAccess-Control-Allow-Origin: *\r\nAccess-Control-Expose-Headers: ETag, X-Hearth-Rev, X-Hearth-Warning\r\n"
+        )
+    }
+
+    /// One header line; a name or value with a line break or another control character (which
+    /// could only come from a bug, the values being built or checked here) is left out rather
+    /// than let split the response.
+    private static func writeHeader(_ name: String, _ value: String, into buffer: inout ByteBuffer) {
+        func isSafe(_ text: String) -> Bool { text.utf8.allSatisfy { $0 >= 0x20 && $0 != 0x7F } }
+        guard isSafe(name), isSafe(value) else { return }
+        buffer.writeString(name)
+        buffer.writeStaticString(": ")
+        buffer.writeString(value)
+        buffer.writeStaticString("\r\n")
+    }
 
     // MARK: Streams
 
     private func startStream(
         sub: Int, rev: UInt64, warning: String?, head: HTTPRequestHead, context: ChannelHandlerContext
     ) {
-        var headers = Self.commonHeaders
-        headers.add(name: "Content-Type", value: "text/event-stream; charset=utf-8")
-        headers.add(name: "X-Hearth-Rev", value: "\(rev)")
-        if let warning { headers.add(name: "X-Hearth-Warning", value: RESTRender.asciiEscaped(warning)) }
-        if head.version.major == 1, head.version.minor == 0 { headers.add(name: "Connection", value: "close") }
+        // HTTP/1.1 streams are chunked; HTTP/1.0 ones end when the connection closes.
+        chunked = !(head.version.major == 1 && head.version.minor == 0)
+        var buffer = context.channel.allocator.buffer(capacity: 320)
+        Self.writeStatusLine(.ok, version: head.version, into: &buffer)
+        buffer.writeStaticString("Content-Type: text/event-stream; charset=utf-8\r\nX-Hearth-Rev: ")
+        buffer.writeString(String(rev))
+        buffer.writeStaticString("\r\n")
+        if let warning { Self.writeHeader("X-Hearth-Warning", RESTRender.asciiEscaped(warning), into: &buffer) }
+        buffer.writeStaticString(chunked ? "Transfer-Encoding: chunked\r\n\r\n" : "Connection: close\r\n\r\n")
         state = .streaming(Stream(head: head, sub: sub))
         engine.metrics.streamOpened()
         streamCounted = true
-        context.write(
-            wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: .ok, headers: headers))), promise: nil
-        )
+        context.write(wrapOutboundOut(buffer), promise: nil)
         lastStreamWrite = .now()
         armKeepAlive(context: context)
         if closeAfterAnswer { endStream(with: nil, context: context) }
@@ -529,7 +597,16 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
         lastStreamWrite = .now()
         let promise = context.eventLoop.makePromise(of: Void.self)
         promise.futureResult.assumeIsolated().whenComplete { [self] _ in outstandingBytes -= count }
-        context.write(wrapOutboundOut(.body(.byteBuffer(bytes))), promise: promise)
+        if chunked {
+            var framed = context.channel.allocator.buffer(capacity: count + 12)
+            framed.writeString(String(count, radix: 16))
+            framed.writeStaticString("\r\n")
+            framed.writeBuffer(&bytes)
+            framed.writeStaticString("\r\n")
+            context.write(wrapOutboundOut(framed), promise: promise)
+        } else {
+            context.write(wrapOutboundOut(bytes), promise: promise)
+        }
     }
 
     /// Sends `last` (a `cancel` or `auth_revoked` event) if given, ends the stream with its last
@@ -541,7 +618,8 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
         }
         state = .closed
         keepAliveTimer?.cancel()
-        context.writeAndFlush(wrapOutboundOut(.end(nil))).assumeIsolated().whenComplete { _ in
+        let last = context.channel.allocator.buffer(staticString: chunked ? "0\r\n\r\n" : "")
+        context.writeAndFlush(wrapOutboundOut(last)).assumeIsolated().whenComplete { _ in
             context.close(promise: nil)
         }
     }

@@ -5,7 +5,7 @@ import NIOPosix
 import NIOSSL
 
 /// The HTTP API's listener (rest.md §1): HTTP/1.1 with keep-alive and pipelining (answers in
-/// order) on NIOHTTP1, TLS when configured, one `HTTPConnectionHandler` per connection. It shares
+/// order), requests decoded by NIOHTTP1, TLS when configured, one `HTTPConnectionHandler` per connection. It shares
 /// the I/O threads, the engine, the connection ids and the connection registry with the TCP
 /// listener.
 enum HTTPListener {
@@ -36,9 +36,11 @@ enum HTTPListener {
                     if let tls = context.tls {
                         try pipeline.addHandler(NIOSSLServerHandler(context: tls.context))
                     }
-                    try pipeline.configureHTTPServerPipeline(
-                        withPipeliningAssistance: true, withErrorHandling: false, withOutboundHeaderValidation: true,
-                        withEncoderConfiguration: .init(), withDecoderLimitConfiguration: limits)
+                    // The request decoder alone: HTTPConnectionHandler orders pipelined requests
+                    // and writes its answers as bytes.
+                    try pipeline.addHandler(
+                        ByteToMessageHandler(
+                            HTTPRequestDecoder(leftOverBytesStrategy: .dropBytes, limitConfiguration: limits)))
                     try pipeline.addHandler(
                         HTTPConnectionHandler(
                             id: context.connectionIDs.next(), engine: context.engine,
