@@ -73,22 +73,32 @@ struct HTTPResponseSplitter: ByteToMessageDecoder {
     private var previousWasNewline = false
 
     private static let headEnd = Array("\r\n\r\n".utf8)
+    private static let contentLength = Array("Content-Length: ".utf8)
+    private static let chunked = Array("Transfer-Encoding: chunked".utf8)
+    private static let eventStream = Array("Content-Type: text/event-stream".utf8)
     private static let lineEnd = Array("\r\n".utf8)
 
     mutating func decode(context: ChannelHandlerContext, buffer: inout ByteBuffer) throws -> DecodingState {
         switch state {
         case .head:
-            guard let end = buffer.withUnsafeReadableBytes({ endOfFirst(Self.headEnd, in: $0) }),
-                let head = buffer.readString(length: end)
-            else { return .needMoreData }
-            let lower = head.lowercased()
-            let status = Int(head.dropFirst(9).prefix(3)) ?? 0
-            if lower.contains("transfer-encoding: chunked") {
-                let stream = lower.contains("content-type: text/event-stream")
+            // Byte searches for the headers Hearth writes, spelled as it spells them: no strings.
+            guard let end = buffer.withUnsafeReadableBytes({ endOfFirst(Self.headEnd, in: $0) }) else {
+                return .needMoreData
+            }
+            let (status, length, chunked, stream) = buffer.withUnsafeReadableBytes { all in
+                let head = UnsafeRawBufferPointer(rebasing: all[..<end])
+                let status = Int(parseUnsigned(head.dropFirst(9)) ?? 0)
+                let length = endOfFirst(Self.contentLength, in: head).flatMap { parseUnsigned(head[$0...]) }
+                return (
+                    status, length.map(Int.init), endOfFirst(Self.chunked, in: head) != nil,
+                    endOfFirst(Self.eventStream, in: head) != nil
+                )
+            }
+            buffer.moveReaderIndex(forwardBy: end)
+            if chunked {
                 if stream { context.fireChannelRead(wrapInboundOut(.success)) }
                 state = .chunkSize(status: status, stream: stream)
-            } else if let range = lower.firstRange(of: "content-length: ") {
-                let length = Int(lower[range.upperBound...].prefix { $0.isNumber }) ?? 0
+            } else if let length {
                 state = .body(remaining: length, status: status)
             } else {
                 answer(status, context: context)
@@ -122,13 +132,17 @@ struct HTTPResponseSplitter: ByteToMessageDecoder {
             guard buffer.readableBytes >= remaining, let chunk = buffer.readSlice(length: remaining) else {
                 return .needMoreData
             }
-            if stream { splitEvents(chunk.getSlice(at: chunk.readerIndex, length: remaining - 2) ?? chunk, context: context) }
+            if stream {
+                splitEvents(chunk.getSlice(at: chunk.readerIndex, length: remaining - 2) ?? chunk, context: context)
+            }
             state = .chunkSize(status: status, stream: stream)
             return .continue
         }
     }
 
-    mutating func decodeLast(context: ChannelHandlerContext, buffer: inout ByteBuffer, seenEOF: Bool) throws
+    mutating func decodeLast(
+        context: ChannelHandlerContext, buffer: inout ByteBuffer, seenEOF: Bool
+    ) throws
         -> DecodingState
     {
         while try decode(context: context, buffer: &buffer) == .continue {}
