@@ -29,7 +29,7 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
 
     private enum State {
         case idle
-        case receiving(HTTPRequestHead, body: ByteBuffer)
+        case receiving(HTTPRequestHead, RequestHeaders, body: ByteBuffer)
         /// The request was answered early (413); its remaining parts are dropped.
         case discarding
         case waiting(Exchange)
@@ -229,34 +229,33 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
         switch part {
         case .head(let head):
             guard case .idle = state else { return }
-            if head.uri.utf8.count + head.headers.reduce(0, { $0 + $1.name.utf8.count + $1.value.utf8.count })
-                > 64 * 1024
-            {
+            let headers = RequestHeaders(head.headers)
+            if head.uri.utf8.count + headers.size > 64 * 1024 {
                 state = .discarding
                 answerAndClose(
                     RESTResponse.error(RESTError(.requestHeaderFieldsTooLarge, "the request head exceeds 64 KiB")))
                 return
             }
-            if let length = head.headers.first(name: "content-length").flatMap({ Int($0) }),
+            if let length = headers.contentLength.flatMap({ Int($0) }),
                 length > configuration.maxMessageBytes
             {
                 state = .discarding
                 answerAndClose(RESTResponse.error(bodyTooLarge))
                 return
             }
-            state = .receiving(head, body: context.channel.allocator.buffer(capacity: 0))
+            state = .receiving(head, headers, body: context.channel.allocator.buffer(capacity: 0))
         case .body(var chunk):
-            guard case .receiving(let head, var body) = state else { return }
+            guard case .receiving(let head, let headers, var body) = state else { return }
             state = .discarding  // drops the buffer's reference while appending
             if body.readableBytes + chunk.readableBytes > configuration.maxMessageBytes {
                 answerAndClose(RESTResponse.error(bodyTooLarge))
                 return
             }
             body.writeBuffer(&chunk)
-            state = .receiving(head, body: body)
+            state = .receiving(head, headers, body: body)
         case .end:
-            guard case .receiving(let head, let body) = state else { return }
-            handle(head: head, body: body.readableBytesView.map { $0 }, context: context)
+            guard case .receiving(let head, let headers, let body) = state else { return }
+            handle(head: head, headers: headers, body: Array(body.readableBytesView), context: context)
         }
     }
 
@@ -264,7 +263,9 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
         RESTError(.payloadTooLarge, "the body exceeds the maximum of \(configuration.maxMessageBytes) bytes")
     }
 
-    private func handle(head: HTTPRequestHead, body: [UInt8], context: ChannelHandlerContext) {
+    private func handle(
+        head: HTTPRequestHead, headers: RequestHeaders, body: [UInt8], context: ChannelHandlerContext
+    ) {
         requestsServed += 1
         if let refusal {
             state = .closed
@@ -274,7 +275,7 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
             return
         }
         let call: RESTCall
-        do { call = try parser.parse(head: head, body: body) } catch {
+        do { call = try parser.parse(head: head, headers: headers, body: body) } catch {
             countRejection(error)
             finish(RESTResponse.error(error), head: head, call: nil, context: context)
             return

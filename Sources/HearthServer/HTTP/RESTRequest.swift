@@ -75,12 +75,12 @@ struct RESTRequestParser {
     static let allowedMethods = "GET, PUT, POST, PATCH, DELETE, OPTIONS, HEAD"
     static let notFound = RESTError(.notFound, "Not Found: a location is /<path>.json")
 
-    func parse(head: HTTPRequestHead, body: [UInt8]) throws(RESTError) -> RESTCall {
+    func parse(head: HTTPRequestHead, headers: RequestHeaders, body: [UInt8]) throws(RESTError) -> RESTCall {
         let (rawPath, rawQuery) = Self.split(uri: head.uri)
         let parameters = QueryParameters(rawQuery)
         if head.method == .OPTIONS {
             return RESTCall(
-                action: .preflight(requestedHeaders: head.headers.first(name: "access-control-request-headers")))
+                action: .preflight(requestedHeaders: headers.accessControlRequestHeaders))
         }
         if rawPath.hasPrefix("/.well-known/hearth/") {
             guard head.method == .GET || head.method == .HEAD else {
@@ -88,7 +88,7 @@ struct RESTRequestParser {
             }
             let call = RESTCall(action: .wellKnown(path: String(rawPath)))
             call.isHead = head.method == .HEAD
-            call.credential = Self.credential(parameters, head: head)
+            call.credential = Self.credential(parameters, headers: headers)
             return call
         }
         if let file = Self.consoleFile(rawPath) {
@@ -102,7 +102,7 @@ struct RESTRequestParser {
         }
         var method = head.method
         if method == .POST {
-            if let override = head.headers.first(name: "x-http-method-override")
+            if let override = headers.methodOverride
                 ?? parameters["x-http-method-override"]?.decoded
             {
                 switch override.uppercased() {
@@ -171,11 +171,13 @@ struct RESTRequestParser {
             }
             if isRead {
                 call = try read(
-                    path: path, pathText: pathText, priorityOnly: priorityOnly, head: head, parameters: parameters)
+                    path: path, pathText: pathText, priorityOnly: priorityOnly, headers: headers,
+                    parameters: parameters)
             } else {
                 try Self.refuseReadParameters(parameters)
                 call = try write(
-                    method: method, path: path, pathText: pathText, head: head, body: body, parameters: parameters)
+                    method: method, path: path, pathText: pathText, headers: headers, body: body,
+                    parameters: parameters)
             }
         }
         call.isHead = head.method == .HEAD
@@ -185,8 +187,8 @@ struct RESTRequestParser {
         case "silent"?: call.print = .silent
         case let other?: throw .badRequest("print must be pretty or silent, not \"\(other)\"")
         }
-        call.wantsETag = head.headers.first(name: "x-firebase-etag")?.lowercased() == "true"
-        call.credential = Self.credential(parameters, head: head)
+        call.wantsETag = headers.firebaseETag?.lowercased() == "true"
+        call.credential = Self.credential(parameters, headers: headers)
         if let override = parameters["auth_variable_override"] {
             do { call.authOverride = try override.json(limits: decoder.jsonLimits) } catch {
                 throw .badRequest("auth_variable_override must be JSON (an object or null)")
@@ -226,9 +228,9 @@ struct RESTRequestParser {
     // MARK: Reads
 
     private func read(
-        path: Path, pathText: String, priorityOnly: Bool, head: HTTPRequestHead, parameters: QueryParameters
+        path: Path, pathText: String, priorityOnly: Bool, headers: RequestHeaders, parameters: QueryParameters
     ) throws(RESTError) -> RESTCall {
-        let streaming = head.headers[canonicalForm: "accept"].contains { $0.lowercased().contains("text/event-stream") }
+        let streaming = headers.acceptsEventStream
         var format = Node.Format.plain
         switch parameters["format"]?.decoded {
         case nil: break
@@ -286,8 +288,8 @@ struct RESTRequestParser {
             call.callback = callback
         }
         call.download = parameters["download"]?.decoded
-        if let etag = head.headers.first(name: "if-none-match") { call.ifNoneMatch = Self.unquoted(etag) }
-        if head.headers.first(name: "if-match") != nil {
+        if let etag = headers.ifNoneMatch { call.ifNoneMatch = Self.unquoted(etag) }
+        if !headers.ifMatch.isEmpty {
             throw .badRequest("if-match is only allowed on PUT and DELETE")
         }
         return call
@@ -296,7 +298,7 @@ struct RESTRequestParser {
     // MARK: Writes
 
     private func write(
-        method: HTTPMethod, path: Path, pathText: String, head: HTTPRequestHead, body: [UInt8],
+        method: HTTPMethod, path: Path, pathText: String, headers: RequestHeaders, body: [UInt8],
         parameters: QueryParameters
     ) throws(RESTError) -> RESTCall {
         if let limit = parameters["writeSizeLimit"]?.decoded,
@@ -305,11 +307,11 @@ struct RESTRequestParser {
             throw .badRequest("writeSizeLimit must be tiny, small, medium, large or unlimited, not \"\(limit)\"")
         }
         var ifMatch: String?
-        if let header = head.headers[canonicalForm: "if-match"].first {
+        if let header = headers.ifMatch.first {
             guard method == .PUT || method == .DELETE else {
                 throw .badRequest("if-match is only allowed on PUT and DELETE")
             }
-            guard head.headers[canonicalForm: "if-match"].count == 1, !header.contains(",") else {
+            guard headers.ifMatch.count == 1, !header.contains(",") else {
                 throw .badRequest("if-match takes exactly one ETag")
             }
             ifMatch = Self.unquoted(String(header))
@@ -436,9 +438,8 @@ struct RESTRequestParser {
     }
 
     /// `auth=`, `access_token=` or `Authorization: Bearer …`, in that order.
-    static func credential(_ parameters: QueryParameters, head: HTTPRequestHead) -> String? {
-        parameters["auth"]?.decoded ?? parameters["access_token"]?.decoded
-            ?? bearer(head.headers.first(name: "authorization"))
+    static func credential(_ parameters: QueryParameters, headers: RequestHeaders) -> String? {
+        parameters["auth"]?.decoded ?? parameters["access_token"]?.decoded ?? bearer(headers.authorization)
     }
 
     static func bearer(_ header: String?) -> String? {
@@ -519,4 +520,52 @@ struct QueryParameters {
     subscript(name: String) -> Value? { values.isEmpty ? nil : values[name] }
 
     var names: Dictionary<String, Value>.Keys { values.keys }
+}
+
+/// The request headers the HTTP API reads (rest.md §7), found in one pass over the head with
+/// ASCII case-insensitive name comparisons, rather than one lookup per header.
+struct RequestHeaders {
+    var acceptsEventStream = false
+    var methodOverride: String?
+    var firebaseETag: String?
+    var ifNoneMatch: String?
+    var ifMatch: [String] = []
+    var authorization: String?
+    var accessControlRequestHeaders: String?
+    var contentLength: String?
+    /// The bytes of every name and value, for the 64 KiB bound on a head.
+    var size = 0
+
+    init(_ headers: HTTPHeaders) {
+        for (name, value) in headers {
+            size += name.utf8.count + value.utf8.count
+            switch name.utf8.count {
+            case 6 where Self.named(name, "accept"):
+                if value.utf8.count >= 17, Self.contains(value, "text/event-stream") { acceptsEventStream = true }
+            case 8 where Self.named(name, "if-match"): ifMatch.append(value)
+            case 13 where Self.named(name, "authorization"): authorization = value
+            case 13 where Self.named(name, "if-none-match"): ifNoneMatch = value
+            case 14 where Self.named(name, "content-length"): contentLength = value
+            case 15 where Self.named(name, "x-firebase-etag"): firebaseETag = value
+            case 22 where Self.named(name, "x-http-method-override"): methodOverride = value
+            case 30 where Self.named(name, "access-control-request-headers"): accessControlRequestHeaders = value
+            default: break
+            }
+        }
+    }
+
+    /// Whether `name` is `lowercase` in any letter case (ASCII).
+    private static func named(_ name: String, _ lowercase: StaticString) -> Bool {
+        var expected = lowercase.utf8Start
+        for byte in name.utf8 {
+            let folded = byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") ? byte | 0x20 : byte
+            guard folded == expected.pointee else { return false }
+            expected += 1
+        }
+        return true
+    }
+
+    private static func contains(_ value: String, _ lowercase: String) -> Bool {
+        value.lowercased().contains(lowercase)
+    }
 }
