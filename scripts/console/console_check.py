@@ -8,19 +8,25 @@ children) and rules that let signed-in users read and write. Checks, in a real b
 the tree shows the seeded data; a write over the TCP line protocol shows in the page within one
 second; an edit made in the page is read back over TCP; a query's result order (and that it stays
 live); a rules edit with an error shows the error at its line and keeps the old rules; the
-simulator; a location with 100,000 children opens in under a second. Saves one screenshot per
-panel (data.png, query.png, rules.png, server.png) in SCREENSHOT_DIR. Prints "ok" last.
+simulator; a location with 100,000 children opens in under a second; importing a JSON file of
+2,000 children (in parts, with progress) and reading it back over TCP; exporting it (a download,
+with progress) equal to a REST GET; deleting it asks first (dismissed: kept; accepted: deleted);
+moving in the tree and editing a value with the keyboard alone. Saves one screenshot per panel
+(data.png, query.png, rules.png, server.png) in SCREENSHOT_DIR. Prints "ok" last.
 """
 import json
 import os
+import shutil
 import socket
 import sys
+import tempfile
 import time
 import urllib.request
 
 from selenium import webdriver
 from selenium.common.exceptions import TimeoutException
 from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support.ui import Select, WebDriverWait
@@ -80,13 +86,29 @@ def main():
         with urllib.request.urlopen(base + path + ("&" if "?" in path else "?") + "auth=" + admin) as answer:
             return json.loads(answer.read())
 
+    def plain(value):
+        """A value in export format (.value, .priority) as plain JSON."""
+        if not isinstance(value, dict):
+            return value
+        if ".value" in value:
+            return value[".value"]
+        return {key: plain(child) for key, child in value.items() if key != ".priority"}
+
+    scratch = tempfile.mkdtemp(prefix="hearth-console-")
+    downloads = os.path.join(scratch, "downloads")
+    os.makedirs(downloads)
+
     options = webdriver.ChromeOptions()
     options.binary_location = os.environ.get("CHROMIUM", "/usr/bin/chromium")
     for argument in ["--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
                      "--window-size=1280,800", "--force-device-scale-factor=1"]:
         options.add_argument(argument)
+    options.add_experimental_option("prefs", {
+        "download.default_directory": downloads, "download.prompt_for_download": False,
+        "download.directory_upgrade": True, "safebrowsing.enabled": False})
     service = Service(os.environ.get("CHROMEDRIVER", "/usr/bin/chromedriver"))
     driver = webdriver.Chrome(service=service, options=options)
+    driver.execute_cdp_cmd("Browser.setDownloadBehavior", {"behavior": "allow", "downloadPath": downloads})
     driver.set_window_size(1280, 800)
     # Screenshots of exactly 1280x800, whatever the headless window's decorations.
     driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
@@ -111,6 +133,18 @@ def main():
 
     def toggle(path):
         find('#tree [data-path="%s"] > .row > .toggle' % path).click()
+
+    def shallow_timing(fragment):
+        """How long the last read whose URL holds `fragment` took: waiting, and receiving."""
+        entry = driver.execute_script(
+            "const found = performance.getEntriesByType('resource').filter((e) => e.name.includes(arguments[0]));"
+            "const e = found[found.length - 1];"
+            "return e ? [e.responseStart - e.requestStart, e.responseEnd - e.responseStart, e.transferSize] : null;", fragment)
+        return "read: server %.0f ms, transfer %.0f ms, %d bytes" % tuple(entry) if entry else "no read"
+
+    def press(*keys):
+        """Keys typed at whatever has the focus (the keyboard alone)."""
+        ActionChains(driver).send_keys(*keys).perform()
 
     try:
         # Sign in with the admin secret (kept in sessionStorage).
@@ -182,7 +216,7 @@ def main():
         wait(lambda: node("/big/item000049") is not None and find('#tree [data-path="/big"] [data-role="more"]'),
              timeout=5, what="the first page of /big")
         elapsed = time.monotonic() - started
-        print("/big (100000 children) expanded in %.0f ms" % (elapsed * 1000))
+        print("/big (100000 children) expanded in %.0f ms (%s)" % (elapsed * 1000, shallow_timing("/big.json?shallow")))
         check(elapsed < 1.0, "/big took %.2f s to open" % elapsed)
         more = find('#tree [data-path="/big"] [data-role="more"]')
         check("of 100000" in more.text, "paging does not count 100000 children: " + more.text)
@@ -197,7 +231,7 @@ def main():
         wait(lambda: node("/big/item000049") is not None and node("/greeting") is None,
              timeout=5, what="/big from the path bar")
         elapsed = time.monotonic() - started
-        print("/big opened from the path bar in %.0f ms" % (elapsed * 1000))
+        print("/big opened from the path bar in %.0f ms (%s)" % (elapsed * 1000, shallow_timing("/big.json?shallow")))
         check(elapsed < 1.0, "/big took %.2f s to open from the path bar" % elapsed)
         tcp.set("/big/item000003", -3)
         wait(lambda: value_of("/big/item000003") == "-3", timeout=1.0, what="a live change under /big")
@@ -205,7 +239,128 @@ def main():
         path_input.send_keys("/", Keys.ENTER)
         wait(lambda: node("/greeting") is not None, what="back at /")
 
-        # 5. Query: order by child, live, with its equivalents.
+        # 5. Import a JSON file of 2,000 children into /imported (after a confirmation), with its
+        #    progress, then read it back over TCP. The console sends it in parts of 500 children.
+        imported = {"k%04d" % i: {"n": i, "name": "item %d" % i} for i in range(2000)}
+        imported["k0007"] = {".priority": 7, "n": 7, "name": "item 7"}
+        source_file = os.path.join(scratch, "imported.json")
+        with open(source_file, "w") as handle:
+            json.dump(imported, handle)
+        tcp.set("/imported", "placeholder")
+        wait(lambda: value_of("/imported") == '"placeholder"', what="/imported in the tree")
+        find('#tree [data-path="/imported"] > .row > .key').click()
+        wait(lambda: find("#selected-path").text == "/imported", what="/imported selected")
+        # Every state the transfer shows, recorded as it happens.
+        driver.execute_script("""
+            window.transferLog = [];
+            const progress = document.getElementById('transfer-progress');
+            const state = document.getElementById('transfer-state');
+            const record = () => window.transferLog.push({hidden: progress.hidden,
+                value: progress.hasAttribute('value') ? progress.value : null, max: progress.max, text: state.textContent});
+            const observer = new MutationObserver(record);
+            observer.observe(progress, {attributes: true});
+            observer.observe(state, {childList: true, characterData: true, subtree: true});""")
+        find("#import-file").send_keys(source_file)
+        dialog = wait(lambda: find("#confirm-dialog[open]"), what="the import's confirmation")
+        check("Replace /imported" in find("#confirm-text").text, "import confirmation: " + find("#confirm-text").text)
+        started = time.monotonic()
+        find("#confirm-ok").click()
+        wait(lambda: find("#transfer-state").text.startswith("imported "), timeout=20,
+             what="the import to finish (%s)" % find("#transfer-state").text)
+        print("imported 2000 children in %.0f ms: %s" % ((time.monotonic() - started) * 1000, find("#transfer-state").text))
+        log = driver.execute_script("return window.transferLog")
+        partial = [entry for entry in log if not entry["hidden"] and entry["value"] and 0 < entry["value"] < entry["max"]]
+        check(partial and any("of 2000 children" in entry["text"] for entry in partial),
+              "no partial progress shown during the import: %s" % log[:8])
+        check(find("#transfer-progress").get_attribute("hidden") is not None, "the progress bar stays after the import")
+        stored = tcp.get("/imported")
+        check(stored == plain(imported), "the import over TCP differs (%d children)" % len(stored or {}))
+        check(http_json("/imported/k0007.json?format=export").get(".priority") == 7, "the import lost a priority")
+        wait(lambda: (find('#tree [data-path="/imported"] > .row > .value').text == "{2000 children}"),
+             what="/imported shown with 2000 children (%s)" % find('#tree [data-path="/imported"] > .row > .value').text)
+
+        # 6. Export /imported: a download equal to a REST GET of the location, with progress.
+        driver.execute_script("window.transferLog.length = 0")
+        find("#export-button").click()
+        exported_file = os.path.join(downloads, "hearth-imported.json")
+        wait(lambda: os.path.exists(exported_file) and not [name for name in os.listdir(downloads) if name.endswith(".crdownload")],
+             timeout=20, what="the export's download (%s)" % os.listdir(downloads))
+        wait(lambda: find("#transfer-state").text.startswith("exported "), what="the export to finish")
+        with open(exported_file) as handle:
+            exported = json.load(handle)
+        check(exported == http_json("/imported.json?format=export"), "the export differs from GET ?format=export")
+        check(plain(exported) == http_json("/imported.json"), "the export differs from GET")
+        check(exported["k0007"].get(".priority") == 7, "the export has no priorities")
+        log = driver.execute_script("return window.transferLog")
+        check(any(not entry["hidden"] and entry["value"] and "KiB" in entry["text"] for entry in log),
+              "no progress shown during the export: %s" % log[:8])
+        print("exported: " + find("#transfer-state").text)
+
+        # 7. Deleting a location with many children asks first: dismissed, the data stays;
+        #    accepted (from the keyboard: Delete on the key, Tab to the dialog's Delete, Enter), it goes.
+        find('#tree [data-path="/imported"] > .row > .key').click()
+        find('#tree [data-path="/imported"] > .row button[aria-label^="Delete "]').click()
+        wait(lambda: find("#confirm-dialog[open]"), what="the delete's confirmation")
+        check("2000 children" in find("#confirm-text").text, "delete confirmation: " + find("#confirm-text").text)
+        find('#confirm-dialog button[value="cancel"]').click()
+        wait(lambda: find("#confirm-dialog[open]") is None, what="the dismissed confirmation to close")
+        time.sleep(0.5)
+        check(len(tcp.get("/imported") or {}) == 2000, "a dismissed delete deleted")
+        check(node("/imported") is not None, "a dismissed delete removed the node")
+        find('#tree [data-path="/imported"] > .row > .key').send_keys(Keys.DELETE)
+        wait(lambda: find("#confirm-dialog[open]"), what="the delete's confirmation (keyboard)")
+        press(Keys.TAB)
+        check(driver.switch_to.active_element.get_attribute("id") == "confirm-ok", "Tab does not reach the dialog's Delete")
+        press(Keys.ENTER)
+        wait(lambda: tcp.get("/imported") is None, what="the accepted delete over TCP")
+        wait(lambda: node("/imported") is None, what="the accepted delete in the tree")
+
+        # 8. The keyboard alone: Tab from the path bar into the tree, arrows to a value, Enter to edit,
+        #    Escape cancels, Enter again, type, Enter saves; then back up and collapse.
+        def active_path():
+            return driver.execute_script(
+                "const e = document.activeElement; return e && e.matches('#tree .key') ? e.closest('[data-path]').dataset.path : null")
+
+        def arrow_to(path, key=Keys.ARROW_DOWN, limit=20):
+            for _ in range(limit):
+                if active_path() == path:
+                    return
+                press(key)
+            check(active_path() == path, "the arrows did not reach %s (at %s)" % (path, active_path()))
+
+        driver.execute_script("document.getElementById('path-input').focus()")
+        for _ in range(12):
+            if active_path() is not None:
+                break
+            press(Keys.TAB)
+        check(active_path() == "/", "Tab does not reach the tree's root (at %s)" % active_path())
+        arrow_to("/dinosaurs")
+        check(find("#selected-path").text == "/dinosaurs", "the selection does not follow the focus")
+        press(Keys.ARROW_RIGHT)  # expands
+        wait(lambda: node("/dinosaurs/stegosaurus") is not None, what="/dinosaurs expanded with →")
+        press(Keys.ARROW_RIGHT)  # to the first child
+        check(active_path() == "/dinosaurs/bruhathkayosaurus", "→ on an open node: at %s" % active_path())
+        arrow_to("/dinosaurs/stegosaurus")
+        press(Keys.ARROW_RIGHT)
+        wait(lambda: node("/dinosaurs/stegosaurus/height") is not None, what="/dinosaurs/stegosaurus expanded with →")
+        arrow_to("/dinosaurs/stegosaurus/height")
+        press(Keys.ENTER)
+        wait(lambda: find('#tree [data-path="/dinosaurs/stegosaurus/height"] > [data-role="editor"]'), what="the editor (Enter)")
+        press(Keys.ESCAPE)
+        wait(lambda: find('#tree [data-path="/dinosaurs/stegosaurus/height"] > [data-role="editor"]') is None, what="Escape to cancel")
+        check(active_path() == "/dinosaurs/stegosaurus/height", "Escape does not give the focus back (at %s)" % active_path())
+        press(Keys.ENTER)
+        wait(lambda: driver.switch_to.active_element.get_attribute("name") == "value", what="the focus in the editor's value")
+        ActionChains(driver).key_down(Keys.CONTROL).send_keys("a").key_up(Keys.CONTROL).send_keys("5", Keys.ENTER).perform()
+        wait(lambda: tcp.get("/dinosaurs/stegosaurus/height") == 5, what="the keyboard edit over TCP")
+        wait(lambda: value_of("/dinosaurs/stegosaurus/height") == "5", what="the keyboard edit in the tree")
+        check(active_path() == "/dinosaurs/stegosaurus/height", "saving does not give the focus back (at %s)" % active_path())
+        press(Keys.ARROW_LEFT)  # to the parent
+        check(active_path() == "/dinosaurs/stegosaurus", "← on a leaf: at %s" % active_path())
+        press(Keys.ARROW_LEFT)  # collapses
+        wait(lambda: node("/dinosaurs/stegosaurus/height") is None, what="← to collapse")
+
+        # 9. Query: order by child, live, with its equivalents.
         find('[data-tab="query"]').click()
         form = wait(lambda: find('[data-role="query"]'), what="the query panel")
         def fill(name, text):
@@ -233,7 +388,7 @@ def main():
         time.sleep(1.2)
         driver.save_screenshot(os.path.join(shots, "query.png"))
 
-        # 6. Rules: an invalid edit shows the server's error at its line and keeps the old rules.
+        # 10. Rules: an invalid edit shows the server's error at its line and keeps the old rules.
         find('[data-tab="rules"]').click()
         area = wait(lambda: find('[data-role="rules"] textarea'), what="the rules editor")
         wait(lambda: ".read" in area.get_attribute("value"), what="the rules in the editor")
@@ -263,7 +418,7 @@ def main():
         driver.execute_script("window.scrollTo(0, 0)")
         driver.save_screenshot(os.path.join(shots, "rules.png"))
 
-        # 7. Server: live numbers and charts from /.well-known/hearth/stats.
+        # 11. Server: live numbers and charts from /.well-known/hearth/stats.
         find('[data-tab="server"]').click()
         for i in range(20):
             tcp.set("/counter", i)
@@ -281,6 +436,7 @@ def main():
         for entry in logs:
             print("browser: " + entry.get("message", ""))
         driver.quit()
+        shutil.rmtree(scratch, ignore_errors=True)
     print("ok")
 
 

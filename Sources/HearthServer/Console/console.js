@@ -5,6 +5,8 @@
 
 const PAGE = 50;              // children shown per page of an expanded node
 const LARGE_DELETE = 100;     // deleting an object with more children than this asks first
+const PART_CHILDREN = 500;    // an import is sent in parts of at most this many children…
+const PART_BYTES = 1 << 20;   // …and about this many bytes (a request's body is limited)
 const $ = (selector, root = document) => root.querySelector(selector);
 
 // ---------------------------------------------------------------------------------------------
@@ -157,7 +159,7 @@ function setupTabs() {
 // Data: a lazily expanded tree of the viewed location, kept live by one event stream.
 //
 // `els` maps each rendered path to its <li>; `open` maps each expanded path to its children:
-// `keys` (all of them, sorted), `kinds` (key -> {t:'leaf', v} | {t:'obj', n} | {t:'?'}) and
+// `keys` (all of them, sorted), `kinds` (key -> {t:'leaf', v} | {t:'obj', n} | {t:'?'}, a Kinds) and
 // `shown` (how many of `keys` are rendered). Children come from shallow reads; a shallow `true`
 // may be an object or the leaf true, so each one rendered is resolved with its own shallow read.
 
@@ -169,6 +171,23 @@ const tree = {
   source: null,
   firstPut: true,
 };
+
+/**
+ * The kinds of an expanded node's children, worked out from the value read (a shallow read, or a
+ * stream's event) when first asked for: a location with 100,000 children costs one object, not
+ * 100,000 kinds made up front.
+ */
+class Kinds {
+  constructor(values, convert) { this.values = values; this.convert = convert; this.known = new Map(); }
+  get(key) {
+    let kind = this.known.get(key);
+    if (kind === undefined) { kind = this.convert(this.values[key]); this.known.set(key, kind); }
+    return kind;
+  }
+  set(key, kind) { this.known.set(key, kind); }
+  delete(key) { this.known.set(key, { t: 'leaf', v: null }); }
+}
+function shallowKind(value) { return value === true ? { t: '?' } : { t: 'leaf', v: value }; }
 
 /** The keys of an object's children (an array's holes, which JSON shows as null, left out). */
 function childKeys(value) { return Object.keys(value).filter((key) => value[key] !== null); }
@@ -243,6 +262,10 @@ function setKind(li, kind) {
 
 function flash(li) {
   if (!li) return;
+  // Many changes at once (a patch of 500 members under one node) flash it once.
+  const now = performance.now();
+  if (li.classList.contains('flash') && now - li.flashedAt < 100) return;
+  li.flashedAt = now;
   li.classList.remove('flash');
   void li.offsetWidth; // restarts the animation
   li.classList.add('flash');
@@ -262,17 +285,36 @@ function select(path) {
   $('#selected-path').textContent = path;
 }
 
+/** The key of a rendered node, which is what the keyboard moves between. */
+function keyOf(path) { const li = tree.els.get(path); return li ? $(':scope > .row > .key', li) : null; }
+
+/**
+ * The tree's keys (the WAI-ARIA tree pattern): ↑ ↓ the previous and next node, Home End the first
+ * and last; → expands, or moves to the first child of an expanded node; ← collapses, or moves to
+ * the parent; Enter expands or collapses an object and edits a leaf; Delete deletes.
+ */
 function nodeKey(event, path) {
+  if (event.target !== event.currentTarget || event.altKey || event.ctrlKey || event.metaKey) return;
   const li = tree.els.get(path);
   const items = [...document.querySelectorAll('#tree .key')];
   const index = items.indexOf(event.target);
+  const open = tree.open.has(path);
+  const move = (key) => { if (key) { key.focus(); select(key.parentElement.parentElement.dataset.path); } };
   switch (event.key) {
     case 'Enter': select(path); if (li.kind.t !== 'leaf') toggleNode(path); else startEdit(path); break;
-    case 'ArrowRight': if (li.kind.t !== 'leaf' && !tree.open.has(path)) toggleNode(path); break;
-    case 'ArrowLeft': if (tree.open.has(path)) toggleNode(path); break;
-    case 'ArrowDown': items[index + 1]?.focus(); break;
-    case 'ArrowUp': items[index - 1]?.focus(); break;
-    case 'Delete': remove(path); break;
+    case 'ArrowRight':
+      if (open) move(keyOf(tree.open.get(path).keys.length ? join(path, tree.open.get(path).keys[0]) : path));
+      else if (li.kind.t !== 'leaf') toggleNode(path);
+      break;
+    case 'ArrowLeft':
+      if (open) toggleNode(path);
+      else if (path !== tree.root) move(keyOf(parentOf(path)));
+      break;
+    case 'ArrowDown': move(items[index + 1]); break;
+    case 'ArrowUp': move(items[index - 1]); break;
+    case 'Home': move(items[0]); break;
+    case 'End': move(items[items.length - 1]); break;
+    case 'Delete': select(path); remove(path); break;
     default: return;
   }
   event.preventDefault();
@@ -308,13 +350,10 @@ async function expand(path) {
   }
   if (!tree.els.has(path)) return;
   if (!isObject(shallow)) { setKind(li, { t: 'leaf', v: shallow }); return; }
-  const kinds = new Map();
-  // A shallow read shows every child as true: each one rendered is resolved with its own read.
-  for (const [key, value] of Object.entries(shallow)) {
-    if (value !== null) kinds.set(key, value === true ? { t: '?' } : { t: 'leaf', v: value });
-  }
-  tree.open.set(path, { keys: sortKeys(kinds.keys()), kinds, shown: 0 });
-  setKind(li, { t: 'obj', n: kinds.size });
+  // A shallow read shows every object child as true: each one rendered is resolved with its own read.
+  const keys = sortKeys(childKeys(shallow));
+  tree.open.set(path, { keys, kinds: new Kinds(shallow, shallowKind), shown: 0 });
+  setKind(li, { t: 'obj', n: keys.length });
   li.setAttribute('aria-expanded', 'true');
   $('.toggle', li).textContent = '▾';
   const open = tree.open.get(path);
@@ -397,7 +436,9 @@ function applyValue(path, value, doFlash) {
   const key = segments(path)[segments(ancestor).length];
   const direct = parentOf(path) === ancestor;
   if (!open) {
+    // A collapsed object: its size may have changed, which one (later) shallow read tells.
     if (value !== null && holder.kind.t === 'leaf') setKind(holder, { t: 'obj' });
+    recount(ancestor);
     if (doFlash) flash(holder);
     return;
   }
@@ -414,6 +455,27 @@ function applyValue(path, value, doFlash) {
   if (index < open.shown || allShown) open.shown += 1;
   setKind(holder, { t: 'obj', n: open.keys.length });
   renderChildren(ancestor, doFlash);
+}
+
+/**
+ * Re-reads the size of a rendered, collapsed object after changes under it (one shallow read, a
+ * quarter of a second after the first change, however many follow).
+ */
+const recounts = new Set();
+function recount(path) {
+  if (recounts.has(path)) return;
+  recounts.add(path);
+  setTimeout(async () => {
+    recounts.delete(path);
+    let shallow;
+    try { shallow = await api('GET', path, { params: { shallow: 'true' } }); } catch { return; }
+    const li = tree.els.get(path);
+    if (!li || tree.open.has(path) || li.kind.t !== 'obj') return;
+    if (!isObject(shallow)) { if (shallow === null) applyValue(path, null, false); return; }
+    const kind = { t: 'obj', n: childKeys(shallow).length };
+    tree.open.get(parentOf(path))?.kinds.set(lastKey(path), kind);
+    setKind(li, kind);
+  }, 250);
 }
 
 function dropKey(parent, key, doFlash) {
@@ -455,7 +517,7 @@ function updateNode(path, li, value, doFlash) {
     return;
   }
   open.keys = sortKeys(childKeys(value));
-  open.kinds = new Map(open.keys.map((key) => [key, kindOf(value[key])]));
+  open.kinds = new Kinds(value, kindOf);
   open.shown = Math.max(Math.min(open.shown, open.keys.length), Math.min(PAGE, open.keys.length));
   setKind(li, { t: 'obj', n: open.keys.length });
   renderChildren(path, doFlash);
@@ -481,8 +543,10 @@ async function openLocation(path) {
   if (location.hash !== '#' + tree.root) history.replaceState(null, '', '#' + tree.root);
   renderRoot({ t: 'obj' });
   select(tree.root);
-  startStream();
-  await expand(tree.root);
+  // The shallow read first, then the stream, whose first event (the whole location) reconciles
+  // anything written in between: on a large location the two would only slow each other.
+  const root = tree.root;
+  try { await expand(root); } finally { if (tree.root === root) startStream(); }
 }
 
 /**
@@ -580,17 +644,24 @@ function editor(li, { key, value, withKey, withValue = true, label }, save) {
   const saveButton = document.createElement('button');
   saveButton.type = 'submit';
   saveButton.textContent = label || 'Save';
-  const cancel = button('Cancel', null, () => form.remove());
+  // Closing the editor gives the focus back to the node's key (if the node is still there).
+  const close = () => {
+    const hadFocus = form.contains(document.activeElement);
+    form.remove();
+    if (hadFocus && li.isConnected) $(':scope > .row > .key', li)?.focus();
+  };
+  const cancel = button('Cancel', null, close);
   const error = document.createElement('span');
   error.className = 'error';
+  error.setAttribute('role', 'alert');
   form.append(saveButton, cancel, error);
-  form.addEventListener('keydown', (event) => { if (event.key === 'Escape') { form.remove(); $('.key', li)?.focus(); } });
+  form.addEventListener('keydown', (event) => { if (event.key === 'Escape') { event.preventDefault(); close(); } });
   form.addEventListener('submit', async (event) => {
     event.preventDefault();
     try {
       const parsed = withValue ? parseTyped(typeSelect.value, valueInput.value) : undefined;
       await save({ key: keyInput ? keyInput.value.trim() : undefined, value: parsed });
-      form.remove();
+      close();
     } catch (failure) {
       error.textContent = failure.message;
     }
@@ -650,49 +721,134 @@ async function remove(path) {
 }
 
 // Import and export -----------------------------------------------------------------------------
+//
+// Both show their progress in #transfer-progress and #transfer-state. An export is one GET with
+// `format=export` (priorities included), its progress the bytes received. An import of an object
+// with more than PART_CHILDREN children (or PART_BYTES of JSON) is sent in parts: a PUT of the
+// first part replaces the location, then a PATCH adds each further part, so any size imports
+// (a request's body is limited to maxMessageBytes) and its progress is the children written.
 
-function transfer(method, url, body, onDone) {
-  const progress = $('#transfer-progress');
-  const state = $('#transfer-state');
-  const xhr = new XMLHttpRequest();
-  xhr.open(method, url);
-  const report = (event) => {
+const transferState = {
+  busy: false,
+  begin(text) {
+    transferState.busy = true;
+    $('#export-button').disabled = true;
+    $('#import-file').disabled = true;
+    const progress = $('#transfer-progress');
     progress.hidden = false;
-    if (event.lengthComputable) { progress.max = event.total; progress.value = event.loaded; } else progress.removeAttribute('value');
-    state.textContent = Math.round(event.loaded / 1024) + ' KiB';
-  };
-  if (body) xhr.upload.onprogress = report; else xhr.onprogress = report;
-  xhr.onload = () => {
-    progress.hidden = true;
-    if (xhr.status >= 200 && xhr.status < 300) onDone(xhr.responseText);
-    else { let message = xhr.statusText; try { message = JSON.parse(xhr.responseText).error; } catch { } state.textContent = 'failed: ' + message; }
-  };
-  xhr.onerror = () => { progress.hidden = true; state.textContent = 'failed: network error'; };
-  if (body) xhr.setRequestHeader('Content-Type', 'application/json');
-  xhr.send(body || null);
-}
+    progress.removeAttribute('value');
+    $('#transfer-state').textContent = text;
+  },
+  step(done, total, text) {
+    const progress = $('#transfer-progress');
+    progress.max = Math.max(1, total);
+    progress.value = done;
+    $('#transfer-state').textContent = text;
+  },
+  end(text) {
+    transferState.busy = false;
+    $('#export-button').disabled = false;
+    $('#import-file').disabled = false;
+    $('#transfer-progress').hidden = true;
+    $('#transfer-state').textContent = text;
+  },
+};
+
+function kib(n) { return (n / 1024).toFixed(n < 10240 ? 1 : 0) + ' KiB'; }
 
 function exportLocation() {
+  if (transferState.busy) return;
   const path = tree.selected || tree.root;
-  $('#transfer-state').textContent = 'exporting ' + path + '…';
-  transfer('GET', restURL(path, { format: 'export' }), null, (text) => {
+  transferState.begin('exporting ' + path + '…');
+  const xhr = new XMLHttpRequest();
+  xhr.open('GET', restURL(path, { format: 'export' }));
+  xhr.onprogress = (event) => {
+    if (event.lengthComputable) transferState.step(event.loaded, event.total, 'exporting ' + path + ': ' + kib(event.loaded) + ' of ' + kib(event.total));
+    else $('#transfer-state').textContent = 'exporting ' + path + ': ' + kib(event.loaded);
+  };
+  xhr.onload = () => {
+    if (xhr.status < 200 || xhr.status >= 300) {
+      let message = xhr.statusText;
+      try { message = JSON.parse(xhr.responseText).error; } catch { }
+      transferState.end('export failed: ' + message);
+      return;
+    }
+    const text = xhr.responseText;
     const link = document.createElement('a');
     link.href = URL.createObjectURL(new Blob([text], { type: 'application/json' }));
     link.download = 'hearth' + (path === '/' ? '' : path.replaceAll('/', '-')) + '.json';
     document.body.append(link);
     link.click();
     link.remove();
-    $('#transfer-state').textContent = 'exported ' + path + ' (' + Math.round(text.length / 1024) + ' KiB)';
-  });
+    setTimeout(() => URL.revokeObjectURL(link.href), 60000);
+    transferState.end('exported ' + path + ' (' + kib(text.length) + ') as ' + link.download);
+  };
+  xhr.onerror = () => transferState.end('export failed: network error');
+  xhr.send();
+}
+
+/** The parts an import is sent in, or null when it is sent whole (a leaf, or small enough). */
+function importParts(value) {
+  if (!isObject(value) || Array.isArray(value) || '.value' in value) return null;
+  const entries = Object.entries(value).filter(([key, child]) => key !== '.priority' && child !== null);
+  // A key with a slash is not a key: the server refuses it in a PUT, so send it whole.
+  if (entries.some(([key]) => key.includes('/'))) return null;
+  const parts = [];
+  let part = {}, count = 0, size = 0;
+  for (const [key, child] of entries) {
+    const bytes = key.length + JSON.stringify(child).length + 4;
+    if (count > 0 && (count >= PART_CHILDREN || size + bytes > PART_BYTES)) { parts.push(part); part = {}; count = 0; size = 0; }
+    part[key] = child;
+    count += 1;
+    size += bytes;
+  }
+  if (count > 0) parts.push(part);
+  if (parts.length < 2) return null;
+  if ('.priority' in value) parts[0]['.priority'] = value['.priority'];
+  return parts;
 }
 
 async function importFile(file) {
+  if (transferState.busy) return;
   const path = tree.selected || tree.root;
   const text = await file.text();
-  try { JSON.parse(text); } catch { $('#transfer-state').textContent = file.name + ' is not JSON'; return; }
-  if (!(await confirmDialog('Replace ' + path + ' with the contents of ' + file.name + '?', 'Import'))) return;
-  $('#transfer-state').textContent = 'importing ' + file.name + '…';
-  transfer('PUT', restURL(path, { print: 'silent' }), text, () => { $('#transfer-state').textContent = 'imported ' + file.name + ' at ' + path; });
+  let value;
+  try { value = JSON.parse(text); } catch { $('#transfer-state').textContent = file.name + ' is not JSON'; return; }
+  if (!(await confirmDialog('Replace ' + path + ' with the contents of ' + file.name + ' (' + kib(text.length) + ')?', 'Import'))) return;
+  const parts = importParts(value);
+  transferState.begin('importing ' + file.name + '…');
+  if (!parts) {
+    // One request: its progress is the bytes sent.
+    const xhr = new XMLHttpRequest();
+    xhr.open('PUT', restURL(path, { print: 'silent' }));
+    xhr.setRequestHeader('Content-Type', 'application/json');
+    xhr.upload.onprogress = (event) => {
+      if (event.lengthComputable) transferState.step(event.loaded, event.total, 'importing ' + file.name + ': ' + kib(event.loaded) + ' of ' + kib(event.total));
+    };
+    xhr.onload = () => {
+      if (xhr.status >= 200 && xhr.status < 300) { transferState.end('imported ' + file.name + ' at ' + path); return; }
+      let message = xhr.statusText;
+      try { message = JSON.parse(xhr.responseText).error; } catch { }
+      transferState.end('import failed: ' + message);
+    };
+    xhr.onerror = () => transferState.end('import failed: network error');
+    xhr.send(text);
+    return;
+  }
+  const total = parts.reduce((sum, part) => sum + Object.keys(part).filter((key) => key !== '.priority').length, 0);
+  let done = 0;
+  transferState.step(0, total, 'importing ' + file.name + ': 0 of ' + total + ' children');
+  for (const [index, part] of parts.entries()) {
+    try {
+      await api(index === 0 ? 'PUT' : 'PATCH', path, { params: { print: 'silent' }, body: part });
+    } catch (error) {
+      transferState.end('import failed after ' + done + ' of ' + total + ' children (' + path + ' holds those): ' + error.message);
+      return;
+    }
+    done += Object.keys(part).filter((key) => key !== '.priority').length;
+    transferState.step(done, total, 'importing ' + file.name + ': ' + done + ' of ' + total + ' children');
+  }
+  transferState.end('imported ' + file.name + ' at ' + path + ' (' + total + ' children, in ' + parts.length + ' parts)');
 }
 
 async function copyText(text) {
