@@ -1194,7 +1194,7 @@ async function pollStats() {
     return '<div class="card" data-metric="' + name + '"><h4>' + title + '</h4><div class="number">' + text(String(shown)) +
       '</div>' + sparkline(series) + '<div class="muted">' + (detail ? text(detail(stats)) : '&nbsp;') + '</div></div>';
   }).join('') +
-    '<div class="card" data-metric="server"><h4>Server</h4><div class="number">' + text(stats.server.name + ' ' + stats.server.version) +
+    '<div class="card" data-metric="server"><h4>Server</h4><div class="number">' + text(stats.server.name) +
     '</div><div class="muted">up ' + stats.server.uptimeSeconds + ' s · rules ' + (stats.rules.enabled ? 'on' : 'off (open mode)') +
     ' · ' + stats.totals.requests + ' requests, ' + stats.totals.errors + ' errors</div></div>';
   const rows = (list, last) => list.map((q) => '<tr><td>' + text(q.path) + '</td><td>' + text(q.query) + '</td><td>' +
