@@ -125,7 +125,7 @@ struct RESTRequestParser {
         let isRead = method == .GET || method == .HEAD
 
         var call: RESTCall
-        if segments == [".settings", "simulate"] {
+        if segments.first == ".settings", segments.count == 2, segments[1] == "simulate" {
             guard method == .POST else {
                 throw RESTError(
                     .methodNotAllowed, "a simulation is asked for with POST",
@@ -133,7 +133,7 @@ struct RESTRequestParser {
             }
             call = try simulate(body: body)
         } else if segments.first == ".settings" {
-            guard segments == [".settings", "rules"] else { throw Self.notFound }
+            guard segments.count == 2, segments[1] == "rules" else { throw Self.notFound }
             switch method {
             case .GET, .HEAD: call = RESTCall(action: .getRules)
             case .PUT:
@@ -489,10 +489,13 @@ extension Substring {
 /// The query string's parameters by name (the last one of a name wins).
 struct QueryParameters {
     struct Value {
+        /// The value as sent (still percent-encoded).
+        let raw: Substring
+
         /// Percent-decoded with `+` as a space.
-        let decoded: String
+        var decoded: String { RESTRequestParser.percentDecoded(raw, plusIsSpace: true) ?? String(raw) }
         /// Percent-decoded with `+` kept (the Python SDK sends `+` literally).
-        let plusKept: String
+        var plusKept: String { RESTRequestParser.percentDecoded(raw, plusIsSpace: false) ?? String(raw) }
 
         /// The value as JSON: decoded with `+` as a space first, then with `+` kept.
         func json(limits: JSONLimits) throws -> JSONValue {
@@ -502,24 +505,25 @@ struct QueryParameters {
         }
     }
 
-    private var values: [String: Value] = [:]
+    /// In order; a request has a handful at most, so a scan beats hashing. Values are decoded
+    /// when asked for.
+    private var values: [(name: String, value: Value)] = []
 
     init(_ query: Substring) {
+        guard !query.isEmpty else { return }
         for pair in query.split(separator: "&", omittingEmptySubsequences: true) {
             let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             guard let name = RESTRequestParser.percentDecoded(parts[0], plusIsSpace: true), !name.isEmpty else {
                 continue
             }
-            let raw = parts.count > 1 ? parts[1] : ""
-            let decoded = RESTRequestParser.percentDecoded(raw, plusIsSpace: true) ?? String(raw)
-            let plusKept = RESTRequestParser.percentDecoded(raw, plusIsSpace: false) ?? String(raw)
-            values[name] = Value(decoded: decoded, plusKept: plusKept)
+            values.append((name, Value(raw: parts.count > 1 ? parts[1] : "")))
         }
     }
 
-    subscript(name: String) -> Value? { values.isEmpty ? nil : values[name] }
+    /// The last value given for `name`.
+    subscript(name: String) -> Value? { values.last { $0.name == name }?.value }
 
-    var names: Dictionary<String, Value>.Keys { values.keys }
+    var names: [String] { values.map(\.name) }
 }
 
 /// The request headers the HTTP API reads (rest.md §7), found in one pass over the head with
