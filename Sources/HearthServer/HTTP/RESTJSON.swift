@@ -25,24 +25,9 @@ enum RESTJSON {
     static func writeEntries(
         _ entries: [(key: Key, node: Node)], format: Node.Format, into buffer: inout [UInt8]
     ) {
-        guard !entries.isEmpty else {
-            buffer.append(contentsOf: "null".utf8)
-            return
-        }
-        if format == .plain, let length = arrayLength(of: entries.lazy.map(\.key), count: entries.count) {
-            var slots = [Node?](repeating: nil, count: length)
-            for entry in entries { slots[Int(entry.key.string) ?? 0] = entry.node }
-            writeArray(slots, into: &buffer)
-            return
-        }
-        buffer.append(UInt8(ascii: "{"))
-        for (i, entry) in entries.enumerated() {
-            if i > 0 { buffer.append(UInt8(ascii: ",")) }
-            JSONWriter.writeString(entry.key.string, into: &buffer)
-            buffer.append(UInt8(ascii: ":"))
-            write(entry.node, format: format, into: &buffer)
-        }
-        buffer.append(UInt8(ascii: "}"))
+        writeChildren(
+            entries.lazy.map { ($0.key, $0.node) }, count: entries.count, arrayRule: format == .plain, into: &buffer
+        ) { write($0, format: format, into: &$1) }
     }
 
     /// A shallow read's value (children as `true`), objects under the array rule.
@@ -51,26 +36,9 @@ enum RESTJSON {
             writePlain(node, into: &buffer)
             return
         }
-        if let length = arrayLength(of: map.lazy.map(\.key), count: map.count) {
-            var slots = [Bool](repeating: false, count: length)
-            for (key, _) in map { slots[Int(key.string) ?? 0] = true }
-            buffer.append(UInt8(ascii: "["))
-            for (i, present) in slots.enumerated() {
-                if i > 0 { buffer.append(UInt8(ascii: ",")) }
-                buffer.append(contentsOf: (present ? "true" : "null").utf8)
-            }
-            buffer.append(UInt8(ascii: "]"))
-            return
+        writeChildren(map.lazy.map { ($0.key, $0.value) }, count: map.count, arrayRule: true, into: &buffer) {
+            _, buffer in buffer.append(contentsOf: "true".utf8)
         }
-        buffer.append(UInt8(ascii: "{"))
-        var first = true
-        for (key, _) in map {
-            if !first { buffer.append(UInt8(ascii: ",")) }
-            first = false
-            JSONWriter.writeString(key.string, into: &buffer)
-            buffer.append(contentsOf: ":true".utf8)
-        }
-        buffer.append(UInt8(ascii: "}"))
     }
 
     private static func writePlain(_ node: Node, into buffer: inout [UInt8]) {
@@ -78,40 +46,48 @@ enum RESTJSON {
         case .leaf(let value):
             value.writeJSON(into: &buffer)
         case .children(let map):
-            if map.isEmpty {
-                buffer.append(contentsOf: "null".utf8)
-                return
+            writeChildren(map.lazy.map { ($0.key, $0.value) }, count: map.count, arrayRule: true, into: &buffer) {
+                writePlain($0, into: &$1)
             }
-            if let length = arrayLength(of: map.lazy.map(\.key), count: map.count) {
-                var slots = [Node?](repeating: nil, count: length)
-                for (key, child) in map { slots[Int(key.string) ?? 0] = child }
-                writeArray(slots, into: &buffer)
-                return
-            }
-            buffer.append(UInt8(ascii: "{"))
-            var first = true
-            for (key, child) in map {
-                if !first { buffer.append(UInt8(ascii: ",")) }
-                first = false
-                JSONWriter.writeString(key.string, into: &buffer)
-                buffer.append(UInt8(ascii: ":"))
-                writePlain(child, into: &buffer)
-            }
-            buffer.append(UInt8(ascii: "}"))
         }
     }
 
-    private static func writeArray(_ slots: [Node?], into buffer: inout [UInt8]) {
-        buffer.append(UInt8(ascii: "["))
-        for (i, slot) in slots.enumerated() {
-            if i > 0 { buffer.append(UInt8(ascii: ",")) }
-            if let slot {
-                writePlain(slot, into: &buffer)
-            } else {
-                buffer.append(contentsOf: "null".utf8)
-            }
+    /// `count` children, in the order given, as one object (`null` when there are none), or as an
+    /// array with holes `null` when `arrayRule` is on and their keys make one; `writeValue`
+    /// writes each child's value.
+    private static func writeChildren(
+        _ children: some Sequence<(Key, Node)>, count: Int, arrayRule: Bool, into buffer: inout [UInt8],
+        writeValue: (Node, inout [UInt8]) -> Void
+    ) {
+        guard count > 0 else {
+            buffer.append(contentsOf: "null".utf8)
+            return
         }
-        buffer.append(UInt8(ascii: "]"))
+        if arrayRule, let length = arrayLength(of: children.lazy.map(\.0), count: count) {
+            var slots = [Node?](repeating: nil, count: length)
+            for (key, node) in children { slots[Int(key.string) ?? 0] = node }
+            buffer.append(UInt8(ascii: "["))
+            for (i, slot) in slots.enumerated() {
+                if i > 0 { buffer.append(UInt8(ascii: ",")) }
+                if let slot {
+                    writeValue(slot, &buffer)
+                } else {
+                    buffer.append(contentsOf: "null".utf8)
+                }
+            }
+            buffer.append(UInt8(ascii: "]"))
+            return
+        }
+        buffer.append(UInt8(ascii: "{"))
+        var first = true
+        for (key, node) in children {
+            if !first { buffer.append(UInt8(ascii: ",")) }
+            first = false
+            JSONWriter.writeString(key.string, into: &buffer)
+            buffer.append(UInt8(ascii: ":"))
+            writeValue(node, &buffer)
+        }
+        buffer.append(UInt8(ascii: "}"))
     }
 
     /// The array length when keys `keys` (`count` of them) make an array under the rule of
