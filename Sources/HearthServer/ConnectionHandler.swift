@@ -225,11 +225,8 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
             }
         case .write, .push:
             if let wait = writeLimiter?.take() {
-                limitHit("write rate limit", metadata: [:])
-                let error = DatabaseError(
-                    .overloaded,
-                    "this connection writes faster than \(security.limits.maxWritesPerSecondPerConnection) a second (maxWritesPerSecondPerConnection); nothing was applied",
-                    retryAfterMs: wait)
+                security.noticeLog.notice(logger, "write rate limit", metadata: ["peer": "\(remoteAddress)"])
+                let error = security.writeRateExceeded(retryAfterMs: wait)
                 return .failure(RequestDecoder.Failure(id: request.id, error: error))
             }
             return .success(request)

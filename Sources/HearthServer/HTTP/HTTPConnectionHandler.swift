@@ -323,9 +323,10 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
                 }
             }
         case .getRules:
-            submit([.getRules], call: call, head: head, context: context)
-        case .setRules(let operation), .simulate(let operation):
-            submit([operation], call: call, head: head, context: context)
+            submit(.getRules, call: call, head: head, context: context)
+        case .setRules(let operation), .simulate(let operation), .read(let operation, _, _, _),
+            .stream(let operation, _, _):
+            submit(operation, call: call, head: head, context: context)
         case .console(let file):
             guard let asset = ConsoleAssets.asset(named: file) else {
                 let missing = RESTError(.notFound, "no such console file")
@@ -335,30 +336,21 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
             var response = RESTResponse(status: .ok, body: asset.bytes)
             response.contentType = asset.contentType
             finish(response, head: head, call: call, context: context)
-        case .read(let operation, _, _, _):
-            submit([operation], call: call, head: head, context: context)
-        case .stream(let operation, _, _):
-            submit([operation], call: call, head: head, context: context)
-        case .write(let operation, _, _, _):
+        case .write(let operation, _, _):
             if let wait = writeLimiter?.take() {
-                security.counters.limitHits.add(1)
-                let error = DatabaseError(
-                    .overloaded,
-                    "this connection writes faster than \(security.limits.maxWritesPerSecondPerConnection) a second (maxWritesPerSecondPerConnection); nothing was applied",
-                    retryAfterMs: wait)
-                let refused = RESTRender.failure(error, call: call)
+                let refused = RESTRender.failure(security.writeRateExceeded(retryAfterMs: wait), call: call)
                 countRejection(refused)
                 finish(RESTResponse.error(refused), head: head, call: call, context: context)
                 return
             }
-            submit([operation], call: call, head: head, context: context)
+            submit(operation, call: call, head: head, context: context)
         }
     }
 
-    /// Hands the call's operations to the engine, preceded by an identity change when the
+    /// Hands the call's operation to the engine, preceded by an identity change when the
     /// request's credential differs from the one the engine's session holds.
     private func submit(
-        _ operations: [HearthProtocol.Operation], call: RESTCall, head: HTTPRequestHead, context: ChannelHandlerContext
+        _ operation: HearthProtocol.Operation, call: RESTCall, head: HTTPRequestHead, context: ChannelHandlerContext
     ) {
         guard let sessionLink else { return }
         var items: [Submission] = []
@@ -373,16 +365,14 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
             break
         }
         state = .waiting(Exchange(head: head, call: call, identityAnswers: items.count))
-        for operation in operations {
-            var request = Request(id: .null, operation: operation)
-            if case .write(_, let method, _, _) = call.action {
-                // The value as stored shows in the body, the ETag or a PATCH's answer; a silent
-                // write without an ETag needs only the revision.
-                request.answerWithStoredValue =
-                    call.print != .silent || call.wantsETag || call.ifMatch != nil || method == .POST
-            }
-            items.append(.request(sessionLink, request))
+        var request = Request(id: .null, operation: operation)
+        if case .write(_, let method, _) = call.action {
+            // The value as stored shows in the body, the ETag or a PATCH's answer; a silent
+            // write without an ETag needs only the revision.
+            request.answerWithStoredValue =
+                call.print != .silent || call.wantsETag || call.ifMatch != nil || method == .POST
         }
+        items.append(.request(sessionLink, request))
         engine.submit(items)
     }
 

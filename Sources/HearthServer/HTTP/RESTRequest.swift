@@ -41,7 +41,7 @@ final class RESTCall {
         /// An event stream (`Accept: text/event-stream`).
         case stream(Operation, path: Path, query: QuerySpec?)
         /// PUT, POST, PATCH or DELETE, conditional or not.
-        case write(Operation, method: HTTPMethod, path: Path, members: [Path])
+        case write(Operation, method: HTTPMethod, path: Path)
     }
 
     enum Print { case normal, pretty, silent }
@@ -317,7 +317,6 @@ struct RESTRequestParser {
             ifMatch = Self.unquoted(String(header))
         }
         var request: [JSONMember] = [JSONMember("path", .string(pathText))]
-        var members: [Path] = []
         switch method {
         case .PUT:
             let value = try Self.parseBody(body, decoder: decoder)
@@ -343,19 +342,14 @@ struct RESTRequestParser {
             ]
         default:  // PATCH
             let value = try Self.parseBody(body, decoder: decoder)
-            guard case .object(let entries) = value else {
+            guard case .object = value else {
                 throw .badRequest("a PATCH body must be an object of relative paths to values")
-            }
-            for entry in entries {
-                do { members.append(try Path.parse(entry.key, limits: limits, allowPriority: true)) } catch {
-                    throw .badRequest(error.message)
-                }
             }
             request += [JSONMember("op", .string("update")), JSONMember("values", value)]
         }
         let operation: Operation
         do { operation = try decoder.operation(.object(request)) } catch { throw .badRequest(error.message) }
-        let call = RESTCall(action: .write(operation, method: method, path: path, members: members))
+        let call = RESTCall(action: .write(operation, method: method, path: path))
         call.ifMatch = ifMatch
         return call
     }

@@ -79,7 +79,7 @@ enum RESTRender {
             }
             return read(bytes, etag: etag(result.node), rev: rev, warning: warning, call: call)
         case .stored(let node, let key, let rev):
-            guard case .write(_, let method, let path, let members) = call.action else { break }
+            guard case .write(let operation, let method, let path) = call.action else { break }
             var response = RESTResponse(status: .ok)
             response.headers.append(("X-Hearth-Rev", "\(rev)"))
             switch method {
@@ -89,7 +89,8 @@ enum RESTRender {
                 bytes.append(UInt8(ascii: "}"))
                 response.body = bytes
             case .PATCH:
-                response.body = patchAnswer(node, members: members)
+                guard case .write(.update(_, let values), _) = operation else { break }
+                response.body = patchAnswer(node, members: values.map(\.path))
             case .DELETE:
                 response.body = Array("null".utf8)
             default:

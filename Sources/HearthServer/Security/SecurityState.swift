@@ -84,6 +84,16 @@ final class RateLimitedLog: Sendable {
 }
 
 extension SecurityState {
+    /// The answer to a write over `maxWritesPerSecondPerConnection` (either protocol): nothing
+    /// was applied; retry after `retryAfterMs`.
+    func writeRateExceeded(retryAfterMs: Int) -> DatabaseError {
+        counters.limitHits.add(1)
+        return DatabaseError(
+            .overloaded,
+            "this connection writes faster than \(limits.maxWritesPerSecondPerConnection) a second (maxWritesPerSecondPerConnection); nothing was applied",
+            retryAfterMs: retryAfterMs)
+    }
+
     /// Verifies a token presented by a client at `address` (a line protocol `auth`, or an HTTP
     /// request's credential): refused with `overloaded` while the address is throttled for
     /// failed attempts; a failure is counted, throttled and logged unless the server is open
