@@ -33,11 +33,7 @@ final class ObservabilityTests: XCTestCase {
     func testHealthIsUnavailableWithTheReasonOnceTheStorageFailed() async throws {
         let directory = temporaryDataDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        var configuration = ServerConfiguration()
-        configuration.port = 0
-        configuration.httpPort = 0
-        configuration.dataDirectory = directory
-        configuration.fsync = .always
+        let configuration = FailingDisk.configuration(directory)
         let disk = FailingDisk()
         let server = try await HearthServer.start(configuration: configuration, fileSystem: disk, logger: quietLogger)
         do {

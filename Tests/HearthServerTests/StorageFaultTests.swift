@@ -10,11 +10,7 @@ final class StorageFaultTests: XCTestCase {
     func testFailingDiskRefusesWritesKeepsReadsAndRecoversOnRestart() async throws {
         let directory = temporaryDataDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        var configuration = ServerConfiguration()
-        configuration.port = 0
-        configuration.httpPort = 0
-        configuration.dataDirectory = directory
-        configuration.fsync = .always
+        let configuration = FailingDisk.configuration(directory)
         let disk = FailingDisk()
         let server = try await HearthServer.start(configuration: configuration, fileSystem: disk, logger: quietLogger)
         let c = try TestClient(port: server.port)
@@ -53,11 +49,7 @@ final class StorageFaultTests: XCTestCase {
     func testFailingDiskRefusesRegistrationsAndKeepsTheAcknowledgedOnesForTheRestart() async throws {
         let directory = temporaryDataDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        var configuration = ServerConfiguration()
-        configuration.port = 0
-        configuration.httpPort = 0
-        configuration.dataDirectory = directory
-        configuration.fsync = .always
+        let configuration = FailingDisk.configuration(directory)
         let disk = FailingDisk()
         let server = try await HearthServer.start(configuration: configuration, fileSystem: disk, logger: quietLogger)
         let c = try TestClient(port: server.port)
@@ -89,6 +81,16 @@ final class FailingDisk: FileSystem {
     private let failing = NIOLockedValueBox(false)
 
     func failWrites(_ on: Bool) { failing.withLockedValue { $0 = on } }
+
+    /// A loopback server on free ports over `directory`, acknowledging writes only once fsynced.
+    static func configuration(_ directory: String) -> ServerConfiguration {
+        var configuration = ServerConfiguration()
+        configuration.port = 0
+        configuration.httpPort = 0
+        configuration.dataDirectory = directory
+        configuration.fsync = .always
+        return configuration
+    }
 
     func write(_ file: OpenFile, _ bytes: [UInt8], at offset: Int64) throws(StorageError) {
         if failing.withLockedValue({ $0 }) {
