@@ -75,9 +75,18 @@ public struct CommittedWrite: Sendable {
     public let rev: UInt64
     /// Paths may end in `.priority` (the node is then the priority, or empty for none).
     public let overwrites: [(path: Path, node: Node)]
+    /// The write id the request carried and the shape of its answer (nil for most writes).
+    public var tag: WriteTag?
 
-    public init(rev: UInt64, overwrites: [(path: Path, node: Node)]) {
+    public init(rev: UInt64, overwrites: [(path: Path, node: Node)], tag: WriteTag? = nil) {
         self.rev = rev
         self.overwrites = overwrites
+        self.tag = tag
+    }
+
+    /// For a push, its key: the last segment of its only overwrite.
+    public var pushKey: String? {
+        guard tag?.kind == .push else { return nil }
+        return overwrites.last?.path.last?.string
     }
 }

@@ -48,6 +48,9 @@ struct DirectoryScan {
     /// The onDisconnect registrations live at the problem, if any (the snapshot's, then the
     /// log's records applied in order).
     private(set) var onDisconnect = OnDisconnectLog()
+    /// The write ids remembered at the problem, if any: the snapshot's, then those of the writes
+    /// replayed after it.
+    private(set) var writeIDs = WriteIDLog()
     /// Where the log is replayed (built into `root` at the end of the scan).
     private var replay: ReplayTree?
     /// The segments replayed, in order (the problem's segment last when there is one).
@@ -149,6 +152,7 @@ struct DirectoryScan {
                 }
                 root = contents.root
                 onDisconnect = contents.onDisconnect
+                writeIDs = contents.writeIDs
                 doneBytes = Int64(bytes.count)
                 rev = snapshotRev
             } catch {
@@ -317,6 +321,7 @@ struct DirectoryScan {
                 replay = tree
                 for overwrite in write.overwrites { tree.set(overwrite.path.segments[...], to: overwrite.node) }
                 rev = write.rev
+                writeIDs.append(write)
             case .onDisconnect(let change):
                 onDisconnect.apply(change)
             }

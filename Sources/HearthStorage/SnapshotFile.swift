@@ -6,7 +6,7 @@ import HearthJSON
 ///
 ///     offset  size  field
 ///     0       4     magic "HSNP"
-///     4       4     u32 version 2 (version 1, still read, has no onDisconnect section)
+///     4       4     u32 version 3 (versions 1 and 2, still read, lack the later sections)
 ///     8       8     u64 rev: the revision the tree is at
 ///     16      8     u64 JSON bytes (uncompressed)
 ///     24      8     u64 compressed bytes n (version 1: the rest of the file)
@@ -14,17 +14,20 @@ import HearthJSON
 ///     36      4     u32 CRC-32 of bytes 0..<36
 ///     40      n     zlib stream (RFC 1950) of the root in export-format JSON
 ///
-/// Version 2 then holds the onDisconnect registrations live at `rev` (`RegistrationPayload`),
-/// laid out like the header and the tree:
+/// Then sections laid out like the header and the tree, each
 ///
-///     40+n    8     u64 JSON bytes (uncompressed)
-///     48+n    8     u64 compressed bytes m (the rest of the file)
-///     56+n    4     u32 CRC-32 of the compressed bytes
-///     60+n    4     u32 CRC-32 of bytes 40+n..<60+n
-///     64+n    m     zlib stream of `{"next":N,"registrations":[…]}`
+///     0       8     u64 JSON bytes (uncompressed)
+///     8       8     u64 compressed bytes m
+///     16      4     u32 CRC-32 of the compressed bytes
+///     20      4     u32 CRC-32 of bytes 0..<20 of the section
+///     24      m     zlib stream of the section's JSON
+///
+/// Version 2 and later: the onDisconnect registrations live at `rev` (`RegistrationPayload`,
+/// `{"next":N,"registrations":[…]}`; in version 2 the last section, so `m` is the rest of the
+/// file). Version 3: then the write ids remembered at `rev` (`WriteIDLog`), the last section.
 enum SnapshotFile {
     static let magic: [UInt8] = Array("HSNP".utf8)
-    static let version: UInt32 = 2
+    static let version: UInt32 = 3
     static let headerSize = 40
     static let sectionHeaderSize = 24
 
@@ -33,11 +36,15 @@ enum SnapshotFile {
         let root: Node
         /// Empty for a version 1 file.
         let onDisconnect: OnDisconnectLog
+        /// Empty for a version 1 or 2 file.
+        var writeIDs = WriteIDLog()
     }
 
-    /// The file for `root` and the registrations `onDisconnect` at `rev`; nil when zlib fails.
+    /// The file for `root`, the registrations `onDisconnect` and the write ids `writeIDs` at
+    /// `rev`; nil when zlib fails.
     static func encode(
-        root: Node, rev: UInt64, onDisconnect: OnDisconnectLog = OnDisconnectLog(), level: Int
+        root: Node, rev: UInt64, onDisconnect: OnDisconnectLog = OnDisconnectLog(),
+        writeIDs: WriteIDLog = WriteIDLog(), level: Int
     )
         -> [UInt8]?
     {
@@ -53,18 +60,25 @@ enum SnapshotFile {
         file.storeLittleEndian(UInt64(file.count - headerSize), at: 24)
         file.storeLittleEndian(CRC32.checksum(file, headerSize..<file.count), at: 32)
         file.storeLittleEndian(CRC32.checksum(file, 0..<36), at: 36)
+        guard appendSection(RegistrationPayload.encodeSnapshot(onDisconnect), level: level, to: &file),
+            appendSection(writeIDs.encoded(), level: level, to: &file)
+        else { return nil }
+        return file
+    }
+
+    /// Appends one section holding `json`; false when zlib fails.
+    private static func appendSection(_ json: [UInt8], level: Int, to file: inout [UInt8]) -> Bool {
         let section = file.count
-        let registrations = RegistrationPayload.encodeSnapshot(onDisconnect)
-        file.appendLittleEndian(UInt64(registrations.count))
+        file.appendLittleEndian(UInt64(json.count))
         file.appendLittleEndian(UInt64(0))
         file.appendLittleEndian(UInt32(0))
         file.appendLittleEndian(UInt32(0))
-        guard Zlib.compress(registrations, level: level, appendingTo: &file) else { return nil }
+        guard Zlib.compress(json, level: level, appendingTo: &file) else { return false }
         let data = section + sectionHeaderSize
         file.storeLittleEndian(UInt64(file.count - data), at: section + 8)
         file.storeLittleEndian(CRC32.checksum(file, data..<file.count), at: section + 16)
         file.storeLittleEndian(CRC32.checksum(file, section..<(section + 20)), at: section + 20)
-        return file
+        return true
     }
 
     /// The tree and registrations in a snapshot file that must be at `rev`, or why the file is
@@ -83,7 +97,7 @@ enum SnapshotFile {
             throw FormatError(offset: 0, reason: "snapshot header checksum mismatch")
         }
         let version = file.loadUInt32(at: 4)
-        guard version == 1 || version == SnapshotFile.version else {
+        guard (1...SnapshotFile.version).contains(version) else {
             throw FormatError(offset: 4, reason: "unsupported snapshot version \(version)")
         }
         let headerRev = file.loadUInt64(at: 8)
@@ -106,7 +120,20 @@ enum SnapshotFile {
         guard jsonCount < UInt64(Int.max) else {
             throw FormatError(offset: 16, reason: "snapshot size is out of range")
         }
-        let onDisconnect = version == 1 ? OnDisconnectLog() : try decodeRegistrations(file, at: treeEnd)
+        var onDisconnect = OnDisconnectLog()
+        var writeIDs = WriteIDLog()
+        if version >= 2 {
+            let registrations = try section(file, at: treeEnd, isLast: version == 2, name: "onDisconnect")
+            do { onDisconnect = try RegistrationPayload.decodeSnapshot(registrations.json) } catch {
+                throw FormatError(offset: Int64(treeEnd + sectionHeaderSize), reason: error.reason)
+            }
+            if version >= 3 {
+                let ids = try section(file, at: registrations.end, isLast: true, name: "write id")
+                do { writeIDs = try WriteIDLog.decode(ids.json) } catch {
+                    throw FormatError(offset: Int64(registrations.end + sectionHeaderSize), reason: error.reason)
+                }
+            }
+        }
         let inflated = file.withUnsafeBytes { raw in
             Zlib.decompress(
                 UnsafeRawBufferPointer(rebasing: raw[headerSize..<treeEnd]), expectedCount: Int(jsonCount))
@@ -130,43 +157,48 @@ enum SnapshotFile {
                 reason: "snapshot JSON is invalid at byte \(error.offset) of the inflated data: \(error.message)")
         }
         var importer = NodeImporter(limits: RecoveryLimits.node, baseDepth: 0)
-        do { return Contents(root: try importer.importNode(value), onDisconnect: onDisconnect) } catch {
+        do {
+            return Contents(root: try importer.importNode(value), onDisconnect: onDisconnect, writeIDs: writeIDs)
+        } catch {
             throw FormatError(offset: Int64(headerSize), reason: "snapshot tree is invalid: \(error.message)")
         }
     }
 
-    /// The onDisconnect section of a version 2 file, starting at `start`.
-    private static func decodeRegistrations(_ file: [UInt8], at start: Int) throws(FormatError) -> OnDisconnectLog {
+    /// The inflated JSON of the section starting at `start`, and where the section ends; the last
+    /// section must end with the file.
+    private static func section(
+        _ file: [UInt8], at start: Int, isLast: Bool, name: String
+    ) throws(FormatError) -> (json: [UInt8], end: Int) {
         guard file.count - start >= sectionHeaderSize else {
             throw FormatError(
                 offset: Int64(start),
-                reason: "incomplete onDisconnect section header (\(file.count - start) of \(sectionHeaderSize) bytes)")
+                reason: "incomplete \(name) section header (\(file.count - start) of \(sectionHeaderSize) bytes)")
         }
         guard CRC32.checksum(file, start..<(start + 20)) == file.loadUInt32(at: start + 20) else {
-            throw FormatError(offset: Int64(start), reason: "snapshot onDisconnect section header checksum mismatch")
+            throw FormatError(offset: Int64(start), reason: "snapshot \(name) section header checksum mismatch")
         }
         let jsonCount = file.loadUInt64(at: start)
         let compressedCount = file.loadUInt64(at: start + 8)
         let data = start + sectionHeaderSize
-        guard compressedCount == UInt64(file.count - data), jsonCount < UInt64(Int.max) else {
+        let available = UInt64(file.count - data)
+        guard isLast ? compressedCount == available : compressedCount <= available, jsonCount < UInt64(Int.max)
+        else {
             throw FormatError(
                 offset: Int64(start + 8),
-                reason: "snapshot onDisconnect section should hold \(compressedCount) compressed bytes but holds "
+                reason: "snapshot \(name) section should hold \(compressedCount) compressed bytes but holds "
                     + "\(file.count - data)")
         }
-        guard CRC32.checksum(file, data..<file.count) == file.loadUInt32(at: start + 16) else {
-            throw FormatError(offset: Int64(data), reason: "snapshot onDisconnect section checksum mismatch")
+        let end = data + Int(compressedCount)
+        guard CRC32.checksum(file, data..<end) == file.loadUInt32(at: start + 16) else {
+            throw FormatError(offset: Int64(data), reason: "snapshot \(name) section checksum mismatch")
         }
         let inflated = file.withUnsafeBytes { raw in
-            Zlib.decompress(UnsafeRawBufferPointer(rebasing: raw[data...]), expectedCount: Int(jsonCount))
+            Zlib.decompress(UnsafeRawBufferPointer(rebasing: raw[data..<end]), expectedCount: Int(jsonCount))
         }
         switch inflated {
-        case .success(let json):
-            do { return try RegistrationPayload.decodeSnapshot(json) } catch {
-                throw FormatError(offset: Int64(data), reason: error.reason)
-            }
+        case .success(let json): return (json, end)
         case .failure(let error):
-            throw FormatError(offset: Int64(data), reason: "snapshot onDisconnect section: \(error.reason)")
+            throw FormatError(offset: Int64(data), reason: "snapshot \(name) section: \(error.reason)")
         }
     }
 }

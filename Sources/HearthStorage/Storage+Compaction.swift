@@ -38,7 +38,9 @@ extension Storage {
     /// database's root: capturing it is O(1)).
     ///
     /// The snapshot also holds the onDisconnect registrations live at that moment (`onDisconnect`),
-    /// so the log records of those that ran or were cancelled go with the old segments.
+    /// so the log records of those that ran or were cancelled go with the old segments, and the
+    /// write ids the server remembers at `rev`: `writeIDs` is called on the compaction queue (so
+    /// it must read a value copy taken now, not state the engine goes on changing).
     ///
     /// On the calling thread it only starts a new WAL segment at `rev + 1` (fsync of the current
     /// segment, creation of the new one). The snapshot is written on the storage's compaction
@@ -47,7 +49,7 @@ extension Storage {
     /// segments and snapshots removed. Returns immediately; does nothing when a compaction is
     /// already running or the storage has failed. Errors are logged and leave the previous
     /// files in use; `wantsCompaction` then stays false for `compactionRetryDelay`.
-    public func compact(root: Node, rev: UInt64) {
+    public func compact(root: Node, rev: UInt64, writeIDs: (@Sendable () -> WriteIDLog)? = nil) {
         guard isUsable else { return }
         guard rev == lastRev else {
             logger.error(
@@ -72,17 +74,18 @@ extension Storage {
         compactionGroup.enter()
         compactionQueue.async { [self] in
             defer { compactionGroup.leave() }
-            runCompaction(root: root, rev: rev, onDisconnect: registrations)
+            runCompaction(root: root, rev: rev, onDisconnect: registrations, writeIDs: writeIDs?() ?? WriteIDLog())
         }
     }
 
     /// Writes the snapshot and the manifest, then removes what they made obsolete. Compaction
     /// queue.
-    private func runCompaction(root: Node, rev: UInt64, onDisconnect: OnDisconnectLog) {
+    private func runCompaction(root: Node, rev: UInt64, onDisconnect: OnDisconnectLog, writeIDs: WriteIDLog) {
         let started = ContinuousClock.now
         guard
             let file = SnapshotFile.encode(
-                root: root, rev: rev, onDisconnect: onDisconnect, level: options.compressionLevel)
+                root: root, rev: rev, onDisconnect: onDisconnect, writeIDs: writeIDs,
+                level: options.compressionLevel)
         else {
             compactionFailed(rev: rev, error: "zlib could not compress the snapshot")
             return

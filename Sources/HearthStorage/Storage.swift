@@ -34,6 +34,9 @@ public final class Storage: @unchecked Sendable {
     /// The onDisconnect registrations neither run nor cancelled: those recovered, then kept up
     /// to date by `append`, and written into every snapshot.
     public private(set) var onDisconnect: OnDisconnectLog
+    /// The write ids recovery found (the snapshot's and the log's after it), for the server to
+    /// rebuild its window from; `takeRecoveredWriteIDs` hands them over once.
+    private var recoveredWriteIDs: WriteIDLog
     private var unsynced = false
     private var lastSync = ContinuousClock.now
     private var failure: StorageError?
@@ -58,7 +61,7 @@ public final class Storage: @unchecked Sendable {
     private init(
         directory: String, options: StorageOptions, fileSystem: any FileSystem, logger: Logger, lockFile: OpenFile,
         segment: OpenFile, segmentFirstRev: UInt64, segmentEnd: Int64, lastRev: UInt64,
-        onDisconnect: OnDisconnectLog, shared: Shared
+        onDisconnect: OnDisconnectLog, writeIDs: WriteIDLog, shared: Shared
     ) {
         self.directory = directory
         self.options = options
@@ -70,6 +73,7 @@ public final class Storage: @unchecked Sendable {
         self.segmentEnd = segmentEnd
         self.lastRev = lastRev
         self.onDisconnect = onDisconnect
+        self.recoveredWriteIDs = writeIDs
         self.shared = Mutex(shared)
     }
 
@@ -166,7 +170,7 @@ public final class Storage: @unchecked Sendable {
         let storage = Storage(
             directory: directory, options: options, fileSystem: fileSystem, logger: logger, lockFile: lock,
             segment: segment, segmentFirstRev: segmentFirstRev, segmentEnd: segmentEnd, lastRev: rev,
-            onDisconnect: scan.onDisconnect,
+            onDisconnect: scan.onDisconnect, writeIDs: scan.writeIDs,
             shared: Shared(snapshotBytes: scan.snapshotBytes, olderSegmentBytes: olderBytes))
         let elapsed = ContinuousClock.now - started
         logger.debug(
@@ -174,6 +178,7 @@ public final class Storage: @unchecked Sendable {
             metadata: [
                 "directory": "\(directory)", "rev": "\(rev)", "snapshotRev": "\(scan.manifest.baseRev)",
                 "replayedRecords": "\(scan.replayedRecords)", "onDisconnect": "\(scan.onDisconnect.count)",
+                "writeIDs": "\(scan.writeIDs.entries.count)",
                 "elapsed": "\(elapsed)",
             ])
         return (storage, (scan.root, rev))
@@ -208,6 +213,14 @@ public final class Storage: @unchecked Sendable {
                 "file": "\(path)", "offset": "\(problem.offset)", "truncatedTo": "\(problem.cutOffset)",
                 "droppedBytes": "\(dropped)", "reason": "\(problem.reason)",
             ])
+    }
+
+    /// The write ids recovery found, in revision order: those the last snapshot kept and those
+    /// of the writes logged after it. Returns them once (later calls return none), so that the
+    /// storage does not keep them. Engine thread.
+    public func takeRecoveredWriteIDs() -> WriteIDLog {
+        defer { recoveredWriteIDs = WriteIDLog() }
+        return recoveredWriteIDs
     }
 
     // MARK: - Appending

@@ -3,11 +3,23 @@ import HearthJSON
 
 /// The payload of one WAL record: a `CommittedWrite`'s overwrites as JSON,
 /// `[["/path",<node in export format>],…]`. Paths are `/`-separated and may end in `.priority`
-/// (the node is then the priority, or `null` for none).
+/// (the node is then the priority, or `null` for none). A write that carried a write id starts
+/// with its tag, `[{"wid":"app-1:7","kind":"push","at":1795326318420},["/path",…],…]`; a write
+/// without one is encoded exactly as before write ids existed.
 enum WritePayload {
     /// Appends the payload of `write` to `buffer`.
     static func encode(_ write: CommittedWrite, into buffer: inout [UInt8]) {
         buffer.append(UInt8(ascii: "["))
+        if let tag = write.tag {
+            buffer.append(contentsOf: #"{"wid":"#.utf8)
+            JSONWriter.writeString(tag.id.description, into: &buffer)
+            buffer.append(contentsOf: #","kind":"#.utf8)
+            JSONWriter.writeString(tag.kind.rawValue, into: &buffer)
+            buffer.append(contentsOf: #","at":"#.utf8)
+            JSONWriter.writeInt(tag.at, into: &buffer)
+            buffer.append(UInt8(ascii: "}"))
+            if !write.overwrites.isEmpty { buffer.append(UInt8(ascii: ",")) }
+        }
         for (index, overwrite) in write.overwrites.enumerated() {
             if index > 0 { buffer.append(UInt8(ascii: ",")) }
             buffer.append(UInt8(ascii: "["))
@@ -34,7 +46,13 @@ enum WritePayload {
         }
         var overwrites: [(path: Path, node: Node)] = []
         overwrites.reserveCapacity(entries.count)
-        for entry in entries {
+        var tag: WriteTag?
+        var pairs = entries[...]
+        if case .object? = entries.first {
+            tag = try decodeTag(entries[0])
+            pairs = entries.dropFirst()
+        }
+        for entry in pairs {
             guard case .array(let pair) = entry, pair.count == 2, case .string(let pathText) = pair[0] else {
                 throw FormatError(offset: 0, reason: "record payload entry is not a [path, value] pair")
             }
@@ -48,7 +66,17 @@ enum WritePayload {
             }
             overwrites.append((path, node))
         }
-        return CommittedWrite(rev: rev, overwrites: overwrites)
+        return CommittedWrite(rev: rev, overwrites: overwrites, tag: tag)
+    }
+
+    /// The tag of a write that carried a write id: `{"wid":"client:n","kind":…,"at":ms}`.
+    static func decodeTag(_ json: JSONValue) throws(FormatError) -> WriteTag {
+        guard case .string(let text)? = json["wid"], let id = WriteID(text), case .string(let kindText)? = json["kind"],
+            let kind = WriteTag.Kind(rawValue: kindText), case .int(let at)? = json["at"]
+        else {
+            throw FormatError(offset: 0, reason: "record payload has an invalid write id tag (\(json.jsonString))")
+        }
+        return WriteTag(id: id, kind: kind, at: at)
     }
 
     /// A logged path: keys were validated when the write was made and the record's checksum

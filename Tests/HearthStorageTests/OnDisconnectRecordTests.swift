@@ -144,7 +144,7 @@ final class OnDisconnectRecordTests: XCTestCase {
         try storage.close()
         let name = try XCTUnwrap(dir.snapshots().last)
         var file = dir.read(name)
-        XCTAssertEqual(file[4], 2, "snapshots are written as version 2")
+        XCTAssertEqual(file[4], 3, "snapshots are written as version 3")
         // Version 1: the same header and tree, no onDisconnect section.
         let treeEnd = 40 + Int(file[24..<32].reversed().reduce(UInt64(0)) { $0 << 8 | UInt64($1) })
         file.removeSubrange(treeEnd...)
