@@ -21,6 +21,7 @@ public struct DatabaseError: Error, Sendable, Equatable, CustomStringConvertible
         case `internal` = "internal"
         case invalidRules = "invalid_rules"
         case unauthenticated = "unauthenticated"
+        case writeIdExpired = "write_id_expired"
     }
 
     public let code: Code

@@ -12,10 +12,13 @@ public struct Request: Sendable {
     /// Answer a committed write with the value now stored at its path (`ResponseBody.stored`)
     /// rather than with its revision alone: what the HTTP API returns for PUT, POST and PATCH.
     public var answerWithStoredValue = false
+    /// The write id (`wid`) of a write, push or transaction (protocol.md "Write ids").
+    public var writeID: WriteID?
 
-    public init(id: RequestID, operation: Operation) {
+    public init(id: RequestID, operation: Operation, writeID: WriteID? = nil) {
         self.id = id
         self.operation = operation
+        self.writeID = writeID
     }
 }
 

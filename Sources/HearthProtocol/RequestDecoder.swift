@@ -49,10 +49,32 @@ public struct RequestDecoder: Sendable {
                 Failure(id: .null, error: DatabaseError(.badRequest, "field \"id\" must be a number or a string")))
         }
         do {
-            return .success(Request(id: id, operation: try operation(json)))
+            let operation = try operation(json)
+            return .success(
+                Request(id: id, operation: operation, writeID: try Self.writeID(json["wid"], of: operation)))
         } catch {
             return .failure(Failure(id: id, error: error))
         }
+    }
+
+    /// The `wid` of a request: nil when absent; a `bad_request` when it is not a write id or the
+    /// operation is not a write.
+    static func writeID(_ value: JSONValue?, of operation: Operation) throws(DatabaseError) -> WriteID? {
+        guard let value else { return nil }
+        switch operation {
+        case .write, .push: break
+        default:
+            throw DatabaseError(
+                .badRequest,
+                "wid is only accepted on writes (set, update, remove, push, setPriority, transaction)")
+        }
+        guard case .string(let text) = value, let id = WriteID(text) else {
+            throw DatabaseError(
+                .badRequest,
+                "field \"wid\" must be a string \"<client>:<n>\": client 1–64 characters of A–Z, a–z, 0–9, _ and -, "
+                    + "n a decimal integer from 1 to 9007199254740991 without leading zeros")
+        }
+        return id
     }
 
     /// Decodes one request object (already parsed) into its operation, with every check of

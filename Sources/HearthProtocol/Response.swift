@@ -20,6 +20,10 @@ public enum ResponseBody: Sendable {
     case subscribed(sub: Int, rev: UInt64, warning: String?)
     /// A transaction that committed as `rev`.
     case transactionCommitted(rev: UInt64)
+    /// A write whose write id the server remembers: it was not applied again; this is its first
+    /// success answer (`committed`, `pushed` or `transactionCommitted`), sent with
+    /// `"duplicate":true`.
+    indirect case duplicate(ResponseBody)
     /// A transaction that did not commit: the current node (export format) and its hash.
     case stale(current: Node)
     /// A request that succeeds with no fields.
@@ -44,6 +48,12 @@ public enum ResponseEncoder {
     public static func encode(id: RequestID, _ body: ResponseBody, into buffer: inout [UInt8]) {
         buffer.append(contentsOf: #"{"id":"#.utf8)
         id.serialize(into: &buffer)
+        writeMembers(body, into: &buffer)
+        buffer.append(contentsOf: "}\n".utf8)
+    }
+
+    /// The members of a response after its `id`.
+    private static func writeMembers(_ body: ResponseBody, into buffer: inout [UInt8]) {
         switch body {
         case .committed(let rev), .stored(_, nil, let rev):
             buffer.append(contentsOf: #","ok":true,"rev":"#.utf8)
@@ -82,6 +92,9 @@ public enum ResponseEncoder {
             buffer.append(contentsOf: #","rev":"#.utf8)
             JSONWriter.writeInt(Int64(truncatingIfNeeded: rev), into: &buffer)
             writeWarning(warning, into: &buffer)
+        case .duplicate(let original):
+            writeMembers(original, into: &buffer)
+            buffer.append(contentsOf: #","duplicate":true"#.utf8)
         case .transactionCommitted(let rev):
             buffer.append(contentsOf: #","ok":true,"committed":true,"rev":"#.utf8)
             JSONWriter.writeInt(Int64(truncatingIfNeeded: rev), into: &buffer)
@@ -125,7 +138,6 @@ public enum ResponseEncoder {
             buffer.append(contentsOf: #","explanation":"#.utf8)
             JSONWriter.writeString(verdict.explanation, into: &buffer)
         }
-        buffer.append(contentsOf: "}\n".utf8)
     }
 
     static func writeWarning(_ warning: String?, into buffer: inout [UInt8]) {

@@ -43,17 +43,23 @@ extension Engine {
     /// Applies `write` when the rules allow it. The write is applied to the persistent tree, the
     /// old and new roots (O(1) captures, server values resolved) are checked, and a denied write
     /// is undone before anything is logged or any event raised.
+    /// A write that carried a write id (`tag`) is logged with it and, once applied, remembered.
     func applyChecked(
-        _ write: Write, operation: String, at path: Path, identity: AuthContext?, now: Int64, batch: inout Batch
+        _ write: Write, operation: String, at path: Path, identity: AuthContext?, now: Int64, tag: WriteTag? = nil,
+        batch: inout Batch
     ) -> CheckedWrite {
         switch database.apply(write, now: now) {
-        case .committed(let logged, let before):
+        case .committed(var logged, let before):
             if let denial = writeDenial(
                 operation, at: path, targets: write.paths, before: before, after: database.root, identity: identity,
                 now: now)
             {
                 database.restore(root: before, rev: logged.rev - 1)
                 return .denied(denial)
+            }
+            if let tag {
+                logged.tag = tag
+                writeIDs.remember(tag, rev: logged.rev, pushKey: logged.pushKey)
             }
             batch.record(logged)
             afterWrite(write, before: before, rev: logged.rev, now: now, batch: &batch)

@@ -85,6 +85,8 @@ final class Engine: @unchecked Sendable {
     let metrics: ServerMetrics
     /// This turn's counts, handed to `metrics` at its end.
     var tally = EngineTally()
+    /// The outcomes of committed writes that carried a write id (`WriteIDWindow`).
+    var writeIDs: WriteIDWindow
 
     private struct Inbox {
         var items: [Submission] = []
@@ -94,7 +96,8 @@ final class Engine: @unchecked Sendable {
     init(
         loop: any EventLoop, database: Database, storage: Storage?, rules: RuleSet?, indexRules: IndexRules,
         rulesFile: String?, security: SecurityState, strictIndexes: Bool, logger: Logger,
-        clock: @escaping @Sendable () -> Int64, metrics: ServerMetrics
+        clock: @escaping @Sendable () -> Int64, metrics: ServerMetrics,
+        writeIDs: WriteIDWindow = WriteIDWindow(capacity: 1000, retentionSeconds: 3600)
     ) {
         self.loop = loop
         self.database = database
@@ -108,6 +111,7 @@ final class Engine: @unchecked Sendable {
         self.logger = logger
         self.clock = clock
         self.metrics = metrics
+        self.writeIDs = writeIDs
     }
 
     /// Queues work; safe from any thread. Order is kept per caller.
@@ -171,7 +175,9 @@ final class Engine: @unchecked Sendable {
         deliver(batch.outputs.values)
         for promise in batch.barriers { promise.succeed() }
         if let storage, storageFailure == nil, storage.wantsCompaction, !storage.isCompacting {
-            storage.compact(root: database.root, rev: database.rev)
+            // The window as of this revision (an O(1) copy), encoded on the compaction queue.
+            let window = writeIDs
+            storage.compact(root: database.root, rev: database.rev) { window.log() }
         }
         finishTurn(turn, batch: batch, submissions: items.count, storage: storage)
     }
@@ -199,15 +205,18 @@ final class Engine: @unchecked Sendable {
         defer { tally.acknowledgementsSettled() }
         guard let storage else {
             batch.committed(database)
+            writeIDs.settle()
             return
         }
         do {
             try storage.append(batch.logged)
             batch.committed(database)
+            writeIDs.settle()
         } catch {
             storageFailed(error)
             let failedRoot = database.root
             database = batch.checkpoint
+            writeIDs.forget(after: database.rev)
             views.resync(from: failedRoot, to: database.root, rev: database.rev)
             batch.rolledBack(unavailable)
             tally.acknowledgementsRefused()
@@ -262,6 +271,11 @@ final class Engine: @unchecked Sendable {
             respond(.failure(unavailable))
             return
         }
+        if let id = request.writeID, let answer = rememberedAnswer(for: id, now: now) {
+            // Not applied again; a duplicate's answer waits, like the write's, for the log.
+            if case .failure = answer { respond(answer) } else { acknowledge(answer) }
+            return
+        }
         let identity = sessions[session.id]?.identity
         switch request.operation {
         case .get(let path, let options):
@@ -296,9 +310,12 @@ final class Engine: @unchecked Sendable {
                 metrics.queryStats.queryFinished(query, at: path, duration: .now - queryStarted)
             }
         case .write(let write, let kind):
+            let tag = request.writeID.map {
+                WriteTag(id: $0, kind: kind == .transaction ? .transaction : .write, at: now)
+            }
             switch applyChecked(
                 write, operation: kind.operationName, at: write.requestPath(kind), identity: identity, now: now,
-                batch: &batch)
+                tag: tag, batch: &batch)
             {
             case .committed(let rev):
                 if request.answerWithStoredValue {
@@ -321,7 +338,10 @@ final class Engine: @unchecked Sendable {
         case .push(let path, let value):
             let key = pushIDs.next(now: now)
             let write = Write.set(path: path.appending(Key(key)), value: value)
-            switch applyChecked(write, operation: "push", at: path, identity: identity, now: now, batch: &batch) {
+            let tag = request.writeID.map { WriteTag(id: $0, kind: .push, at: now) }
+            switch applyChecked(
+                write, operation: "push", at: path, identity: identity, now: now, tag: tag, batch: &batch)
+            {
             case .committed(let rev):
                 acknowledge(
                     request.answerWithStoredValue

@@ -113,7 +113,10 @@ public final class HearthServer: Sendable {
             database: Database(root: recovered.root, rev: recovered.rev, limits: configuration.limits),
             storage: storage, rules: rules, indexRules: IndexRules(), rulesFile: configuration.rulesFile,
             security: security, strictIndexes: configuration.strictIndexes, logger: logger, clock: clock,
-            metrics: metrics)
+            metrics: metrics,
+            writeIDs: WriteIDWindow(
+                recovered: storage.takeRecoveredWriteIDs(), capacity: configuration.writeIdWindow,
+                retentionSeconds: configuration.writeIdRetentionSeconds, now: clock()))
         // The onDisconnect operations the log kept belong to connections of the previous run,
         // which are all gone: they run now, before anyone can connect (issue #18).
         try await engine.loop.submit { engine.runOrphanedOnDisconnect(storage.onDisconnect.queues) }.get()

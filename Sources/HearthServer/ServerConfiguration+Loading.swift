@@ -165,6 +165,8 @@ extension ServerConfiguration {
                 throw ConfigurationError("\(source): \"compactionRatio\" must be a number above 0")
             }
             compactionRatio = ratio
+        case "writeIdWindow": writeIdWindow = try integer(0...1_000_000)
+        case "writeIdRetentionSeconds": writeIdRetentionSeconds = try integer(1...31_536_000)
         case "strictIndexes":
             guard case .bool(let b) = value else {
                 throw ConfigurationError("\(source): \"strictIndexes\" must be true or false")

@@ -55,6 +55,11 @@ public struct ServerConfiguration: Sendable, Equatable {
     /// and `compactionRatio` × the last snapshot (`compactionMinBytes`, `compactionRatio`).
     public var compactionMinBytes = StorageOptions.default.compactionMinBytes
     public var compactionRatio = StorageOptions.default.compactionRatio
+    /// Write ids remembered per client for exactly-once retries (`writeIdWindow`; 0 remembers
+    /// none), and how long a client that stopped writing is remembered
+    /// (`writeIdRetentionSeconds`). See docs/PROTOCOL.md "Write ids".
+    public var writeIdWindow = 1000
+    public var writeIdRetentionSeconds = 3600
     /// Reject queries on children without `.indexOn` instead of warning (`strictIndexes`).
     public var strictIndexes = false
     /// The name and version sent in `hello`.
