@@ -31,8 +31,9 @@ public enum Operation: Sendable {
     /// Store `value` under a new push id below `path` (validated for that depth).
     case push(path: Path, value: PreparedValue)
     /// Subscribe to the view (`path`, `query`) for the given event types. `ruleQuery` is the
-    /// query as the rules' `query` variable sees it (nil without a query).
-    case subscribe(path: Path, query: QuerySpec, events: EventMask, ruleQuery: RuleQuery?)
+    /// query as the rules' `query` variable sees it (nil without a query). `cache` (nil: off) is
+    /// cache mode, with the revision to resume from when there is one.
+    case subscribe(path: Path, query: QuerySpec, events: EventMask, ruleQuery: RuleQuery?, cache: CacheMode?)
     /// A Firebase event stream (the HTTP API's Server-Sent Events): like `subscribe`, but
     /// delivered as `put`/`patch` events in `format`. Without a query (nil) each write is shaped
     /// as it was made (rest.md §10); with one, each change of the window is one `patch`.
@@ -65,6 +66,17 @@ public enum AuthStep: Sendable {
     case refused(DatabaseError)
     /// `unauth`: back to unauthenticated.
     case signOut
+}
+
+/// A subscription in cache mode (`"cache":true`): the client keeps the result and derives
+/// `value` itself, so the server sends `value` only when child events cannot express a change
+/// (protocol.md "Cache mode").
+public struct CacheMode: Sendable, Equatable {
+    /// `since`: the revision of the result the client already has; the server then sends only
+    /// what changed after it, when it still can.
+    public var since: UInt64?
+
+    public init(since: UInt64? = nil) { self.since = since }
 }
 
 /// Which write op a request was, for its response shape.

@@ -189,7 +189,7 @@ public struct RequestDecoder: Sendable {
             let query = try wireQuery.map { q throws(DatabaseError) in try QuerySpec(json: q, limits: limits) }
             return .subscribe(
                 path: path, query: query ?? .default, events: try eventMask(fields),
-                ruleQuery: wireQuery.map { RuleQuery(json: $0) })
+                ruleQuery: wireQuery.map { RuleQuery(json: $0) }, cache: try cacheMode(fields))
         case "unsubscribe":
             guard let sub = fields.json["sub"]?.int64Value, sub > 0 else {
                 throw DatabaseError(.badRequest, "field \"sub\" must be a subscription id (a positive integer)")
@@ -289,6 +289,19 @@ public struct RequestDecoder: Sendable {
             mask.insert(EventMask(type))
         }
         return mask
+    }
+
+    /// `cache` and `since` of a subscribe: nil unless `"cache":true`; `since` only with it.
+    func cacheMode(_ fields: Fields) throws(DatabaseError) -> CacheMode? {
+        let cache = try fields.bool("cache") ?? false
+        guard let since = fields.json["since"] else { return cache ? CacheMode() : nil }
+        guard cache else {
+            throw DatabaseError(.badRequest, "field \"since\" needs \"cache\":true (resuming is for cache mode)")
+        }
+        guard case .int(let rev) = since, rev >= 0 else {
+            throw DatabaseError(.badRequest, "field \"since\" must be a revision (a non-negative integer)")
+        }
+        return CacheMode(since: UInt64(rev))
     }
 
     func readPath(_ fields: Fields) throws(DatabaseError) -> Path {

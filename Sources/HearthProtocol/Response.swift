@@ -16,8 +16,10 @@ public enum ResponseBody: Sendable {
     /// A read with a query: the selected children in query order (or the location itself for a
     /// leaf under an unfiltered query), plus an index warning when there is one.
     case window(QueryResult, rev: UInt64, options: ReadOptions, warning: String?)
-    /// A subscription was created.
-    case subscribed(sub: Int, rev: UInt64, warning: String?)
+    /// A subscription was created. In cache mode `initial` is the number of event lines that
+    /// follow as its initial state, and `resumed` says they are the changes since the revision
+    /// the client named (`since`) rather than the whole result.
+    case subscribed(sub: Int, rev: UInt64, warning: String?, initial: Int? = nil, resumed: Bool = false)
     /// A transaction that committed as `rev`.
     case transactionCommitted(rev: UInt64)
     /// A write whose write id the server remembers: it was not applied again; this is its first
@@ -86,11 +88,16 @@ public enum ResponseEncoder {
                 JSONWriter.writeString(result.node.hash, into: &buffer)
             }
             writeWarning(warning, into: &buffer)
-        case .subscribed(let sub, let rev, let warning):
+        case .subscribed(let sub, let rev, let warning, let initial, let resumed):
             buffer.append(contentsOf: #","ok":true,"sub":"#.utf8)
             JSONWriter.writeInt(Int64(sub), into: &buffer)
             buffer.append(contentsOf: #","rev":"#.utf8)
             JSONWriter.writeInt(Int64(truncatingIfNeeded: rev), into: &buffer)
+            if let initial {
+                buffer.append(contentsOf: #","initial":"#.utf8)
+                JSONWriter.writeInt(Int64(initial), into: &buffer)
+            }
+            if resumed { buffer.append(contentsOf: #","resumed":true"#.utf8) }
             writeWarning(warning, into: &buffer)
         case .duplicate(let original):
             writeMembers(original, into: &buffer)

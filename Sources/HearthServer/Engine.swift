@@ -87,6 +87,8 @@ final class Engine: @unchecked Sendable {
     var tally = EngineTally()
     /// The outcomes of committed writes that carried a write id (`WriteIDWindow`).
     var writeIDs: WriteIDWindow
+    /// The last revisions' replaced nodes, for subscriptions that resume (`ChangeLog`).
+    var changeLog: ChangeLog
 
     private struct Inbox {
         var items: [Submission] = []
@@ -97,7 +99,8 @@ final class Engine: @unchecked Sendable {
         loop: any EventLoop, database: Database, storage: Storage?, rules: RuleSet?, indexRules: IndexRules,
         rulesFile: String?, security: SecurityState, strictIndexes: Bool, logger: Logger,
         clock: @escaping @Sendable () -> Int64, metrics: ServerMetrics,
-        writeIDs: WriteIDWindow = WriteIDWindow(capacity: 1000, retentionSeconds: 3600)
+        writeIDs: WriteIDWindow = WriteIDWindow(capacity: 1000, retentionSeconds: 3600),
+        changeLogRevisions: Int = 10_000
     ) {
         self.loop = loop
         self.database = database
@@ -112,6 +115,7 @@ final class Engine: @unchecked Sendable {
         self.clock = clock
         self.metrics = metrics
         self.writeIDs = writeIDs
+        self.changeLog = ChangeLog(capacity: changeLogRevisions)
     }
 
     /// Queues work; safe from any thread. Order is kept per caller.
@@ -217,6 +221,7 @@ final class Engine: @unchecked Sendable {
             let failedRoot = database.root
             database = batch.checkpoint
             writeIDs.forget(after: database.rev)
+            changeLog.drop(after: database.rev)
             views.resync(from: failedRoot, to: database.root, rev: database.rev)
             batch.rolledBack(unavailable)
             tally.acknowledgementsRefused()
@@ -350,10 +355,11 @@ final class Engine: @unchecked Sendable {
             case .denied(let denial): respond(.failure(denial))
             case .stale: respond(.failure(DatabaseError(.internal, "push did not commit")))
             }
-        case .subscribe(let path, let query, let events, let ruleQuery):
+        case .subscribe(let path, let query, let events, let ruleQuery, let cache):
             subscribe(
-                session, path: path, query: query, delivery: .events(events), ruleQuery: ruleQuery,
-                identity: identity, now: now, id: request.id, batch: &batch)
+                session, path: path, query: query, delivery: .events(events, cache: cache != nil),
+                since: cache?.since, ruleQuery: ruleQuery, identity: identity, now: now, id: request.id,
+                batch: &batch)
         case .stream(let path, let query, let format, let ruleQuery):
             subscribe(
                 session, path: path, query: query ?? .default,
@@ -402,10 +408,11 @@ final class Engine: @unchecked Sendable {
     }
 
     /// Adds a subscription (line protocol) or an event stream (HTTP) when the rules allow the
-    /// read and the connection's limit has room, answers `subscribed` and sends its first events.
+    /// read and the connection's limit has room, answers `subscribed` and sends its first events
+    /// (in cache mode resuming from `since` when the change log allows).
     private func subscribe(
-        _ session: SessionLink, path: Path, query: QuerySpec, delivery: ViewRegistry.Delivery, ruleQuery: RuleQuery?,
-        identity: AuthContext?, now: Int64, id: RequestID, batch: inout Batch
+        _ session: SessionLink, path: Path, query: QuerySpec, delivery: ViewRegistry.Delivery, since: UInt64? = nil,
+        ruleQuery: RuleQuery?, identity: AuthContext?, now: Int64, id: RequestID, batch: inout Batch
     ) {
         func respond(_ body: ResponseBody) { batch.append(.response(id, body), for: session) }
         if let denial = readDenial("subscribe", at: path, query: ruleQuery, identity: identity, now: now) {
@@ -429,17 +436,28 @@ final class Engine: @unchecked Sendable {
                 session: session, path: path, query: query, delivery: delivery, data: database.root,
                 declared: isDeclaredIndex(query.order, at: path))
             grant(sub, of: session, path: path, query: ruleQuery)
-            respond(.subscribed(sub: sub, rev: database.rev, warning: warning))
             switch delivery {
-            case .events(let events):
-                for event in view.initialEvents() where events.contains(event.type) {
-                    let body =
-                        event.type == .value
-                        ? EventEncoder.valueEventBody(view, rev: database.rev)
-                        : EventEncoder.childEventBody(event, rev: database.rev)
+            case .events(let events, let cache):
+                let initial: InitialEvents
+                if cache {
+                    initial = cacheModeInitial(view, at: path, events: events, since: since)
+                } else {
+                    initial = InitialEvents(
+                        bodies: view.initialEvents().filter { events.contains($0.type) }.map {
+                            $0.type == .value
+                                ? EventEncoder.valueEventBody(view, rev: database.rev)
+                                : EventEncoder.childEventBody($0, rev: database.rev)
+                        }, resumed: false)
+                }
+                respond(
+                    .subscribed(
+                        sub: sub, rev: database.rev, warning: warning, initial: cache ? initial.bodies.count : nil,
+                        resumed: initial.resumed))
+                for body in initial.bodies {
                     batch.append(.event(sub: sub, body: allocator.buffer(bytes: body)), for: session)
                 }
             case .stream(let shape):
+                respond(.subscribed(sub: sub, rev: database.rev, warning: warning))
                 let location = database.root.child(at: path)
                 let first =
                     shape.shapedByWrite
@@ -495,6 +513,7 @@ final class Engine: @unchecked Sendable {
     /// no longer allow them are cancelled, so that they never see the data that revoked them;
     /// then the views raise their events.
     func afterWrite(_ write: Write, before: Node, rev: UInt64, now: Int64, batch: inout Batch) {
+        changeLog.record(rev: rev, paths: write.paths, before: before, after: database.root)
         recheckDataDependentGrants(now: now, batch: &batch)
         views.apply(write: write, paths: write.paths, before: before, after: database.root, rev: rev, batch: &batch)
     }

@@ -116,7 +116,8 @@ public final class HearthServer: Sendable {
             metrics: metrics,
             writeIDs: WriteIDWindow(
                 recovered: storage.takeRecoveredWriteIDs(), capacity: configuration.writeIdWindow,
-                retentionSeconds: configuration.writeIdRetentionSeconds, now: clock()))
+                retentionSeconds: configuration.writeIdRetentionSeconds, now: clock()),
+            changeLogRevisions: configuration.changeLogRevisions)
         // The onDisconnect operations the log kept belong to connections of the previous run,
         // which are all gone: they run now, before anyone can connect (issue #18).
         try await engine.loop.submit { engine.runOrphanedOnDisconnect(storage.onDisconnect.queues) }.get()

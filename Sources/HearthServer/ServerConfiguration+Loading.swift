@@ -167,6 +167,7 @@ extension ServerConfiguration {
             compactionRatio = ratio
         case "writeIdWindow": writeIdWindow = try integer(0...1_000_000)
         case "writeIdRetentionSeconds": writeIdRetentionSeconds = try integer(1...31_536_000)
+        case "changeLogRevisions": changeLogRevisions = try integer(0...10_000_000)
         case "strictIndexes":
             guard case .bool(let b) = value else {
                 throw ConfigurationError("\(source): \"strictIndexes\" must be true or false")

@@ -60,6 +60,9 @@ public struct ServerConfiguration: Sendable, Equatable {
     /// (`writeIdRetentionSeconds`). See docs/PROTOCOL.md "Write ids".
     public var writeIdWindow = 1000
     public var writeIdRetentionSeconds = 3600
+    /// Revisions the change log keeps in memory for subscriptions that resume (`since`) without
+    /// a full initial result (`changeLogRevisions`; 0 turns resuming off).
+    public var changeLogRevisions = 10_000
     /// Reject queries on children without `.indexOn` instead of warning (`strictIndexes`).
     public var strictIndexes = false
     /// The name and version sent in `hello`.

@@ -18,8 +18,9 @@ final class ViewRegistry {
 
     /// How a subscription gets its events.
     enum Delivery {
-        /// The line protocol's events, of the types asked for.
-        case events(EventMask)
+        /// The line protocol's events, of the types asked for; in cache mode (`cache`) `value`
+        /// only when child events cannot express the change (`cacheModeValue`).
+        case events(EventMask, cache: Bool)
         /// A Firebase event stream (`StreamEvents`): `shapedByWrite` for a stream without a
         /// query.
         case stream(StreamShape)
@@ -207,7 +208,8 @@ final class ViewRegistry {
                 let index = node.indexes[slot.view.spec.order]?.index
                 let events = slot.view.apply(location: new, changedChildren: keys, index: index)
                 guard !events.isEmpty else { continue }
-                deliver(events, of: slot, rev: rev, batch: &batch)
+                let cacheValue = Self.cacheModeValue(spec: slot.view.spec, old: old, new: new)
+                deliver(events, of: slot, rev: rev, cacheValue: cacheValue, batch: &batch)
                 if slot.streamCount > 0, let write {
                     deliverToStreams(
                         events, of: slot, write: write, at: node.path, node: new, rootBefore: before,
@@ -217,14 +219,24 @@ final class ViewRegistry {
         }
     }
 
+    /// Whether a cache-mode subscription gets the `value` event of a change of its location from
+    /// `old` to `new` (protocol.md "Cache mode"): only when its child events cannot express it —
+    /// an unfiltered query whose location is a leaf before or after, or whose own priority
+    /// changed; never a filtered one.
+    static func cacheModeValue(spec: QuerySpec, old: Node, new: Node) -> Bool {
+        spec.isUnfiltered && (old.isLeaf || new.isLeaf || old.priority != new.priority)
+    }
+
     /// Encodes each event once and hands it to every subscriber that asked for its type, in
-    /// registration order.
-    private func deliver(_ events: [ViewEvent], of slot: ViewSlot, rev: UInt64, batch: inout Batch) {
+    /// registration order (cache-mode subscribers get `value` only when `cacheValue`).
+    private func deliver(
+        _ events: [ViewEvent], of slot: ViewSlot, rev: UInt64, cacheValue: Bool, batch: inout Batch
+    ) {
         let allocator = ByteBufferAllocator()
         for event in events {
             let wanted = slot.subscribers.filter {
-                if case .events(let mask) = $0.delivery { return mask.contains(event.type) }
-                return false
+                guard case .events(let mask, let cache) = $0.delivery, mask.contains(event.type) else { return false }
+                return !cache || event.type != .value || cacheValue
             }
             guard !wanted.isEmpty else { continue }
             let body =

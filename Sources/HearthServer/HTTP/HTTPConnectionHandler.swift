@@ -473,7 +473,7 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
             state = .waiting(exchange)
             return
         }
-        if case .stream = exchange.call.action, case .subscribed(let sub, let rev, let warning) = body {
+        if case .stream = exchange.call.action, case .subscribed(let sub, let rev, let warning, _, _) = body {
             startStream(sub: sub, rev: rev, warning: warning, head: exchange.head, context: context)
             return
         }

@@ -260,7 +260,7 @@ struct RESTRequestParser {
             for name in ["shallow", "print", "callback", "download"] where parameters[name] != nil {
                 throw .badRequest("\(name) can't be used on a stream (Accept: text/event-stream)")
             }
-            guard case .subscribe(let streamPath, let query, _, let ruleQuery) = decoded else {
+            guard case .subscribe(let streamPath, let query, _, let ruleQuery, _) = decoded else {
                 throw RESTError(.internalServerError, "a stream request did not decode as a subscription")
             }
             let spec = wireQuery == nil ? nil : query

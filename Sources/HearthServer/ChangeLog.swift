@@ -1,0 +1,118 @@
+import HearthCore
+
+/// The last `capacity` revisions in memory, each as the nodes its write replaced, so that a
+/// cache-mode subscription can resume from a revision: the location's node as of that revision is
+/// the current one with the newer entries undone (protocol.md "Resuming"). Engine-confined.
+///
+/// An entry holds, for each location the write changed (`Write.paths`), the node that was there
+/// before: an O(1) capture of the persistent tree. Where the write changed the shape of an
+/// ancestor — turned a leaf into an object by writing below it, or emptied it by removing its
+/// last child (an object that becomes empty loses its priority) — the ancestor's old node is kept
+/// instead (the highest such one), since setting the child back could not restore it. Undoing an
+/// entry is then exactly setting each kept node back.
+///
+/// Empty after a restart: it holds only revisions this process made.
+struct ChangeLog {
+    struct Entry {
+        let rev: UInt64
+        /// Where, and what was there before the write.
+        let changes: [(path: Path, before: Node)]
+    }
+
+    let capacity: Int
+    /// A ring of `count` entries starting at `start`.
+    private var ring: [Entry?]
+    private var start = 0
+    private(set) var count = 0
+
+    init(capacity: Int) {
+        self.capacity = max(0, capacity)
+        ring = Array(repeating: nil, count: self.capacity)
+    }
+
+    private func entry(_ i: Int) -> Entry? { ring[(start + i) % capacity] }
+
+    /// The revision of the oldest entry kept, nil when empty.
+    var oldestRev: UInt64? { count == 0 ? nil : entry(0)?.rev }
+
+    /// Records a committed write of revision `rev` that changed `paths` (`Write.paths`) of
+    /// `before` into `after`. O(depth) child lookups per path.
+    mutating func record(rev: UInt64, paths: [Path], before: Node, after: Node) {
+        guard capacity > 0 else { return }
+        var changes: [(path: Path, before: Node)] = []
+        changes.reserveCapacity(paths.count)
+        for path in paths {
+            let kept = Self.undoPoint(of: path, before: before, after: after)
+            if let last = changes.last, last.path == kept.path { continue }
+            changes.append(kept)
+        }
+        let entry = Entry(rev: rev, changes: changes)
+        if count < capacity {
+            ring[(start + count) % capacity] = entry
+            count += 1
+        } else {
+            ring[start] = entry
+            start = (start + 1) % capacity
+        }
+    }
+
+    /// The node to keep for a write at `path`: the old node of the highest ancestor whose shape
+    /// the write changed (leaf to object, or non-empty to empty), else the old node at `path`.
+    static func undoPoint(of path: Path, before: Node, after: Node) -> (path: Path, before: Node) {
+        var old = before
+        var new = after
+        for depth in 0..<path.count {
+            if old.isEmpty { return (path, .empty) }
+            if (old.isLeaf && !new.isLeaf) || new.isEmpty {
+                return (Path(Array(path.segments[..<depth])), old)
+            }
+            let key = path.segments[depth]
+            old = old.child(key)
+            new = new.child(key)
+        }
+        return (path, old)
+    }
+
+    /// Drops the entries of revisions after `rev` (the log refused them).
+    mutating func drop(after rev: UInt64) {
+        while count > 0, let last = entry(count - 1), last.rev > rev {
+            ring[(start + count - 1) % capacity] = nil
+            count -= 1
+        }
+    }
+
+    /// Whether every revision after `since` up to `current` is here.
+    func covers(since: UInt64, current: UInt64) -> Bool {
+        guard let oldest = oldestRev, since < current else { return false }
+        return since >= oldest - 1
+    }
+
+    /// What happened to `location` after revision `since` (which `covers` must allow): nil when
+    /// no write after it touched the location (at, above or below it); otherwise its node as of
+    /// `since`, rebuilt from `current` (its node now), and the keys of its children that may
+    /// have changed (nil when a write at or above it may have changed any).
+    func undo(
+        _ location: Path, to since: UInt64, current: Node
+    ) -> (node: Node, changedChildren: [Key]?)? {
+        var node = current
+        var touched = false
+        var keys: Set<Key>? = []
+        var i = count - 1
+        while i >= 0, let entry = entry(i), entry.rev > since {
+            for change in entry.changes.reversed() {
+                if let below = change.path.relative(location) {
+                    node = change.before.child(at: below)
+                    keys = nil
+                    touched = true
+                } else if let relative = location.relative(change.path) {
+                    node = node.setting(relative, to: change.before)
+                    if let first = relative.segments.first { keys?.insert(first) }
+                    touched = true
+                }
+            }
+            i -= 1
+        }
+        guard touched else { return nil }
+        return (node, keys.map(Array.init))
+    }
+}
