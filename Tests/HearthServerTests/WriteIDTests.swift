@@ -177,6 +177,52 @@ final class WriteIDTests: XCTestCase {
         }
     }
 
+    /// A client that made no write with an id for `writeIdRetentionSeconds` is forgotten, in
+    /// the running server and in one restarted later: its retry is applied again.
+    func testIdleClientIsForgottenAfterTheRetention() async throws {
+        let directory = temporaryDataDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let clock = TestClock()
+        var configuration = FailingDisk.configuration(directory)
+        configuration.writeIdRetentionSeconds = 60
+        var server = try await HearthServer.start(configuration: configuration, logger: quietLogger, clock: clock.read)
+        var c = try TestClient(port: server.port)
+        let first = #"{"op":"set","path":"/n","value":{".sv":{"increment":1}},"wid":"idle:1"}"#
+        let other = #"{"op":"set","path":"/m","value":{".sv":{"increment":1}},"wid":"busy:1"}"#
+        try c.request(first)
+        clock.now += 59_000
+        XCTAssertEqual(try c.request(first)["duplicate"], .bool(true), "within the retention")
+        try c.request(other)
+        clock.now += 2_000
+        XCTAssertNil(try c.request(first)["duplicate"], "idle for 61 s: applied again")
+        XCTAssertEqual(try c.request(#"{"op":"get","path":"/n"}"#)["value"], .int(2))
+        XCTAssertEqual(try c.request(other)["duplicate"], .bool(true))
+        await server.shutdown()
+
+        clock.now += 59_000
+        server = try await HearthServer.start(configuration: configuration, logger: quietLogger, clock: clock.read)
+        c = try TestClient(port: server.port)
+        XCTAssertEqual(try c.request(first)["duplicate"], .bool(true), "applied again 59 s ago")
+        XCTAssertNil(try c.request(other)["duplicate"], "idle for 61 s across the restart")
+        XCTAssertEqual(try c.request(#"{"op":"get","path":"/m"}"#)["value"], .int(2))
+        await server.shutdown()
+    }
+
+    func testSettingsLoadFromTheConfigurationFile() throws {
+        var configuration = ServerConfiguration()
+        XCTAssertEqual(configuration.writeIdWindow, 1000)
+        XCTAssertEqual(configuration.writeIdRetentionSeconds, 3600)
+        XCTAssertEqual(configuration.changeLogRevisions, 10_000)
+        try configuration.apply(
+            file: json(#"{"writeIdWindow":5,"writeIdRetentionSeconds":60,"changeLogRevisions":0}"#), source: "f")
+        XCTAssertEqual(configuration.writeIdWindow, 5)
+        XCTAssertEqual(configuration.writeIdRetentionSeconds, 60)
+        XCTAssertEqual(configuration.changeLogRevisions, 0)
+        for bad in [#"{"writeIdWindow":-1}"#, #"{"writeIdRetentionSeconds":0}"#, #"{"changeLogRevisions":"many"}"#] {
+            XCTAssertThrowsError(try configuration.apply(file: json(bad), source: "f"), bad)
+        }
+    }
+
     // MARK: Durability
 
     func testWindowSurvivesARestart() async throws {
