@@ -26,6 +26,11 @@ final class ClientHandler: ChannelInboundHandler {
         }
     }
 
+    func channelReadComplete(context: ChannelHandlerContext) {
+        repo.readComplete(on: context.channel)
+        context.fireChannelReadComplete()
+    }
+
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         repo.logger.debug("connection error", metadata: ["error": "\(error)"])
         repo.channelErrorCaught(error, on: context.channel)

@@ -8,11 +8,15 @@ public struct DataSnapshot: Sendable, CustomStringConvertible {
     let node: Node
     /// The order of `children` (the query's, for a query's snapshot).
     let spec: QuerySpec
+    /// For `getData`: true when the client answered from its local cache (it was offline),
+    /// false when the value came from the server.
+    public let isFromCache: Bool
 
-    init(ref: DatabaseReference, node: Node, spec: QuerySpec) {
+    init(ref: DatabaseReference, node: Node, spec: QuerySpec, fromCache: Bool = false) {
         self.ref = ref
         self.node = node
         self.spec = spec
+        self.isFromCache = fromCache
     }
 
     /// The last key of the location (`""` at the database root).

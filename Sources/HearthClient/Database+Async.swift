@@ -158,6 +158,6 @@ extension DatabaseReference {
 extension DataSnapshot {
     /// Decodes the data (plain JSON, priorities left out) as `T`.
     public func data<T: Decodable>(as type: T.Type = T.self) throws -> T {
-        try JSONDecoder().decode(type, from: Data(node.jsonBytes()))
+        try JSONDecoder().decode(type, from: Data(ValueConversion.jsonWithArrays(node).serialized))
     }
 }

@@ -34,9 +34,27 @@ public final class Database: Sendable {
         public var tlsTrustRoots: TLSTrustRoots = .system
         /// A client certificate for `hearths://` servers that require one (mutual TLS).
         public var tlsClientCertificate: TLSClientCertificate?
+        /// Keep pending writes and the data of listened locations on disk (off by default, as
+        /// Firebase's `isPersistenceEnabled`): they survive an app restart, observers and
+        /// `getData` answer from the disk cache offline, and reconnects resume from it.
+        public var persistence: Persistence?
 
         public init(callbackQueue: DispatchQueue = DispatchQueue(label: "hearth.client.callbacks")) {
             self.callbackQueue = callbackQueue
+        }
+    }
+
+    /// Where and how much the client keeps on disk (`Configuration.persistence`).
+    public struct Persistence: Sendable {
+        /// A directory for this database's files, used by one `Database` at a time.
+        public var directory: String
+        /// The most the cache of listened data may take on disk (least recently used locations
+        /// go first); pending writes are never dropped. Default 10 MiB, as Firebase's.
+        public var cacheSizeBytes: Int
+
+        public init(directory: String, cacheSizeBytes: Int = 10 << 20) {
+            self.directory = directory
+            self.cacheSizeBytes = cacheSizeBytes
         }
     }
 
@@ -76,6 +94,10 @@ public final class Database: Sendable {
 
     /// Closes the connection and stops reconnecting; writes made meanwhile are queued.
     public func goOffline() { repo.goOffline() }
+
+    /// Drops every write not yet acknowledged by the server: observers roll back, and each
+    /// write's completion gets `write_canceled`. A write already sent may still be applied.
+    public func purgeOutstandingWrites() { repo.purgeOutstandingWrites() }
 
     /// Reconnects after `goOffline()`.
     public func goOnline() { repo.goOnline() }

@@ -66,14 +66,28 @@ extension DatabaseQuery {
         repo.removeListeners { $0.handle == handle }
     }
 
-    /// Stops every observer of this query (same location and query; not those of children).
+    /// Stops observers: on a reference, every observer of its location, queries of it
+    /// included; on a query, the observers of that query. Observers of children stay.
     public func removeAllObservers() {
         let path = self.path
         let spec = params.spec
-        repo.removeListeners { $0.path == path && $0.spec == spec }
+        if self is DatabaseReference {
+            repo.removeListeners { $0.path == path }
+        } else {
+            repo.removeListeners { $0.path == path && $0.spec == spec }
+        }
     }
 
-    /// Reads the query's current result from the server, once.
+    /// Keeps this query's data synced (subscribed and cached) even without observers, so that
+    /// it reads at once and offline; `false` ends that.
+    public func keepSynced(_ keep: Bool) {
+        guard let (path, spec) = try? validated(), !path.isInfo else { return }
+        repo.keepSynced(ClientView.ID(path: path, spec: spec), keep)
+    }
+
+    /// Reads the query's current result once: from the server when connected, else from the
+    /// local cache when this client knows the data (`DataSnapshot.isFromCache`); otherwise it
+    /// waits for the connection.
     public func getData(completion: @escaping @Sendable ((any Error)?, DataSnapshot?) -> Void) {
         read(shallow: false, completion: completion)
     }
@@ -103,7 +117,22 @@ extension DatabaseQuery {
         ]
         if shallow { body.append(JSONMember("shallow", .bool(true))) }
         if spec != .default { body.append(JSONMember("query", spec.json)) }
-        repo.request(body) { result in
+        let request = body
+        repo.loop.execute {
+            if !repo.isConnected, let cached = repo.cachedResult(ClientView.ID(path: path, spec: spec)) {
+                let node = shallow ? ValueConversion.node(fromServer: cached.shallowJSONValue()) : cached
+                repo.callback { completion(nil, DataSnapshot(ref: ref, node: node, spec: spec, fromCache: true)) }
+                return
+            }
+            Self.fetch(request, ref: ref, spec: spec, repo: repo, completion: completion)
+        }
+    }
+
+    private static func fetch(
+        _ body: [JSONMember], ref: DatabaseReference, spec: QuerySpec, repo: Repo,
+        completion: @escaping @Sendable ((any Error)?, DataSnapshot?) -> Void
+    ) {
+        repo.send(.request, body) { result in
             switch result {
             case .success(let response):
                 let node = ValueConversion.node(fromServer: response["value"] ?? .null)

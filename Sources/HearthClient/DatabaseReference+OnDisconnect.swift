@@ -12,6 +12,28 @@ extension DatabaseReference {
         }
     }
 
+    /// Sets the value here, with a priority, when this client's connection ends.
+    public func onDisconnectSetValue(_ value: Any?, andPriority priority: Any?) {
+        onDisconnectSetValue(value, andPriority: priority, withCompletionBlock: nil)
+    }
+
+    public func onDisconnectSetValue(
+        _ value: Any?, andPriority priority: Any?, withCompletionBlock block: WriteCompletion?
+    ) {
+        onDisconnect("set", replacesSubtree: true, block) { (path: Path) throws(HearthError) in
+            let json = try Self.validatedValue(value, at: path)
+            let priority = try ValueConversion.priorityJSON(priority)
+            // The priority travels inside the value, in export format.
+            let withPriority: JSONValue
+            switch json {
+            case .null: withPriority = json
+            case .object(let members): withPriority = .object(members + [JSONMember(".priority", priority)])
+            default: withPriority = .object([JSONMember(".value", json), JSONMember(".priority", priority)])
+            }
+            return [JSONMember("value", try Self.validatedValue(withPriority, at: path))]
+        }
+    }
+
     /// Writes several locations below this one when the connection ends.
     public func onDisconnectUpdateChildValues(_ values: [String: Any]) {
         onDisconnectUpdateChildValues(values, withCompletionBlock: nil)
@@ -19,7 +41,7 @@ extension DatabaseReference {
 
     public func onDisconnectUpdateChildValues(_ values: [String: Any], withCompletionBlock block: WriteCompletion?) {
         onDisconnect("update", replacesSubtree: false, block) { (path: Path) throws(HearthError) in
-            [JSONMember("values", try Self.validatedUpdate(values, at: path))]
+            [JSONMember("values", try Self.validatedUpdate(values, at: path).0)]
         }
     }
 

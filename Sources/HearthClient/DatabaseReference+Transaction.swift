@@ -13,10 +13,22 @@ extension DatabaseReference {
         _ block: @escaping @Sendable (MutableData) -> TransactionResult,
         andCompletionBlock completion: (@Sendable ((any Error)?, Bool, DataSnapshot?) -> Void)?
     ) {
+        runTransactionBlock(block, andCompletionBlock: completion, withLocalEvents: true)
+    }
+
+    /// As `runTransactionBlock(_:andCompletionBlock:)`. With `localEvents` (the default
+    /// elsewhere), each attempt's value shows in this client's observers at once and is rolled
+    /// back if the transaction aborts or fails; without, observers see only committed data.
+    public func runTransactionBlock(
+        _ block: @escaping @Sendable (MutableData) -> TransactionResult,
+        andCompletionBlock completion: (@Sendable ((any Error)?, Bool, DataSnapshot?) -> Void)?,
+        withLocalEvents localEvents: Bool
+    ) {
         let repo = self.repo
         do {
             let path = try writablePath()
-            repo.runTransaction(ref: self, path: path, block: block) { error, committed, snapshot in
+            repo.runTransaction(ref: self, path: path, localEvents: localEvents, block: block) {
+                error, committed, snapshot in
                 completion?(error, committed, snapshot)
             }
         } catch {

@@ -12,7 +12,8 @@ extension DatabaseReference {
 
     public func setValue(_ value: Any?, withCompletionBlock block: WriteCompletion?) {
         write("set", block) { (path: Path) throws(HearthError) in
-            [JSONMember("value", try Self.validatedValue(value, at: path))]
+            let json = try Self.validatedValue(value, at: path)
+            return ([JSONMember("value", json)], [Repo.WriteChange(path: path, json: json)])
         }
     }
 
@@ -23,20 +24,26 @@ extension DatabaseReference {
 
     public func setValue(_ value: Any?, andPriority priority: Any?, withCompletionBlock block: WriteCompletion?) {
         write("set", block) { (path: Path) throws(HearthError) in
-            [
-                JSONMember("value", try Self.validatedValue(value, at: path)),
-                JSONMember("priority", try ValueConversion.priorityJSON(priority)),
-            ]
+            let json = try Self.validatedValue(value, at: path)
+            let priorityJSON = try ValueConversion.priorityJSON(priority)
+            return (
+                [JSONMember("value", json), JSONMember("priority", priorityJSON)],
+                [
+                    Repo.WriteChange(path: path, json: json),
+                    Repo.WriteChange(path: path.appending(Key.priority), json: priorityJSON),
+                ]
+            )
         }
     }
 
     /// Writes several locations below this one at once, atomically: each key is a relative
-    /// path (slashes allowed), each value replaces the data there (`nil` deletes).
+    /// path (slashes allowed), each value replaces the data there (`nil` or `NSNull()` deletes).
     public func updateChildValues(_ values: [String: Any]) { updateChildValues(values, withCompletionBlock: nil) }
 
     public func updateChildValues(_ values: [String: Any], withCompletionBlock block: WriteCompletion?) {
         write("update", block) { (path: Path) throws(HearthError) in
-            [JSONMember("values", try Self.validatedUpdate(values, at: path))]
+            let (json, changes) = try Self.validatedUpdate(values, at: path)
+            return ([JSONMember("values", json)], changes)
         }
     }
 
@@ -44,7 +51,9 @@ extension DatabaseReference {
     public func removeValue() { removeValue(completionBlock: nil) }
 
     public func removeValue(completionBlock block: WriteCompletion?) {
-        write("remove", block) { (_: Path) throws(HearthError) in [] }
+        write("remove", block) { (path: Path) throws(HearthError) in
+            ([], [Repo.WriteChange(path: path, json: .null)])
+        }
     }
 
     /// Sets the priority of the data here (`nil` removes it; nothing happens where there is no
@@ -52,8 +61,9 @@ extension DatabaseReference {
     public func setPriority(_ priority: Any?) { setPriority(priority, withCompletionBlock: nil) }
 
     public func setPriority(_ priority: Any?, withCompletionBlock block: WriteCompletion?) {
-        write("setPriority", block) { (_: Path) throws(HearthError) in
-            [JSONMember("priority", try ValueConversion.priorityJSON(priority))]
+        write("setPriority", block) { (path: Path) throws(HearthError) in
+            let json = try ValueConversion.priorityJSON(priority)
+            return ([JSONMember("priority", json)], [Repo.WriteChange(path: path.appending(Key.priority), json: json)])
         }
     }
 
@@ -66,23 +76,18 @@ extension DatabaseReference {
         return path
     }
 
-    /// Validates a write on the caller's thread, then sends it; errors go to `block` at once.
+    /// Validates a write on the caller's thread, then makes it: it shows in the observers at
+    /// once and goes to the server; errors go to `block` at once.
     func write(
-        _ op: String, _ block: WriteCompletion?, _ fields: (Path) throws(HearthError) -> [JSONMember]
+        _ op: String, _ block: WriteCompletion?,
+        _ fields: (Path) throws(HearthError) -> ([JSONMember], [Repo.WriteChange])
     ) {
         let repo = self.repo
         do {
             let path = try writablePath()
-            let body =
-                [JSONMember("op", .string(op)), JSONMember("path", .string(path.description))] + (try fields(path))
-            repo.request(body) { result in
-                if case .failure(let error) = result {
-                    repo.logger.debug("write failed", metadata: ["op": "\(op)", "error": "\(error)"])
-                    if let block { repo.callback { block(error, self) } }
-                } else if let block {
-                    repo.callback { block(nil, self) }
-                }
-            }
+            let (members, changes) = try fields(path)
+            let body = [JSONMember("op", .string(op)), JSONMember("path", .string(path.description))] + members
+            repo.localWrite(body, changes: changes) { error in block?(error, self) }
         } catch {
             repo.logger.debug("write refused", metadata: ["op": "\(op)", "error": "\(error)"])
             if let block { repo.callback { block(error, self) } }
@@ -95,8 +100,12 @@ extension DatabaseReference {
         return json
     }
 
-    static func validatedUpdate(_ values: [String: Any], at path: Path) throws(HearthError) -> JSONValue {
+    /// The `values` object of an update, and the changes it makes.
+    static func validatedUpdate(
+        _ values: [String: Any], at path: Path
+    ) throws(HearthError) -> (JSONValue, [Repo.WriteChange]) {
         var members: [JSONMember] = []
+        var changes: [Repo.WriteChange] = []
         var paths: [Path] = []
         for (relative, value) in values {
             let sub: Path
@@ -109,6 +118,7 @@ extension DatabaseReference {
             let json = try ValueConversion.json(from: value)
             if sub.last != Key.priority { _ = try ValueConversion.node(from: json, at: path.appending(sub)) }
             members.append(JSONMember(relative, json))
+            changes.append(Repo.WriteChange(path: path.appending(sub), json: json))
         }
         // Sorted segment-wise, every path below another comes after it with only paths below it
         // in between, so comparing neighbours finds every overlap in O(n log n).
@@ -118,6 +128,6 @@ extension DatabaseReference {
                 .invalidPath,
                 "updateChildValues: the paths \(first) and \(second) overlap; no path may be at or below another")
         }
-        return .object(members)
+        return (.object(members), changes)
     }
 }

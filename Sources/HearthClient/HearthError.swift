@@ -31,6 +31,9 @@ public struct HearthError: Error, Sendable, Equatable, CustomStringConvertible {
         case slowConsumer = "slow_consumer"
         case unavailable = "unavailable"
         case `internal` = "internal"
+        /// A write retried after a long disconnect whose outcome the server no longer remembers
+        /// (its write-id window); it was not applied again.
+        case writeIDExpired = "write_id_expired"
         /// The URL given to `Database` is not `hearth://host[:port]`.
         case invalidURL = "invalid_url"
         /// A transaction lost the compare-and-set race 25 times in a row.
@@ -42,6 +45,8 @@ public struct HearthError: Error, Sendable, Equatable, CustomStringConvertible {
         /// The connection failed otherwise: timed out, network unreachable, closed before the
         /// server's hello, or the client was taken offline.
         case connectionFailed = "connection_failed"
+        /// The write was dropped by `purgeOutstandingWrites()` before the server answered it.
+        case writeCanceled = "write_canceled"
     }
 
     public let code: Code

@@ -1,10 +1,10 @@
 internal import HearthCore
 import NIOConcurrencyHelpers
 
-/// One registered observer: its query, callbacks, and the window it was last given.
+/// One registered observer: its query and callbacks. Its view (`ClientView`) holds the data.
 ///
 /// `@unchecked Sendable`: the `let`s are immutable and Sendable; `active` is guarded by its
-/// lock; `window`, `sub` and `syncing` are touched only on the repo's event loop.
+/// lock; `initialized` is touched only on the repo's event loop.
 final class Listener: @unchecked Sendable {
     let handle: UInt
     let query: DatabaseQuery
@@ -18,13 +18,8 @@ final class Listener: @unchecked Sendable {
 
     private let active = NIOLockedValueBox(true)
 
-    /// The last result this listener was given (nil before its first one): after a reconnect
-    /// the new initial result is compared with it, so the listener sees only the difference.
-    var window: Node?
-    /// The server's subscription id on the current connection.
-    var sub: Int?
-    /// Between a (re)subscribe response and its initial `value` event.
-    var syncing = false
+    /// Whether it has been given its view's result (its initial events).
+    var initialized = false
 
     init(
         handle: UInt, query: DatabaseQuery, path: Path, spec: QuerySpec, eventType: DataEventType, once: Bool,

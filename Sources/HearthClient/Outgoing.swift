@@ -14,6 +14,8 @@ struct Outgoing {
     let kind: Kind
     /// The request's members, without `id`.
     let body: [JSONMember]
+    /// The write's number (its write id's), for a write: `purgeOutstandingWrites` drops it.
+    var writeNumber: UInt64?
     /// Called on the repo's event loop with the response (`ok: true`) or its error.
     let completion: (Result<JSONValue, HearthError>) -> Void
 

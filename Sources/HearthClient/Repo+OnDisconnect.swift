@@ -10,7 +10,11 @@ extension Repo {
     ) {
         loop.execute {
             if replacesSubtree {
-                // A set, remove or cancel at P overrides everything registered at P or below.
+                // A set, remove or cancel at P overrides everything registered at P or below. An
+                // overridden registration's completion still runs when the server answers it.
+                for entry in self.onDisconnectEntries where entry.path.starts(with: path) {
+                    if let completion = entry.completion { self.overriddenOnDisconnect[entry.id] = completion }
+                }
                 self.onDisconnectEntries.removeAll { $0.path.starts(with: path) }
             }
             let entry = OnDisconnectEntry(
@@ -23,14 +27,26 @@ extension Repo {
     }
 
     /// Sends every registered operation, in registration order (on a new connection).
+    /// Overridden registrations whose answer was lost with the last connection are done: what
+    /// overrode them is registered now.
     func replayOnDisconnect() {
+        let overridden = overriddenOnDisconnect
+        overriddenOnDisconnect = [:]
+        for completion in overridden.values { callback { completion(nil) } }
         for entry in onDisconnectEntries { sendOnDisconnect(entry.id) }
     }
 
     private func sendOnDisconnect(_ id: Int) {
         guard let entry = onDisconnectEntries.first(where: { $0.id == id }) else { return }
         send(.session, entry.body) { result in
-            guard let index = self.onDisconnectEntries.firstIndex(where: { $0.id == id }) else { return }
+            guard let index = self.onDisconnectEntries.firstIndex(where: { $0.id == id }) else {
+                if let completion = self.overriddenOnDisconnect.removeValue(forKey: id) {
+                    let error: HearthError?
+                    if case .failure(let failure) = result { error = failure } else { error = nil }
+                    self.callback { completion(error) }
+                }
+                return
+            }
             let error: HearthError?
             if case .failure(let failure) = result {
                 error = failure

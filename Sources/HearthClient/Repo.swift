@@ -46,10 +46,36 @@ final class Repo: @unchecked Sendable {
     private var inFlight = CircularBuffer<Outgoing>()
     /// User requests made while disconnected, in order.
     var queued: [Outgoing] = []
-    /// Live server subscriptions of the current connection.
-    var subscriptions: [Int: Listener] = [:]
+    /// Views by location and query, and by subscription on the current connection.
+    var views: [ClientView.ID: ClientView] = [:]
+    var viewsBySub: [Int: ClientView] = [:]
+    /// Views whose result may have changed since the last `flush`.
+    var dirty: Set<ClientView.ID> = []
+    /// Views whose catch-up after a reconnect is still arriving: events wait until it is all in.
+    var catchingUp: Set<ClientView.ID> = []
+    /// The revision of the events being gathered into one group (one write's events are raised
+    /// together).
+    var eventGroupRev: Int64?
+    /// The highest revision any line from the server carried: every subscription of the
+    /// connection had all its events up to it.
+    var lastRev: UInt64 = 0
+    /// Local writes not yet answered, in the order they were made.
+    var pendingWrites: [PendingWrite] = []
+    /// The completion of each pending write, until it runs.
+    var writeCompletions: [UInt64: @Sendable (HearthError?) -> Void] = [:]
+    /// The number the next write id takes (write ids are `clientID:number`).
+    var nextWriteNumber: UInt64 = 1
+    /// This client's id in write ids (protocol "Write ids"): random, or kept by the disk store.
+    var clientID: String
+    /// The disk cache and pending-write store (`Configuration.persistence`), nil without one.
+    var store: LocalStore?
+    /// Views whose result the disk cache has not taken yet, and the scheduled save.
+    var cacheDirty: Set<ClientView.ID> = []
+    var cacheSave: Scheduled<Void>?
     var onDisconnectEntries: [OnDisconnectEntry] = []
     var nextOnDisconnectID = 1
+    /// Completions of registrations overridden before the server answered them.
+    var overriddenOnDisconnect: [Int: @Sendable (HearthError?) -> Void] = [:]
     /// The client-made `/.info` tree.
     var infoRoot: Node = .empty
     /// The credential, whether requests wait for an `auth`, and TLS (see Repo+Auth, Repo+TLS).
@@ -66,7 +92,9 @@ final class Repo: @unchecked Sendable {
         self.configuration = configuration
         self.loop = configuration.eventLoopGroup.next()
         self.logger = configuration.logger
+        self.clientID = Self.randomClientID()
         loop.execute {
+            self.openStore()
             self.setInfo(connected: false, serverTimeOffset: nil)
             self.connect()
         }
@@ -176,8 +204,10 @@ final class Repo: @unchecked Sendable {
     func sessionReady() {
         guard let channel else { return }
         replayOnDisconnect()
-        for listener in registeredListeners() where !listener.path.isInfo {
-            subscribe(listener)
+        // Views that showed a result before get their catch-up raised all at once.
+        for view in views.values.sorted(by: { $0.path.description < $1.path.description }) where !view.path.isInfo {
+            if view.shown != nil { catchingUp.insert(view.id) }
+            subscribe(view)
         }
         let waiting = queued
         queued = []
@@ -206,8 +236,18 @@ final class Repo: @unchecked Sendable {
             if out.kind == .request { resend.append(out) }
         }
         queued = resend + queued
-        for listener in subscriptions.values { listener.sub = nil }
-        subscriptions.removeAll()
+        for view in views.values {
+            if view.live { view.serverRev = max(view.serverRev, lastRev) }
+            view.sub = nil
+            view.subscribing = false
+            view.syncing = nil
+            view.live = false
+            cacheChanged(view)
+        }
+        viewsBySub.removeAll()
+        catchingUp.removeAll()
+        eventGroupRev = nil
+        flush()
         setInfo(connected: false, serverTimeOffset: currentServerTimeOffset)
         scheduleReconnect()
     }
@@ -228,6 +268,17 @@ final class Repo: @unchecked Sendable {
             logger.debug("unreadable line from the server")
             return
         }
+        if json["id"] == nil, let sub = json["sub"]?.int64Value {
+            // One write's events are raised together: a new revision ends the group.
+            let rev = json["rev"]?.int64Value
+            if let group = eventGroupRev, group != rev { flush() }
+            eventGroupRev = rev
+            handleEvent(json, sub: Int(sub))
+            return
+        }
+        eventGroupRev = nil
+        flush()
+        if let rev = json["rev"]?.int64Value { noteRev(UInt64(clamping: rev)) }
         if json["id"] != nil {
             guard let out = inFlight.popFirst() else {
                 logger.debug("a response without a request")
@@ -238,8 +289,6 @@ final class Repo: @unchecked Sendable {
             } else {
                 out.completion(.failure(HearthError(wire: json["error"] ?? .null, request: out.body)))
             }
-        } else if let sub = json["sub"]?.int64Value {
-            handleEvent(json, sub: Int(sub))
         } else {
             switch json["event"]?.stringValue {
             case "hello":
@@ -260,6 +309,16 @@ final class Repo: @unchecked Sendable {
             }
         }
     }
+
+    /// The end of one read from the socket: the events gathered so far are raised.
+    func readComplete(on channel: any Channel) {
+        guard self.channel === channel else { return }
+        eventGroupRev = nil
+        flush()
+    }
+
+    /// Whether the server's hello has arrived on the current connection (loop only).
+    var isConnected: Bool { greeted }
 
     // MARK: Connection state
 
@@ -309,10 +368,11 @@ final class Repo: @unchecked Sendable {
 
     /// Sends now when connected; queues user requests otherwise.
     func send(
-        _ kind: Outgoing.Kind, _ body: [JSONMember], _ completion: @escaping (Result<JSONValue, HearthError>) -> Void
+        _ kind: Outgoing.Kind, _ body: [JSONMember], writeNumber: UInt64? = nil,
+        _ completion: @escaping (Result<JSONValue, HearthError>) -> Void
     ) {
         loop.preconditionInEventLoop()
-        let out = Outgoing(kind: kind, body: body, completion: completion)
+        let out = Outgoing(kind: kind, body: body, writeNumber: writeNumber, completion: completion)
         if let channel {
             guard !holdWhileAuthenticating(out) else { return }
             write(out)

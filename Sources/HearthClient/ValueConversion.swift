@@ -1,16 +1,24 @@
+import Foundation
 internal import HearthCore
 internal import HearthJSON
 
 /// Conversions between Foundation-style values (`[String: Any]`, `String`, `Int`, `Double`,
 /// `Bool`, `nil`), the typed `JSONValue`, and the core's `Node`.
 enum ValueConversion {
-    /// The JSON of a Foundation-style value. Accepted: `nil`, `Bool`, every integer type,
-    /// `Double`/`Float` (finite), `String`, `[String: Any]`, `[Any]`, `JSONValue`, and optionals
-    /// of those.
+    /// The JSON of a Foundation-style value. Accepted: `nil` and `NSNull()` (nothing: a
+    /// delete), `Bool`, every integer type, `Double`/`Float` (finite), `NSNumber`, `String`,
+    /// `[String: Any]`, `[Any]` (stored as an object keyed "0", "1", …), `JSONValue`, and
+    /// optionals of those.
     static func json(from value: Any?) throws(HearthError) -> JSONValue {
         guard let value else { return .null }
         switch value {
         case let v as JSONValue: return v
+        case is NSNull: return .null
+        case let v as NSNumber where type(of: value) is NSNumber.Type:
+            // A Foundation number (e.g. a value read back; never a Swift Bool): keep integers exact.
+            let type = UInt8(bitPattern: v.objCType.pointee)
+            if type == UInt8(ascii: "d") || type == UInt8(ascii: "f") { return try finite(v.doubleValue) }
+            return .int(v.int64Value)
         case let v as Bool: return .bool(v)
         case let v as Int: return .int(Int64(v))
         case let v as Int64: return .int(v)
@@ -80,13 +88,16 @@ enum ValueConversion {
         }
     }
 
-    /// The Foundation-style value of a node: `nil` when empty, `[String: Any]` for an object
-    /// (never an array), `Bool`, `Int` (integers that fit), `Double`, `String` for leaves.
+    /// The Foundation-style value of a node, as Firebase gives it: `nil` when empty; an object
+    /// whose keys are all integers 0…n with more than half of them present is an `[Any]`
+    /// (`NSNull()` in the gaps), any other object a `[String: Any]`; numbers are `NSNumber`s,
+    /// readable `as? Int` (when whole) and `as? Double` alike; `Bool`; `String`.
     static func value(of node: Node) -> Any? {
         switch node.content {
         case .leaf(let leaf): return value(of: leaf)
         case .children(let map):
             if map.isEmpty { return nil }
+            if let array = arrayValue(map) { return array }
             var dict: [String: Any] = [:]
             dict.reserveCapacity(map.count)
             for (key, child) in map { dict[key.string] = value(of: child) }
@@ -94,12 +105,51 @@ enum ValueConversion {
         }
     }
 
+    /// The children as an array when they read as one (semantics: Firebase's array rule).
+    private static func arrayValue(_ map: ChildMap) -> [Any]? {
+        guard let indexes = arrayIndexes(map) else { return nil }
+        var array = [Any](repeating: NSNull(), count: indexes.max + 1)
+        for ((_, child), index) in zip(map, indexes.list) { array[index] = value(of: child) ?? NSNull() }
+        return array
+    }
+
+    /// Each key's integer, in the map's order, and the largest, when every key is a canonical
+    /// non-negative integer and more than half of 0…max are present.
+    static func arrayIndexes(_ map: ChildMap) -> (list: [Int], max: Int)? {
+        var list: [Int] = []
+        list.reserveCapacity(map.count)
+        var largest = 0
+        for (key, _) in map {
+            let text = key.string
+            guard let index = Int(text), index >= 0, String(index) == text else { return nil }
+            list.append(index)
+            largest = max(largest, index)
+        }
+        guard largest < 2 * list.count else { return nil }
+        return (list, largest)
+    }
+
+    /// The plain JSON of a node with Firebase's array rule applied (for `Decodable` models).
+    static func jsonWithArrays(_ node: Node) -> JSONValue {
+        switch node.content {
+        case .leaf: return node.jsonValue()
+        case .children(let map):
+            if map.isEmpty { return .null }
+            if let indexes = arrayIndexes(map) {
+                var elements = [JSONValue](repeating: .null, count: indexes.max + 1)
+                for ((_, child), index) in zip(map, indexes.list) { elements[index] = jsonWithArrays(child) }
+                return .array(elements)
+            }
+            return .object(map.map { JSONMember($0.key.string, jsonWithArrays($0.value)) })
+        }
+    }
+
     static func value(of leaf: LeafValue) -> Any {
         switch leaf {
         case .bool(let b): return b
         case .string(let s): return s
-        case .number(.int(let i)): return Int(exactly: i) ?? Double(i)
-        case .number(.double(let d)): return d
+        case .number(.int(let i)): return NSNumber(value: i)
+        case .number(.double(let d)): return NSNumber(value: d)
         }
     }
 

@@ -60,10 +60,11 @@ final class ReferenceTests: XCTestCase {
             XCTAssertFalse(snapshot.exists())
             XCTAssertNil(snapshot.value)
 
-            // Arrays are stored as objects and come back as dictionaries.
+            // Arrays are stored as objects keyed "0", "1", … and read back as arrays.
             try await ref.child("list").setValue(["a", "b"])
             snapshot = try await ref.child("list").getData()
-            XCTAssertEqual(snapshot.value as? [String: String], ["0": "a", "1": "b"])
+            XCTAssertEqual(snapshot.value as? [String], ["a", "b"])
+            XCTAssertEqual(snapshot.json, .object([JSONMember("0", .string("a")), JSONMember("1", .string("b"))]))
             XCTAssertTrue(snapshot.hasChildren())
 
             // Push ids sort in creation order, and writes with completion blocks work.
