@@ -206,8 +206,7 @@ final class Repo: @unchecked Sendable {
         replayOnDisconnect()
         // Views that showed a result before get their catch-up raised all at once.
         for view in views.values.sorted(by: { $0.path.description < $1.path.description }) where !view.path.isInfo {
-            if view.shown != nil { catchingUp.insert(view.id) }
-            subscribe(view)
+            if subscribe(view), view.shown != nil { catchingUp.insert(view.id) }
         }
         let waiting = queued
         queued = []

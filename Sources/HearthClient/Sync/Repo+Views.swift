@@ -123,8 +123,11 @@ extension Repo {
 
     /// Subscribes `view` on the current connection in cache mode, from the revision its result
     /// reflects when it has one (the server then sends only what changed since).
-    func subscribe(_ view: ClientView) {
-        guard channel != nil, !view.path.isInfo, view.sub == nil, !view.subscribing, !view.isUnused else { return }
+    @discardableResult
+    func subscribe(_ view: ClientView) -> Bool {
+        guard channel != nil, !view.path.isInfo, view.sub == nil, !view.subscribing, !view.isUnused else {
+            return false
+        }
         let events: [JSONValue] = ["child_added", "child_changed", "child_removed", "value"].map { .string($0) }
         var body = [
             JSONMember("op", .string("subscribe")), JSONMember("path", .string(view.path.description)),
@@ -155,6 +158,7 @@ extension Repo {
                 self.cancel(view, error)
             }
         }
+        return true
     }
 
     /// The (re)subscription's initial or catch-up events are all in: they are the server's result.
