@@ -77,10 +77,7 @@ final class SyncTests: XCTestCase {
         try await withServer { server in
             let proxy = try await WireProxy.start(upstreamPort: server.configuration.port)
             defer { Task { await proxy.stop() } }
-            var configuration = Database.Configuration()
-            configuration.reconnectMinDelay = .milliseconds(20)
-            configuration.reconnectMaxDelay = .milliseconds(100)
-            let db = Database(url: proxy.url, configuration: configuration)
+            let db = quicklyReconnecting(proxy.url)
             try await db.waitForConnection()
             // The server gets the write and applies it; its answer never reaches the client,
             // which reconnects and sends the write again with the same write id.
@@ -103,10 +100,7 @@ final class SyncTests: XCTestCase {
 
             let proxy = try await WireProxy.start(upstreamPort: server.configuration.port)
             defer { Task { await proxy.stop() } }
-            var configuration = Database.Configuration()
-            configuration.reconnectMinDelay = .milliseconds(20)
-            configuration.reconnectMaxDelay = .milliseconds(100)
-            let db = Database(url: proxy.url, configuration: configuration)
+            let db = quicklyReconnecting(proxy.url)
             let events = Recorder<String>()
             let big = db.reference(withPath: "big")
             big.observe(.childAdded) { events.append("added \($0.key)") }
@@ -217,4 +211,12 @@ final class SyncTests: XCTestCase {
             }
         }
     }
+}
+
+/// A client of `url` that reconnects within about 100 ms.
+func quicklyReconnecting(_ url: String) -> Database {
+    var configuration = Database.Configuration()
+    configuration.reconnectMinDelay = .milliseconds(20)
+    configuration.reconnectMaxDelay = .milliseconds(100)
+    return Database(url: url, configuration: configuration)
 }
