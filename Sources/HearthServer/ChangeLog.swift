@@ -1,6 +1,7 @@
 import HearthCore
+import NIOCore
 
-/// The last `capacity` revisions in memory, each as the nodes its write replaced, so that a
+/// The most recent revisions in memory, each as the nodes its write replaced, so that a
 /// cache-mode subscription can resume from a revision: the location's node as of that revision is
 /// the current one with the newer entries undone (protocol.md "Resuming"). Engine-confined.
 ///
@@ -11,6 +12,11 @@ import HearthCore
 /// instead (the highest such one), since setting the child back could not restore it. Undoing an
 /// entry is then exactly setting each kept node back.
 ///
+/// `capacity` bounds the replaced nodes kept, not the writes: a write that changed 1,000 paths
+/// counts 1,000 (at least 1), and the oldest revisions go once the total passes it (the newest
+/// always stays). For single-path writes it is the number of revisions; a bulk import cannot make
+/// the log hold a copy of every key it wrote.
+///
 /// Empty after a restart: it holds only revisions this process made.
 struct ChangeLog {
     struct Entry {
@@ -20,17 +26,21 @@ struct ChangeLog {
     }
 
     let capacity: Int
-    /// A ring of `count` entries starting at `start`.
-    private var ring: [Entry?]
-    private var start = 0
-    private(set) var count = 0
+    /// Oldest first; grows as writes come, up to `capacity` entries.
+    private var entries = CircularBuffer<Entry>()
+    /// The replaced nodes the entries hold (each entry at least 1).
+    private var weight = 0
 
     init(capacity: Int) {
         self.capacity = max(0, capacity)
-        ring = Array(repeating: nil, count: self.capacity)
     }
 
-    private func entry(_ i: Int) -> Entry? { ring[(start + i) % capacity] }
+    var count: Int { entries.count }
+
+    private func entry(_ i: Int) -> Entry? {
+        guard i >= 0, i < entries.count else { return nil }
+        return entries[entries.index(entries.startIndex, offsetBy: i)]
+    }
 
     /// The revision of the oldest entry kept, nil when empty.
     var oldestRev: UInt64? { count == 0 ? nil : entry(0)?.rev }
@@ -47,13 +57,16 @@ struct ChangeLog {
             changes.append(kept)
         }
         let entry = Entry(rev: rev, changes: changes)
-        if count < capacity {
-            ring[(start + count) % capacity] = entry
-            count += 1
-        } else {
-            ring[start] = entry
-            start = (start + 1) % capacity
-        }
+        entries.append(entry)
+        weight += Self.weight(of: entry)
+        while weight > capacity, entries.count > 1 { dropOldest() }
+    }
+
+    private static func weight(of entry: Entry) -> Int { max(1, entry.changes.count) }
+
+    private mutating func dropOldest() {
+        guard let oldest = entries.popFirst() else { return }
+        weight -= Self.weight(of: oldest)
     }
 
     /// The node to keep for a write at `path`: the old node of the highest ancestor whose shape
@@ -75,9 +88,9 @@ struct ChangeLog {
 
     /// Drops the entries of revisions after `rev` (the log refused them).
     mutating func drop(after rev: UInt64) {
-        while count > 0, let last = entry(count - 1), last.rev > rev {
-            ring[(start + count - 1) % capacity] = nil
-            count -= 1
+        while let last = entries.last, last.rev > rev {
+            weight -= Self.weight(of: last)
+            entries.removeLast()
         }
     }
 

@@ -67,7 +67,9 @@ final class ChangeLogTests: XCTestCase {
             }
             let current = database.rev
             let oldest = try XCTUnwrap(log.oldestRev)
-            XCTAssertEqual(oldest, current - 39)
+            // The capacity counts replaced nodes: every write here replaced 1 to 3.
+            XCTAssertEqual(oldest, current - UInt64(log.count) + 1)
+            XCTAssertTrue((40 / 3)...40 ~= log.count, "kept \(log.count) writes")
             XCTAssertFalse(log.covers(since: oldest - 2, current: current))
             for since in (oldest - 1)..<current {
                 XCTAssertTrue(log.covers(since: since, current: current))
@@ -99,5 +101,26 @@ final class ChangeLogTests: XCTestCase {
         log.record(rev: 4, paths: [], before: .empty, after: .empty)
         XCTAssertEqual(log.oldestRev, 3)
         XCTAssertEqual(ChangeLog(capacity: 0).oldestRev, nil)
+    }
+
+    func testTheCapacityBoundsReplacedNodesNotWrites() throws {
+        var database = Database()
+        var log = ChangeLog(capacity: 40)
+        func apply(_ write: Write) throws {
+            guard case .committed(let logged, let before) = database.apply(write, now: 0) else {
+                return XCTFail("a write did not commit")
+            }
+            log.record(rev: logged.rev, paths: write.paths, before: before, after: database.root)
+        }
+        for i in 0..<10 {
+            try apply(.set(path: Path([Key("single\(i)")]), value: PreparedValue(node: .leaf(.bool(true)))))
+        }
+        XCTAssertEqual(log.count, 10)
+        let bulk = (0..<100).map { (path: Path([Key("k\($0)")]), value: PreparedValue(node: .leaf(.bool(true)))) }
+        try apply(try Write.update(at: Path([Key("bulk")]), values: bulk))
+        XCTAssertEqual(log.count, 1, "a 100-path write alone outweighs the capacity; the newest stays")
+        XCTAssertEqual(log.oldestRev, database.rev)
+        try apply(.set(path: Path([Key("after")]), value: PreparedValue(node: .leaf(.bool(true)))))
+        XCTAssertEqual(log.count, 1, "the bulk write goes once a newer one needs the room")
     }
 }
