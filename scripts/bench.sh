@@ -114,11 +114,36 @@ both() { # label, then hearth-bench arguments: Hearth first, then Redis
     run "$1" redis "${@:2}"
 }
 
+redis_benchmark() { # label, then redis-benchmark arguments: one JSON line with its SET rate
+    local label=$1
+    shift
+    echo "==> $label (redis-benchmark): redis-benchmark $*" >&2
+    local rate
+    rate=$(redis-benchmark -p "$redis_port" "$@" -q 2>/dev/null | tr '\r' '\n' | sed -nE 's/^SET: ([0-9.]+) requests per second.*/\1/p' | tail -1)
+    echo "{\"label\":\"$label\",\"scenario\":\"redis-benchmark\",\"target\":\"redis-benchmark\",\"opsPerSecond\":${rate:-0}}" | tee -a "$results"
+}
+
+lean_rounds() { # prefix: three interleaved rounds of the lean generator, Hearth then Redis
+    for _ in 1 2 3; do
+        both "$1 writes, 50 connections" lean --connections 50 --count "$(scale 200000)" --seconds 30
+        both "$1 pipelined writes, 1 connection" lean --connections 1 --window 2000 --count "$(scale 1000000)" --seconds 30
+    done
+}
+
 with_pid() { # target: the server's pid for --server-pid
     if [ "$1" = hearth ]; then echo "$hearth_pid"; else echo "$redis_pid"; fi
 }
 
 start_servers never
+# The load generator check (BENCHMARKS.md "Load generators"): redis-benchmark and the lean
+# generator against the same Redis, interleaved, three rounds; then the lean generator on both.
+for _ in 1 2 3; do
+    redis_benchmark "generator check, 50 connections" -t set -c 50 -n "$(scale 200000)"
+    run "generator check, 50 connections" redis lean --connections 50 --count "$(scale 200000)" --seconds 30
+    redis_benchmark "generator check, pipelined" -t set -c 1 -P 2000 -n "$(scale 2000000)"
+    run "generator check, pipelined" redis lean --connections 1 --window 2000 --count "$(scale 2000000)" --seconds 30
+done
+lean_rounds "lean:"
 both "writes, 50 connections" writes --connections 50 --count "$(scale 200000)" --seconds 30
 both "pipelined writes, 1 connection" pipelined --count "$(scale 500000)" --seconds 30
 run "pipelined writes under a node with 1M other children" hearth pipelined --prefill "$(scale 1000000)" \
@@ -129,6 +154,7 @@ run "writes with 1 view among 10,000 rooms" hearth views --views 1 --rooms 10000
 run "writes with 10,000 views, one per room" hearth views --views 10000 --writes "$(scale 100000)" --seconds 30
 
 start_servers always
+lean_rounds "lean: fsync always,"
 both "fsync always, 1 connection" writes --connections 1 --count "$(scale 10000)" --seconds 20
 both "fsync always, 50 connections" writes --connections 50 --count "$(scale 100000)" --seconds 30
 both "fsync always, pipelined" pipelined --count "$(scale 200000)" --seconds 30
@@ -149,7 +175,7 @@ run "set cost by node width" - write-width --writes "$(scale 200000)"
 run "restart with 1M nodes" - restart --data-dir "$work/restart" --nodes "$(scale 1000000)"
 
 python3 - "$results" "$command_line" "$fd_limit" >"$report" <<'PY'
-import datetime, json, os, platform, sys
+import datetime, json, os, platform, statistics, sys
 
 results_path, command, fd_limit = sys.argv[1], sys.argv[2].strip(), sys.argv[3]
 lines = [json.loads(l) for l in open(results_path) if l.strip()]
@@ -221,6 +247,31 @@ for label, metric, unit, target, check in rows:
     if check is not None and isinstance(h, (int, float)):
         verdict = " ✅" if check(h, r) else " ❌ missed"
     out.append(f"| {label} ({unit}) | {hearth} | {redis} | {ratio} | {target}{verdict} |")
+out.append("")
+out.append("## Load generators and the lean generator (medians of 3 interleaved rounds)")
+out.append("")
+medians = {}
+for r in lines:
+    if r.get("scenario") in ("lean", "redis-benchmark"):
+        medians.setdefault((r["label"], r.get("target")), []).append(r["opsPerSecond"])
+med = {k: statistics.median(v) for k, v in medians.items()}
+out.append("| check | redis-benchmark on Redis | lean generator on Redis | lean ÷ redis-benchmark | target |")
+out.append("|---|---|---|---|---|")
+for label in ("generator check, 50 connections", "generator check, pipelined"):
+    b, l = med.get((label, "redis-benchmark")), med.get((label, "redis"))
+    if b and l:
+        out.append(f"| {label} | {num(b)} | {num(l)} | {l / b:.2f} | ≥ 0.9 {'✅' if l >= 0.9 * b else '❌ missed'} |")
+out.append("")
+out.append("| scenario (lean generator, ops/s) | Hearth | Redis | ratio | target |")
+out.append("|---|---|---|---|---|")
+lean_targets = {
+    "lean: writes, 50 connections": 0.8, "lean: pipelined writes, 1 connection": 0.5,
+    "lean: fsync always, writes, 50 connections": 1.0, "lean: fsync always, pipelined writes, 1 connection": 1.0,
+}
+for label, goal in lean_targets.items():
+    h, r = med.get((label, "hearth")), med.get((label, "redis"))
+    if h and r:
+        out.append(f"| {label[6:]} | {num(h)} | {num(r)} | {h / r:.2f} | ≥ {goal} × Redis {'✅' if h >= goal * r else '❌ missed'} |")
 out.append("")
 out.append("## JSON lines")
 out.append("")
