@@ -37,7 +37,8 @@ struct LeanScenario: ParsableCommand {
                     return Array(#"{"id":0,"op":"set","path":"/bench/lean/c\#(c)","value":"\#(value)"}"#.utf8) + [0x0A]
                 default:
                     let key = "key:c\(c)"
-                    return Array("*3\r\n$3\r\nSET\r\n$\(key.utf8.count)\r\n\(key)\r\n$\(value.utf8.count)\r\n\(value)\r\n".utf8)
+                    return Array(
+                        "*3\r\n$3\r\nSET\r\n$\(key.utf8.count)\r\n\(key)\r\n$\(value.utf8.count)\r\n\(value)\r\n".utf8)
                 }
             },
             greetingLines: target == .hearth ? 1 : 0)
