@@ -24,7 +24,7 @@ import time
 import urllib.request
 
 from selenium import webdriver
-from selenium.common.exceptions import TimeoutException
+from selenium.common.exceptions import StaleElementReferenceException, TimeoutException
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
@@ -116,7 +116,11 @@ def main():
 
     def wait(condition, timeout=10, what="condition"):
         try:
-            return WebDriverWait(driver, timeout, poll_frequency=0.02).until(lambda d: condition())
+            # The server tab re-renders its numbers every second: an element found just before a
+            # re-render is stale by the time it is read, so such a read is simply tried again.
+            return WebDriverWait(
+                driver, timeout, poll_frequency=0.02, ignored_exceptions=(StaleElementReferenceException,)
+            ).until(lambda d: condition())
         except TimeoutException:
             raise AssertionError("timed out waiting for " + what)
 
@@ -424,8 +428,11 @@ def main():
             tcp.set("/counter", i)
             time.sleep(0.15)
         wait(lambda: find('[data-metric="writes"] svg polyline') is not None, what="the server charts")
-        rev = int(find('[data-metric="rev"] .number').text)
-        check(rev > 0, "no revision shown")
+        def shown_rev():
+            text = find('[data-metric="rev"] .number').text.replace(",", "").strip()
+            return int(text) if text.isdigit() and int(text) > 0 else None
+
+        wait(shown_rev, what="a revision on the server tab")
         driver.save_screenshot(os.path.join(shots, "server.png"))
     finally:
         logs = []
