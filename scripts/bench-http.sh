@@ -16,17 +16,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-quick=false
-out=bench-results
-while [ $# -gt 0 ]; do
-    case $1 in
-        --quick) quick=true ;;
-        --out) out=$2; shift ;;
-        *) echo "usage: scripts/bench-http.sh [--quick] [--out DIR]" >&2; exit 2 ;;
-    esac
-    shift
-done
-scale() { if $quick; then echo $(($1 / 10)); else echo "$1"; fi; }
+source scripts/bench-common.sh
+bench_options scripts/bench-http.sh "$@"
 rounds=3
 
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
@@ -39,24 +30,14 @@ if ! command -v wrk >/dev/null; then
     apt-get install -y wrk >&2 || { apt-get update >&2 && apt-get install -y wrk >&2; }
 fi
 
-work=$(mktemp -d)
-mkdir -p "$out"
-stamp=$(date -u +%Y-%m-%dT%H%M%SZ)
-results="$out/http-$stamp.jsonl"
-report="$out/http-$stamp.md"
-: >"$results"
+bench_files http
 server_pid=""
 stop_server() {
-    if [ -n "$server_pid" ]; then
-        kill "$server_pid" 2>/dev/null || true
-        wait "$server_pid" 2>/dev/null || true
-    fi
+    stop_pid "$server_pid"
     server_pid=""
 }
 trap 'stop_server; rm -rf "$work"' EXIT
 trap 'exit 130' INT TERM
-
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
 # The per-connection write rate limit is off: these scenarios measure throughput.
 echo '{"maxWritesPerSecondPerConnection": 0}' >"$work/base.json"
@@ -70,12 +51,7 @@ start_server() {
     "$bin/hearthd" --port "$tcp_port" --http-port "$http_port" --data-dir "$work/data" --fsync never \
         --log-level error --config "$work/base.json" &
     server_pid=$!
-    for _ in $(seq 200); do
-        (exec 3<>"/dev/tcp/127.0.0.1/$http_port") 2>/dev/null && return 0
-        sleep 0.05
-    done
-    echo "hearthd did not start" >&2
-    exit 1
+    wait_for_port "$http_port" hearthd
 }
 
 run() { # label, protocol (tcp | http), then hearth-bench arguments

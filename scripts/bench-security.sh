@@ -14,17 +14,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-quick=false
-out=bench-results
-while [ $# -gt 0 ]; do
-    case $1 in
-        --quick) quick=true ;;
-        --out) out=$2; shift ;;
-        *) echo "usage: scripts/bench-security.sh [--quick] [--out DIR]" >&2; exit 2 ;;
-    esac
-    shift
-done
-scale() { if $quick; then echo $(($1 / 10)); else echo "$1"; fi; }
+source scripts/bench-common.sh
+bench_options scripts/bench-security.sh "$@"
 rounds=3
 
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
@@ -34,24 +25,14 @@ swift build -c release --product hearth-bench >&2
 swift build -c release --product hearth >&2
 bin=.build/release
 
-work=$(mktemp -d)
-mkdir -p "$out"
-stamp=$(date -u +%Y-%m-%dT%H%M%SZ)
-results="$out/security-$stamp.jsonl"
-report="$out/security-$stamp.md"
-: >"$results"
+bench_files security
 server_pid=""
 stop_server() {
-    if [ -n "$server_pid" ]; then
-        kill "$server_pid" 2>/dev/null || true
-        wait "$server_pid" 2>/dev/null || true
-    fi
+    stop_pid "$server_pid"
     server_pid=""
 }
 trap 'stop_server; rm -rf "$work"' EXIT
 trap 'exit 130' INT TERM
-
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
 # Secrets for this run only, passed through the environment, never on a command line.
 export HEARTH_JWT_SECRET="bench-$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')"
@@ -78,12 +59,7 @@ start_server() { # extra hearthd flags (a --config replaces base.json)...
     port=$(free_port)
     "$bin/hearthd" --port "$port" --data-dir "$work/data" --fsync never --log-level error "${config[@]}" "$@" &
     server_pid=$!
-    for _ in $(seq 200); do
-        (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && return 0
-        sleep 0.05
-    done
-    echo "hearthd did not start" >&2
-    exit 1
+    wait_for_port "$port" hearthd
 }
 
 run() { # label, then hearth-bench arguments (the port is added)

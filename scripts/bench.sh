@@ -13,17 +13,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-quick=false
-out=bench-results
-while [ $# -gt 0 ]; do
-    case $1 in
-        --quick) quick=true ;;
-        --out) out=$2; shift ;;
-        *) echo "usage: scripts/bench.sh [--quick] [--out DIR]" >&2; exit 2 ;;
-    esac
-    shift
-done
-scale() { if $quick; then echo $(($1 / 10)); else echo "$1"; fi; }
+source scripts/bench-common.sh
+bench_options scripts/bench.sh "$@"
 command_line="scripts/bench.sh$(if $quick; then echo " --quick"; fi)"
 
 # Idle connections need a file descriptor each, in this process's children and in the servers.
@@ -40,19 +31,12 @@ if ! command -v redis-server >/dev/null; then
     service redis-server stop >/dev/null 2>&1 || true
 fi
 
-work=$(mktemp -d)
-mkdir -p "$out"
-stamp=$(date -u +%Y-%m-%dT%H%M%SZ)
-results="$out/bench-$stamp.jsonl"
-report="$out/bench-$stamp.md"
-: >"$results"
+bench_files bench
 hearth_pid=""
 redis_pid=""
 stop_servers() {
-    for pid in $hearth_pid $redis_pid; do
-        kill "$pid" 2>/dev/null || true
-        wait "$pid" 2>/dev/null || true
-    done
+    stop_pid "$hearth_pid"
+    stop_pid "$redis_pid"
     hearth_pid=""
     redis_pid=""
 }
@@ -62,17 +46,6 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
-
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-
-wait_for_port() { # port, name
-    for _ in $(seq 200); do
-        (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
-        sleep 0.05
-    done
-    echo "$2 did not start on port $1" >&2
-    exit 1
-}
 
 start_servers() { # never | always
     stop_servers

@@ -1,0 +1,49 @@
+# Shared by scripts/bench*.sh (sourced, not run): options, scaling, output files, ports and
+# stopping servers. Every server these scripts start is on loopback and stopped by its pid.
+
+# Parses `[--quick] [--out DIR]` into `quick` and `out`; $1 is the script's name for the usage line.
+bench_options() {
+    local name=$1
+    shift
+    quick=false
+    out=bench-results
+    while [ $# -gt 0 ]; do
+        case $1 in
+            --quick) quick=true ;;
+            --out) out=$2; shift ;;
+            *) echo "usage: $name [--quick] [--out DIR]" >&2; exit 2 ;;
+        esac
+        shift
+    done
+}
+
+# A count, divided by 10 under --quick.
+scale() { if $quick; then echo $(($1 / 10)); else echo "$1"; fi; }
+
+# A scratch directory (`work`) and this run's output files `<out>/<prefix>-<UTC time>.jsonl` and
+# `.md` (`results`, `report`).
+bench_files() { # prefix
+    work=$(mktemp -d)
+    mkdir -p "$out"
+    stamp=$(date -u +%Y-%m-%dT%H%M%SZ)
+    results="$out/$1-$stamp.jsonl"
+    report="$out/$1-$stamp.md"
+    : >"$results"
+}
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+wait_for_port() { # port, name
+    for _ in $(seq 200); do
+        (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
+        sleep 0.05
+    done
+    echo "$2 did not start on port $1" >&2
+    exit 1
+}
+
+stop_pid() { # pid (or nothing)
+    [ -n "${1:-}" ] || return 0
+    kill "$1" 2>/dev/null || true
+    wait "$1" 2>/dev/null || true
+}
