@@ -236,7 +236,7 @@ final class Repo: @unchecked Sendable {
         }
         queued = resend + queued
         for view in views.values {
-            if view.live { view.serverRev = max(view.serverRev, lastRev) }
+            view.serverRev = knownRev(of: view)
             view.sub = nil
             view.subscribing = false
             view.syncing = nil

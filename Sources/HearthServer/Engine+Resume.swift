@@ -24,28 +24,33 @@ extension Engine {
                 var replay = View(spec: view.spec, location: old, index: nil)
                 let changes = Self.placingInOrder(
                     replay.apply(location: location, changedChildren: changedChildren, index: nil), window: replay)
-                let sendsValue = ViewRegistry.cacheModeValue(spec: view.spec, old: old, new: location)
-                var bodies: [[UInt8]] = []
-                for event in changes where events.contains(event.type) {
-                    if event.type == .value {
-                        if sendsValue { bodies.append(EventEncoder.valueEventBody(replay, rev: rev)) }
-                    } else {
-                        bodies.append(EventEncoder.childEventBody(event, rev: rev))
-                    }
-                }
+                let bodies = Self.encode(
+                    changes, of: replay, events: events, rev: rev,
+                    sendsValue: ViewRegistry.cacheModeValue(spec: view.spec, old: old, new: location))
                 return InitialEvents(bodies: bodies, resumed: true)
             }
         }
-        let sendsValue = view.spec.isUnfiltered && (location.isLeaf || location.priority != nil)
+        // A whole result is the change from nothing to the location.
+        let bodies = Self.encode(
+            view.initialEvents(), of: view, events: events, rev: rev,
+            sendsValue: ViewRegistry.cacheModeValue(spec: view.spec, old: .empty, new: location))
+        return InitialEvents(bodies: bodies, resumed: false)
+    }
+
+    /// The event lines of `changes` of the types in `events`, the `value` (of `view`) only when
+    /// `sendsValue` (the cache-mode rule).
+    private static func encode(
+        _ changes: [ViewEvent], of view: View, events: EventMask, rev: UInt64, sendsValue: Bool
+    ) -> [[UInt8]] {
         var bodies: [[UInt8]] = []
-        for event in view.initialEvents() where events.contains(event.type) {
+        for event in changes where events.contains(event.type) {
             if event.type == .value {
                 if sendsValue { bodies.append(EventEncoder.valueEventBody(view, rev: rev)) }
             } else {
                 bodies.append(EventEncoder.childEventBody(event, rev: rev))
             }
         }
-        return InitialEvents(bodies: bodies, resumed: false)
+        return bodies
     }
 
     /// The events of a resume with its `child_added` and `child_moved` merged into one run in the

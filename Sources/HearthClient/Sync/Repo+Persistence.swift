@@ -32,14 +32,25 @@ extension Repo {
         }
     }
 
-    /// Writes the changed views' results, each with the revision it is known to reflect.
+    /// Writes the changed views' results.
     func saveCache() {
-        guard let store else { return }
         let active = Set(views.keys)
         for id in cacheDirty {
-            guard let view = views[id], let server = view.server, view.syncing == nil || view.live else { continue }
-            store.store(id, node: server, rev: view.live ? lastRev : view.serverRev, keeping: active)
+            if let view = views[id] { storeCache(view, keeping: active) }
         }
         cacheDirty = []
+    }
+
+    /// Writes a view's server result to the disk cache with the revision it is known to reflect
+    /// (nothing while a resubscription is rebuilding it).
+    func storeCache(_ view: ClientView, keeping active: Set<ClientView.ID>) {
+        guard let store, let server = view.server, view.syncing == nil else { return }
+        store.store(view.id, node: server, rev: knownRev(of: view), keeping: active)
+    }
+
+    /// The revision a view's server result is known to reflect: while its subscription streams,
+    /// every revision the connection has seen; otherwise the one it was last brought up to.
+    func knownRev(of view: ClientView) -> UInt64 {
+        view.live ? max(view.serverRev, lastRev) : view.serverRev
     }
 }

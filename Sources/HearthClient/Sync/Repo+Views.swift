@@ -102,9 +102,7 @@ extension Repo {
     /// Drops a view nobody uses any more: unsubscribes, and keeps its result in the disk cache.
     func retireIfUnused(_ view: ClientView) {
         guard view.isUnused, views[view.id] === view else { return }
-        if let store, let server = view.server, view.syncing == nil || view.live {
-            store.store(view.id, node: server, rev: view.live ? lastRev : view.serverRev, keeping: Set(views.keys))
-        }
+        storeCache(view, keeping: Set(views.keys))
         views[view.id] = nil
         if let sub = view.sub {
             viewsBySub[sub] = nil
@@ -291,8 +289,7 @@ extension Repo {
     func completeNode(at path: Path) -> Node? {
         var cached: Node?
         for view in views.values where view.spec.isUnfiltered {
-            guard let server = view.server, view.syncing == nil || view.live,
-                let relative = view.path.relative(path)
+            guard let server = view.server, view.syncing == nil, let relative = view.path.relative(path)
             else { continue }
             if view.live { return server.child(at: relative) }
             if cached == nil { cached = server.child(at: relative) }
