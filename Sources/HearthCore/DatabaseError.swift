@@ -22,6 +22,8 @@ public struct DatabaseError: Error, Sendable, Equatable, CustomStringConvertible
         case invalidRules = "invalid_rules"
         case unauthenticated = "unauthenticated"
         case writeIdExpired = "write_id_expired"
+        /// A replica's log forked from its leader's (replication.md §6).
+        case diverged = "diverged"
     }
 
     public let code: Code

@@ -85,7 +85,7 @@ enum RegistrationPayload {
         buffer.append(UInt8(ascii: "}"))
     }
 
-    private static func encode(_ auth: AuthContext, into buffer: inout [UInt8]) {
+    static func encode(_ auth: AuthContext, into buffer: inout [UInt8]) {
         if auth.isAdmin {
             buffer.append(contentsOf: #"{"admin":true}"#.utf8)
             return
@@ -114,7 +114,7 @@ enum RegistrationPayload {
             path: try WritePayload.parsePath(pathText), value: value, auth: try decodeAuth(json["auth"]))
     }
 
-    private static func decodeAuth(_ json: JSONValue?) throws(FormatError) -> AuthContext? {
+    static func decodeAuth(_ json: JSONValue?) throws(FormatError) -> AuthContext? {
         guard let json, json != .null else { return nil }
         if json["admin"] == .bool(true) { return .admin }
         guard case .string(let uid)? = json["uid"], case .string(let provider)? = json["provider"],

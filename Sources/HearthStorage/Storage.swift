@@ -25,20 +25,20 @@ public final class Storage: @unchecked Sendable {
 
     // Engine-thread state.
     private var lockFile: OpenFile?
-    private var segment: OpenFile?
-    private var segmentFirstRev: UInt64
+    var segment: OpenFile?
+    var segmentFirstRev: UInt64
     /// Where the next record goes: the end of the last good batch.
-    private var segmentEnd: Int64
+    var segmentEnd: Int64
     /// The revision of the last record appended.
-    public private(set) var lastRev: UInt64
+    public internal(set) var lastRev: UInt64
     /// The onDisconnect registrations neither run nor cancelled: those recovered, then kept up
     /// to date by `append`, and written into every snapshot.
-    public private(set) var onDisconnect: OnDisconnectLog
+    public internal(set) var onDisconnect: OnDisconnectLog
     /// The write ids recovery found (the snapshot's and the log's after it), for the server to
     /// rebuild its window from; `takeRecoveredWriteIDs` hands them over once.
     private var recoveredWriteIDs: WriteIDLog
-    private var unsynced = false
-    private var lastSync = ContinuousClock.now
+    var unsynced = false
+    var lastSync = ContinuousClock.now
     private var failure: StorageError?
     private var isClosed = false
     private var encodeBuffer: [UInt8] = []
