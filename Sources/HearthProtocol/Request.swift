@@ -14,6 +14,9 @@ public struct Request: Sendable {
     public var answerWithStoredValue = false
     /// The write id (`wid`) of a write, push or transaction (protocol.md "Write ids").
     public var writeID: WriteID?
+    /// The request object as received, kept only by a cluster node (`RequestDecoder.keepsSource`),
+    /// which forwards writes to its leader as they were sent.
+    public var source: JSONValue?
 
     public init(id: RequestID, operation: Operation, writeID: WriteID? = nil) {
         self.id = id
@@ -52,6 +55,8 @@ public enum Operation: Sendable {
     case getRules
     /// Evaluate `operation` as `identity` against the current data without performing it (admin).
     indirect case simulate(identity: AuthContext?, operation: Operation)
+    /// Replication, forwarding and the operator's cluster requests (`ClusterRequest`).
+    indirect case cluster(ClusterRequest)
 }
 
 /// The steps of authentication. The wire's `auth` decodes to `.token`; the connection verifies it
@@ -66,6 +71,8 @@ public enum AuthStep: Sendable {
     case refused(DatabaseError)
     /// `unauth`: back to unauthenticated.
     case signOut
+    /// The token was the cluster secret: a peer node (never decoded from the wire).
+    case peer
 }
 
 /// A subscription in cache mode (`"cache":true`): the client keeps the result and derives

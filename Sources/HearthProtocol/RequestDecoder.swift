@@ -5,8 +5,13 @@ public import HearthJSON
 /// can be checked without the data is checked here, so the engine only applies.
 public struct RequestDecoder: Sendable {
     public let limits: Limits
+    /// Keep each request's JSON object in `Request.source` (a cluster node forwards writes).
+    public var keepsSource = false
 
-    public init(limits: Limits) { self.limits = limits }
+    public init(limits: Limits, keepsSource: Bool = false) {
+        self.limits = limits
+        self.keepsSource = keepsSource
+    }
 
     /// A line that could not be turned into a request: the id (when it could be read) and why.
     public struct Failure: Error, Sendable {
@@ -39,6 +44,12 @@ public struct RequestDecoder: Sendable {
         guard case .object = json else {
             return .failure(Failure(id: .null, error: DatabaseError(.badRequest, "a request must be a JSON object")))
         }
+        return request(from: json)
+    }
+
+    /// Decodes one request object (already parsed): its id, operation and write id. With
+    /// `keepsSource` the request keeps the object, for a replica to forward it to its leader.
+    public func request(from json: JSONValue) -> Result<Request, Failure> {
         var id: RequestID = .null
         switch json["id"] {
         case nil, .null?: break
@@ -50,8 +61,9 @@ public struct RequestDecoder: Sendable {
         }
         do {
             let operation = try operation(json)
-            return .success(
-                Request(id: id, operation: operation, writeID: try Self.writeID(json["wid"], of: operation)))
+            var request = Request(id: id, operation: operation, writeID: try Self.writeID(json["wid"], of: operation))
+            if keepsSource { request.source = json }
+            return .success(request)
         } catch {
             return .failure(Failure(id: id, error: error))
         }
@@ -224,6 +236,7 @@ public struct RequestDecoder: Sendable {
             }
             return .simulate(identity: identity, operation: operation)
         default:
+            if let cluster = try clusterOperation(name, fields) { return cluster }
             throw DatabaseError(.unknownOp, "unknown op \"\(name)\"")
         }
     }

@@ -42,6 +42,9 @@ public enum ResponseBody: Sendable {
     case rulesReplaced(warning: String?)
     /// `simulate`: what the rules decide for the simulated request.
     case simulated(RuleVerdict)
+    /// A response given by its members (after `id`), written as they are: the leader's answer to
+    /// a forwarded request, relayed with the client's id, and the cluster ops' answers.
+    case members([JSONMember])
 }
 
 /// Encodes responses and server-initiated lines.
@@ -144,6 +147,13 @@ public enum ResponseEncoder {
             }
             buffer.append(contentsOf: #","explanation":"#.utf8)
             JSONWriter.writeString(verdict.explanation, into: &buffer)
+        case .members(let members):
+            for member in members {
+                buffer.append(UInt8(ascii: ","))
+                JSONWriter.writeString(member.key, into: &buffer)
+                buffer.append(UInt8(ascii: ":"))
+                member.value.serialize(into: &buffer)
+            }
         }
     }
 
@@ -167,7 +177,10 @@ public enum ResponseEncoder {
     }
 
     /// The line sent on connect (with a `warning` when the server runs open on a reachable address).
-    public static func hello(server: String, serverTime: Int64, connection: String, warning: String? = nil) -> [UInt8] {
+    /// A cluster node adds `cluster`, its view of the cluster (docs/PROTOCOL.md "Cluster").
+    public static func hello(
+        server: String, serverTime: Int64, connection: String, warning: String? = nil, cluster: JSONValue? = nil
+    ) -> [UInt8] {
         var buffer: [UInt8] = []
         buffer.append(contentsOf: #"{"event":"hello","protocol":1,"server":"#.utf8)
         JSONWriter.writeString(server, into: &buffer)
@@ -176,6 +189,18 @@ public enum ResponseEncoder {
         buffer.append(contentsOf: #","connection":"#.utf8)
         JSONWriter.writeString(connection, into: &buffer)
         writeWarning(warning, into: &buffer)
+        if let cluster {
+            buffer.append(contentsOf: #","cluster":"#.utf8)
+            cluster.serialize(into: &buffer)
+        }
+        buffer.append(contentsOf: "}\n".utf8)
+        return buffer
+    }
+
+    /// `{"event":"cluster","cluster":{…}}`: the node's role, leader or epoch changed.
+    public static func clusterEvent(_ cluster: JSONValue) -> [UInt8] {
+        var buffer: [UInt8] = Array(#"{"event":"cluster","cluster":"#.utf8)
+        cluster.serialize(into: &buffer)
         buffer.append(contentsOf: "}\n".utf8)
         return buffer
     }
