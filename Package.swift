@@ -65,6 +65,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "ExtrasBase64", package: "swift-extras-base64"),
             ],
             // The web console's HTML, CSS and JavaScript, compiled into the binary (no Foundation).
             resources: [.embedInCode("Console")]),

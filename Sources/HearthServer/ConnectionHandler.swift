@@ -68,7 +68,7 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
         self.configuration = configuration
         self.security = security
         self.writeLimiter = WriteRateLimiter(rate: security.limits.maxWritesPerSecondPerConnection)
-        self.decoder = RequestDecoder(limits: configuration.limits)
+        self.decoder = RequestDecoder(limits: configuration.limits, keepsSource: engine.clusterHooks != nil)
         self.registry = registry
         self.clock = clock
         var logger = logger
@@ -105,7 +105,7 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
         engine.metrics.connectionOpened(kind: .tcp)
         let hello = ResponseEncoder.hello(
             server: configuration.serverName, serverTime: clock(), connection: String(id),
-            warning: security.helloWarning)
+            warning: security.helloWarning, cluster: engine.clusterObject())
         send(hello, context: context)
         flushOutbox(context: context)
         let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
@@ -196,6 +196,12 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
             let result = line.withUnsafeReadableBytes { decoder.decode($0) }
             switch result.flatMap(admit) {
             case .success(let request):
+                if case .cluster(.replicaAck) = request.operation {
+                    // A replica's acknowledgement gets no answer, so it takes no slot.
+                    guard let sessionLink else { return }
+                    batch.append(.request(sessionLink, request))
+                    return
+                }
                 slots.append(.awaitingEngine)
                 waitingForEngine += 1
                 guard let sessionLink else { return }
@@ -214,6 +220,10 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
     /// connection's rate limit.
     private func admit(_ request: Request) -> Result<Request, RequestDecoder.Failure> {
         switch request.operation {
+        case .auth(.token(let token)) where security.isClusterSecret(token):
+            authDeadline?.cancel()
+            authDeadline = nil
+            return .success(Request(id: request.id, operation: .auth(.peer)))
         case .auth(.token(let token)):
             switch security.authenticate(token, from: remoteAddress, now: clock(), logger: logger) {
             case .success(let identity):
@@ -284,6 +294,17 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
                 scratch.removeAll(keepingCapacity: true)
                 ResponseEncoder.encode(id: id, body, into: &scratch)
                 fillFrontSlot(scratch, context: context)
+            case .line(let line):
+                send(line, context: context)
+            case .computed(let lines):
+                for line in lines() {
+                    send(line, context: context)
+                    if closing { break }
+                }
+            case .close:
+                flushOutbox(context: context)
+                closeOnceDrained(context: context)
+                return
             }
         }
         flushOutbox(context: context)

@@ -21,6 +21,11 @@ extension Engine {
             warning = "the server is open (no rules): the token was not verified and every request is allowed"
         case .token:
             return .failure(DatabaseError(.internal, "the token was not verified before reaching the engine"))
+        case .peer:
+            var state = sessions[session.id] ?? SessionState(link: session)
+            state.isPeer = true
+            sessions[session.id] = state
+            return .authenticated(nil, warning: nil)
         }
         var state = sessions[session.id] ?? SessionState(link: session)
         state.identity = identity

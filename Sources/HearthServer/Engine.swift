@@ -16,6 +16,14 @@ enum Outbound: Sendable {
     case cancelled(sub: Int, DatabaseError)
     /// The connection's identity ended (e.g. its token expired); it is unauthenticated now.
     case authRevoked(reason: String)
+    /// A complete line sent as it is (replication records, `cluster` events).
+    case line([UInt8])
+    /// Lines computed on the connection's own thread, in order with the rest (a snapshot for a
+    /// replica: encoding it does not hold up the engine).
+    case computed(@Sendable () -> [[UInt8]])
+    /// Close the connection once what came before is written (a replica of a leader stepping
+    /// down).
+    case close
 }
 
 /// How the engine reaches a connection: its id and a function that hands a batch of output to
@@ -38,6 +46,8 @@ enum Submission: Sendable {
     case identityExpired(sessionID: UInt64, generation: UInt64)
     /// New rules from outside the protocol (SIGHUP): take effect between two turns.
     case replaceRules(RuleSet, EventLoopPromise<Void>)
+    /// Replication and election (Cluster/).
+    case cluster(ClusterInput)
 }
 
 /// The single writer: owns the database and every connection's engine-side state, and applies
@@ -76,7 +86,7 @@ final class Engine: @unchecked Sendable {
     private var warnedIndexes: Set<[String]> = []
     let allocator = ByteBufferAllocator()
     /// The write-ahead log; nil keeps the data in memory only.
-    private let storage: Storage?
+    let storage: Storage?
     /// Set when the log failed: writes are refused with `unavailable` until a restart.
     private var storageFailure: StorageError?
     let logger: Logger
@@ -89,6 +99,20 @@ final class Engine: @unchecked Sendable {
     var writeIDs: WriteIDWindow
     /// The last revisions' replaced nodes, for subscriptions that resume (`ChangeLog`).
     var changeLog: ChangeLog
+    /// Replication state (Cluster/); inert on a standalone server.
+    var replication = ReplicationState()
+    /// The recent records a leader streams to replicas that reconnect.
+    var retained: RetainedLog
+    /// The cluster node this engine belongs to; nil standalone. Set before the first request.
+    var clusterHooks: (any ClusterHooks)?
+    /// The `cluster` object connections put in `hello` (any thread); nil standalone.
+    private let publishedCluster = NIOLockedValueBox<JSONValue?>(nil)
+
+    /// The `cluster` object of `hello`, as of the last change. Any thread.
+    func clusterObject() -> JSONValue? { publishedCluster.withLockedValue { $0 } }
+
+    /// Updates the `cluster` object of `hello`. Engine thread.
+    func publishClusterObject(_ object: JSONValue?) { publishedCluster.withLockedValue { $0 = object } }
 
     private struct Inbox {
         var items: [Submission] = []
@@ -116,6 +140,8 @@ final class Engine: @unchecked Sendable {
         self.metrics = metrics
         self.writeIDs = writeIDs
         self.changeLog = ChangeLog(capacity: changeLogRevisions)
+        self.retained = RetainedLog(capacity: changeLogRevisions)
+        self.retained.reset(at: database.rev)
     }
 
     /// Queues work; safe from any thread. Order is kept per caller.
@@ -161,9 +187,14 @@ final class Engine: @unchecked Sendable {
             switch item {
             case .request(let session, let request):
                 if request.operation.readsData, batch.hasUncommittedWrites { commit(&batch) }
-                handle(request, session: session, now: now, batch: &batch)
+                if replication.isClustered || request.operation.isCluster {
+                    route(request, session: session, now: now, batch: &batch)
+                } else {
+                    handle(request, session: session, now: now, batch: &batch)
+                }
             case .disconnected(let sessionID):
                 views.removeSession(sessionID)
+                if replication.isClustered { clusterSessionEnded(sessionID) }
                 forgetSession(sessionID)
                 runOnDisconnect(sessionID, now: now, batch: &batch)
             case .barrier(let promise):
@@ -173,10 +204,12 @@ final class Engine: @unchecked Sendable {
             case .replaceRules(let ruleSet, let promise):
                 install(ruleSet, now: now, batch: &batch)
                 promise.succeed()
+            case .cluster(let input):
+                handleCluster(input, now: now, batch: &batch)
             }
         }
         commit(&batch)
-        deliver(batch.outputs.values)
+        deliverOrHold(Array(batch.outputs.values))
         for promise in batch.barriers { promise.succeed() }
         if let storage, storageFailure == nil, storage.wantsCompaction, !storage.isCompacting {
             // The window as of this revision (an O(1) copy), encoded on the compaction queue.
@@ -188,7 +221,7 @@ final class Engine: @unchecked Sendable {
 
     /// Hands each connection its outputs, with one task per event loop rather than one per
     /// connection: with many connections per loop this saves most cross-thread wakeups.
-    private func deliver(_ outputs: some Collection<(session: SessionLink, items: [Outbound])>) {
+    func deliver(_ outputs: some Collection<(session: SessionLink, items: [Outbound])>) {
         var byLoop: [ObjectIdentifier: (loop: any EventLoop, work: [(SessionLink, [Outbound])])] = [:]
         for (session, items) in outputs {
             byLoop[ObjectIdentifier(session.loop), default: (session.loop, [])].work.append((session, items))
@@ -208,14 +241,29 @@ final class Engine: @unchecked Sendable {
         guard batch.hasUncommittedRecords else { return }
         defer { tally.acknowledgementsSettled() }
         guard let storage else {
+            let records = replication.isClustered ? batch.logged : []
             batch.committed(database)
             writeIDs.settle()
+            if !records.isEmpty { replicationCommitted(records, now: clock(), batch: &batch) }
             return
         }
+        if replication.role.isLeader, let hooks = clusterHooks, !hooks.hasLeadershipProof() {
+            // Fenced (replication.md §5): nothing of this batch is logged or acknowledged.
+            let refusedRoot = database.root
+            database = batch.checkpoint
+            writeIDs.forget(after: database.rev)
+            changeLog.drop(after: database.rev)
+            views.resync(from: refusedRoot, to: database.root, rev: database.rev)
+            batch.rolledBack(DatabaseError(.unavailable, "not the leader: its lease could not be confirmed"))
+            tally.acknowledgementsRefused()
+            return
+        }
+        let records = replication.isClustered ? batch.logged : []
         do {
             try storage.append(batch.logged)
             batch.committed(database)
             writeIDs.settle()
+            if !records.isEmpty { replicationCommitted(records, now: clock(), batch: &batch) }
         } catch {
             storageFailed(error)
             let failedRoot = database.root
@@ -259,7 +307,7 @@ final class Engine: @unchecked Sendable {
         }
     }
 
-    private func handle(
+    func handle(
         _ request: Request, session: SessionLink, now: Int64, batch: inout Batch
     ) {
         let op = OperationLabel(request.operation)
@@ -404,6 +452,8 @@ final class Engine: @unchecked Sendable {
                 return
             }
             respond(.simulated(simulate(operation, as: simulated, now: now)))
+        case .cluster(let op):
+            handleClusterRequest(op, request: request, session: session, now: now, batch: &batch)
         }
     }
 
@@ -498,7 +548,7 @@ final class Engine: @unchecked Sendable {
         return .success("index_not_defined: \(advice)")
     }
 
-    private func runOnDisconnect(_ sessionID: UInt64, now: Int64, batch: inout Batch) {
+    func runOnDisconnect(_ sessionID: UInt64, now: Int64, batch: inout Batch) {
         guard let queue = onDisconnect.removeValue(forKey: sessionID) else { return }
         guard storageFailure == nil else {
             logger.error(
@@ -529,6 +579,12 @@ extension HearthProtocol.Operation {
             return false
         default: return false
         }
+    }
+
+    /// Whether it is a cluster op (`ClusterRequest`).
+    var isCluster: Bool {
+        if case .cluster = self { return true }
+        return false
     }
 
     /// Whether the operation changes data.

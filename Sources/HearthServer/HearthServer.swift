@@ -29,6 +29,8 @@ public final class HearthServer: Sendable {
     private let registry: ConnectionRegistry
     private let logger: Logger
     private let shutdownTask = NIOLockedValueBox<Task<Void, Never>?>(nil)
+    /// This server's place in a cluster; nil standalone.
+    let clusterNode = NIOLockedValueBox<ClusterNode?>(nil)
     /// The state captured when the engine stopped, so that it can still be read afterwards.
     private let finalState = NIOLockedValueBox<(Node, UInt64)?>(nil)
 
@@ -76,6 +78,14 @@ public final class HearthServer: Sendable {
         configuration: ServerConfiguration, fileSystem: any FileSystem = PosixFileSystem(), logger: Logger,
         clock: @escaping @Sendable () -> Int64 = wallClockMilliseconds
     ) async throws -> HearthServer {
+        try await start(configuration: configuration, fileSystem: fileSystem, logger: logger, clock: clock, cluster: nil)
+    }
+
+    /// `start`, as a member of a cluster when `cluster` is given (Cluster/).
+    static func start(
+        configuration: ServerConfiguration, fileSystem: any FileSystem = PosixFileSystem(), logger: Logger,
+        clock: @escaping @Sendable () -> Int64 = wallClockMilliseconds, cluster: ClusterSetup?
+    ) async throws -> HearthServer {
         let rules = try configuration.rulesFile.map { path throws(ConfigurationError) in try RuleSet(fileAt: path) }
         let openWarning = try openModeWarning(configuration, hasRules: rules != nil)
         if let openWarning { logger.warning("\(openWarning)") }
@@ -85,7 +95,7 @@ public final class HearthServer: Sendable {
         let reachable = !isLoopback(configuration.host)
         let security = SecurityState(
             limits: configuration.protection, verifier: verifier, open: rules == nil,
-            helloWarning: reachable ? openWarning : nil)
+            helloWarning: reachable ? openWarning : nil, clusterSecret: cluster?.secret)
         var options = StorageOptions.default
         options.fsync = configuration.fsync
         options.compactionMinBytes = configuration.compactionMinBytes
@@ -120,9 +130,20 @@ public final class HearthServer: Sendable {
             changeLogRevisions: configuration.changeLogRevisions)
         // The onDisconnect operations the log kept belong to connections of the previous run,
         // which are all gone: they run now, before anyone can connect (issue #18).
-        try await engine.loop.submit { engine.runOrphanedOnDisconnect(storage.onDisconnect.queues) }.get()
+        // In a cluster they may belong to other nodes' live connections: the leader decides.
+        if cluster == nil {
+            try await engine.loop.submit { engine.runOrphanedOnDisconnect(storage.onDisconnect.queues) }.get()
+        }
         if configuration.fsync == .everysec {
             engine.loop.scheduleRepeatedTask(initialDelay: .seconds(1), delay: .seconds(1)) { _ in engine.syncIfDue() }
+        }
+        var clusterNode: ClusterNode?
+        if let cluster {
+            let node = ClusterNode(
+                node: cluster.node, name: cluster.name, secret: cluster.secret, membership: cluster.membership,
+                group: ioGroup, maxLineBytes: max(64 << 20, configuration.maxMessageBytes * 4), logger: logger)
+            try await node.attach(to: engine, syncReplicas: cluster.syncReplicas, syncTimeoutMs: cluster.syncTimeoutMs)
+            clusterNode = node
         }
         let registry = ConnectionRegistry()
         let nextID = ManagedAtomicCounter()
@@ -178,10 +199,12 @@ public final class HearthServer: Sendable {
         guard let address = listener.localAddress else {
             throw DatabaseError(.internal, "the listening socket has no local address")
         }
-        return HearthServer(
+        let server = HearthServer(
             configuration: configuration, localAddress: address, engine: engine, security: security, tls: tls,
             ioGroup: ioGroup, engineGroup: engineGroup, listener: listener, httpListener: httpListener,
             registry: registry, logger: logger)
+        server.clusterNode.withLockedValue { $0 = clusterNode }
+        return server
     }
 
     /// Undoes a start that could not open its listeners.
@@ -278,6 +301,11 @@ public final class HearthServer: Sendable {
 
     private func performShutdown() async {
         logger.info("shutting down", metadata: ["connections": "\(registry.count)"])
+        if let node = clusterNode.withLockedValue({ $0 }) {
+            node.detach()
+            let engine = self.engine
+            try? await engine.loop.submit { engine.replication.link?.close() }.get()
+        }
         try? await listener.close()
         try? await httpListener?.close()
         // Everything already read has been submitted by the time each connection handles

@@ -11,6 +11,8 @@ struct SessionState {
     var generation: UInt64 = 0
     /// sub → its read grant.
     var grants: [Int: ReadGrant] = [:]
+    /// Authenticated with the cluster secret: a peer node (replication, forwarding).
+    var isPeer = false
 
     init(link: SessionLink) { self.link = link }
 

@@ -456,6 +456,9 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
                 guard case .streaming(let stream) = state, stream.sub == sub else { continue }
                 sendEvents()
                 endStream(with: StreamEvents.cancel, context: context)
+            case .line, .computed, .close:
+                // Peer and cluster lines belong to the line protocol.
+                continue
             case .authRevoked:
                 engineIdentity = "\u{0}revoked"
                 sendEvents()

@@ -5,7 +5,7 @@ import HearthProtocol
 /// rate limit). A small closed set, so that each label value has its counter made once, up front.
 public enum OperationLabel: Int, Sendable, CaseIterable {
     case get, set, update, remove, setPriority, transaction, push, subscribe, stream, unsubscribe
-    case onDisconnect, ping, auth, unauth, setRules, getRules, simulate, rejected
+    case onDisconnect, ping, auth, unauth, setRules, getRules, simulate, cluster, rejected
 
     /// The request's operation as the wire names it.
     init(_ operation: HearthProtocol.Operation) {
@@ -30,6 +30,7 @@ public enum OperationLabel: Int, Sendable, CaseIterable {
         case .setRules: self = .setRules
         case .getRules: self = .getRules
         case .simulate: self = .simulate
+        case .cluster: self = .cluster
         }
     }
 
@@ -53,6 +54,7 @@ public enum OperationLabel: Int, Sendable, CaseIterable {
         case .setRules: return "setRules"
         case .getRules: return "getRules"
         case .simulate: return "simulate"
+        case .cluster: return "cluster"
         case .rejected: return "rejected"
         }
     }

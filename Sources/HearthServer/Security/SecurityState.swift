@@ -15,9 +15,15 @@ final class SecurityState: Sendable {
     let helloWarning: String?
     private let verifierBox: NIOLockedValueBox<TokenVerifier>
     private let openBox: NIOLockedValueBox<Bool>
+    /// The secret cluster peers authenticate with (replication.md §3); nil: none.
+    private let clusterSecret: [UInt8]?
 
-    init(limits: ProtectionLimits, verifier: TokenVerifier, open: Bool, helloWarning: String?) {
+    init(
+        limits: ProtectionLimits, verifier: TokenVerifier, open: Bool, helloWarning: String?,
+        clusterSecret: String? = nil
+    ) {
         self.limits = limits
+        self.clusterSecret = clusterSecret.map { Array($0.utf8) }
         self.failedAuth = FailedAuthThrottle(perMinute: limits.maxFailedAuthPerMinute)
         self.helloWarning = helloWarning
         verifierBox = NIOLockedValueBox(verifier)
@@ -32,6 +38,12 @@ final class SecurityState: Sendable {
     var isOpen: Bool { openBox.withLockedValue { $0 } }
 
     func setOpen(_ open: Bool) { openBox.withLockedValue { $0 = open } }
+
+    /// Whether `token` is the cluster secret (compared in constant time).
+    func isClusterSecret(_ token: String) -> Bool {
+        guard let clusterSecret else { return false }
+        return ConstantTime.equals(Array(token.utf8), clusterSecret)
+    }
 }
 
 /// Counts of what security turned away, for metrics and tests.

@@ -1,0 +1,136 @@
+import HearthCore
+import HearthJSON
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+
+/// Who decides roles: the etcd coordinator in production (`cluster.etcd`), a fixed assignment in
+/// tests of the replication stream. Thread-safe.
+protocol ClusterMembership: AnyObject, Sendable {
+    /// True while this node leads with a provably live lease (replication.md §5).
+    func hasLeadershipProof() -> Bool
+    /// Publishes this node's position and state in its member key.
+    func publish(state: String, rev: UInt64, lastEpoch: UInt64, confirmedRev: UInt64?)
+    /// Every member as last seen (the member keys' JSON objects).
+    func members() -> [JSONValue]
+    /// The current leader's node name, advertised address and epoch (nil: none known).
+    func leader() -> (node: String, tcp: String, epoch: UInt64)?
+    /// Releases leadership so that `target` takes it; hears the new epoch.
+    func resign(to target: String, done: @escaping @Sendable (Result<UInt64, DatabaseError>) -> Void)
+}
+
+/// A server's place in a cluster: turns the membership's decisions into engine roles, opens the
+/// peer connection to the leader, and answers the engine's questions (`ClusterHooks`).
+final class ClusterNode: ClusterHooks, @unchecked Sendable {
+    let node: String
+    let name: String
+    let secret: String?
+    let membership: any ClusterMembership
+    private let group: any EventLoopGroup
+    private let logger: Logger
+    private let maxLineBytes: Int
+    /// Set once, before the engine takes requests.
+    private let engineBox = NIOLockedValueBox<Engine?>(nil)
+    private var engine: Engine? { engineBox.withLockedValue { $0 } }
+    private let position = NIOLockedValueBox<(role: String, rev: UInt64, epoch: UInt64)>(("replica", 0, 0))
+    private let tick = NIOLockedValueBox<RepeatedTask?>(nil)
+
+    init(
+        node: String, name: String, secret: String?, membership: any ClusterMembership, group: any EventLoopGroup,
+        maxLineBytes: Int, logger: Logger
+    ) {
+        self.node = node
+        self.name = name
+        self.secret = secret
+        self.membership = membership
+        self.group = group
+        self.maxLineBytes = maxLineBytes
+        var logger = logger
+        logger[metadataKey: "node"] = "\(node)"
+        self.logger = logger
+    }
+
+    /// Joins `engine` to the cluster, before it takes requests: its settings and a 100 ms tick.
+    /// It starts as a candidate; the membership assigns its role.
+    func attach(to engine: Engine, syncReplicas: Int, syncTimeoutMs: Int) async throws {
+        engineBox.withLockedValue { $0 = engine }
+        try await engine.loop.submit {
+            engine.clusterHooks = self
+            engine.replication.node = self.node
+            engine.replication.syncReplicas = syncReplicas
+            engine.replication.syncTimeoutMs = Int64(syncTimeoutMs)
+            engine.replication.role = .candidate(epoch: 0)
+            engine.replication.confirmedRev = engine.database.rev
+            if let storage = engine.storage, let history = try? storage.loadHistory() {
+                engine.replication.history = history
+            }
+            engine.publishPosition(state: "candidate")
+        }.get()
+        let task = engine.loop.scheduleRepeatedTask(initialDelay: .milliseconds(100), delay: .milliseconds(100)) {
+            [weak engine] _ in engine?.submit(.cluster(.tick))
+        }
+        tick.withLockedValue { $0 = task }
+    }
+
+    /// Tells the engine a role the membership decided.
+    func assign(_ role: EngineRole) {
+        engine?.submit(.cluster(.role(role)))
+    }
+
+    func detach() {
+        tick.withLockedValue { $0?.cancel() }
+    }
+
+    // MARK: ClusterHooks
+
+    func hasLeadershipProof() -> Bool { membership.hasLeadershipProof() }
+
+    func openLink(id: UInt64, leader: String, fromRev: UInt64, history: JSONValue) -> ReplicaLink {
+        ReplicaLink.connect(
+            id: id, leader: leader, secret: secret, node: node, fromRev: fromRev, history: history, group: group,
+            maxLineBytes: maxLineBytes, logger: logger
+        ) { [weak self] link, message in
+            self?.engine?.submit(.cluster(.link(link, message)))
+        }
+    }
+
+    func positionChanged(role: EngineRole, rev: UInt64, lastEpoch: UInt64, confirmedRev: UInt64, state: String) {
+        position.withLockedValue { $0 = (role.name, rev, role.epoch) }
+        membership.publish(
+            state: state, rev: rev, lastEpoch: lastEpoch, confirmedRev: role.isLeader ? confirmedRev : nil)
+    }
+
+    func members() -> [JSONValue] { membership.members() }
+
+    func clusterObject(role: EngineRole, rev: UInt64) -> JSONValue {
+        let leader = membership.leader()
+        return .object([
+            JSONMember("name", .string(name)), JSONMember("node", .string(node)),
+            JSONMember("role", .string(role.isLeader ? "leader" : role.name == "candidate" ? "candidate" : "replica")),
+            JSONMember("leader", leader.map { .string($0.tcp) } ?? .null),
+            JSONMember("epoch", .int(Int64(clamping: leader?.epoch ?? role.epoch))),
+            JSONMember("rev", .int(Int64(clamping: rev))),
+        ])
+    }
+
+    func resign(to target: String, done: @escaping @Sendable (Result<UInt64, DatabaseError>) -> Void) {
+        membership.resign(to: target, done: done)
+    }
+
+    func bestReplica(excluding node: String) -> String? {
+        membership.members()
+            .filter { $0["node"]?.stringValue != node && $0["state"]?.stringValue == "streaming" }
+            .max { ($0["rev"]?.int64Value ?? 0) < ($1["rev"]?.int64Value ?? 0) }?["node"]?.stringValue
+    }
+}
+
+/// What `HearthServer.start` needs to join a cluster.
+struct ClusterSetup: Sendable {
+    var node: String
+    var name: String
+    var secret: String?
+    var syncReplicas: Int
+    var syncTimeoutMs: Int
+    /// Decides roles and hands them to the node (`ClusterNode.assign`).
+    var membership: any ClusterMembership
+}

@@ -1,0 +1,710 @@
+import ExtrasBase64
+import HearthCore
+import HearthJSON
+import HearthProtocol
+import HearthStorage
+import Logging
+
+/// What the cluster node hands the engine (`Submission.cluster`).
+enum ClusterInput: Sendable {
+    /// The coordinator decided this node's role.
+    case role(EngineRole)
+    /// A message of the peer connection to the leader.
+    case link(ReplicaLink, LinkMessage)
+    /// Timeouts and heartbeats (every 100 ms).
+    case tick
+    /// An answer decided off the engine thread (a switchover's outcome).
+    case answer(SessionLink, RequestID, ResponseBody)
+}
+
+/// Replication (replication.md §3, docs/cluster.md): the leader streams every committed record to
+/// its replicas; a replica logs and applies them in its own turns, raising the same events.
+extension Engine {
+    // MARK: Inputs
+
+    func handleCluster(_ input: ClusterInput, now: Int64, batch: inout Batch) {
+        switch input {
+        case .role(let role):
+            changeRole(role, now: now, batch: &batch)
+        case .link(let link, let message):
+            guard link.id == replication.link?.id else { return }  // an earlier link's last words
+            handleLink(link, message, now: now, batch: &batch)
+        case .tick:
+            clusterTick(now: now, batch: &batch)
+        case .answer(let session, let id, let body):
+            batch.append(.response(id, body), for: session)
+        }
+    }
+
+    /// The peer ops (`replicate`, `replicaAck`, `forward`, `disconnected`) and the operator's
+    /// (`clusterStatus`, `failover`).
+    func handleClusterRequest(
+        _ op: ClusterRequest, request: Request, session: SessionLink, now: Int64, batch: inout Batch
+    ) {
+        func respond(_ body: ResponseBody) { batch.append(.response(request.id, body), for: session) }
+        let isPeer = sessions[session.id]?.isPeer == true
+        let identity = sessions[session.id]?.identity
+        switch op {
+        case .status:
+            guard identity?.isAdmin == true || rules == nil || isPeer else {
+                respond(.failure(adminOnly("clusterStatus")))
+                return
+            }
+            guard let hooks = clusterHooks else {
+                respond(.failure(DatabaseError(.badRequest, "this server is not part of a cluster")))
+                return
+            }
+            respond(
+                .members([
+                    JSONMember("ok", .bool(true)),
+                    JSONMember("cluster", hooks.clusterObject(role: replication.role, rev: database.rev)),
+                    JSONMember("members", .array(hooks.members())),
+                ]))
+        case .failover(let target):
+            guard identity?.isAdmin == true || rules == nil || isPeer else {
+                respond(.failure(adminOnly("failover")))
+                return
+            }
+            switchover(to: target, request: request, session: session, now: now, batch: &batch)
+        case .replicate, .replicaAck, .forward, .disconnected:
+            guard isPeer || (clusterHooks != nil && clusterHooks?.secret == nil && rules == nil) else {
+                respond(
+                    .failure(
+                        DatabaseError(
+                            .permissionDenied, "\(op.name) is a peer op: authenticate with the cluster secret first")))
+                return
+            }
+            switch op {
+            case .replicate(let node, let fromRev, let history):
+                if batch.hasUncommittedRecords { commit(&batch) }
+                startStream(session: session, node: node, fromRev: fromRev, history: history, id: request.id, now: now, batch: &batch)
+            case .replicaAck(let rev):
+                replicaAcked(session: session.id, rev: rev, now: now, batch: &batch)
+            case .forward(let identity, let stored, let owner, let inner):
+                runForwarded(inner, identity: identity, stored: stored, owner: owner, peer: session, id: request.id, now: now, batch: &batch)
+            case .disconnected(let owner):
+                runRemoteOnDisconnect(owner: owner, now: now, batch: &batch)
+                respond(.done)
+            default: break
+            }
+        }
+    }
+
+    // MARK: Leader: streams
+
+    private func startStream(
+        session: SessionLink, node: String, fromRev: UInt64, history json: JSONValue, id: RequestID, now: Int64,
+        batch: inout Batch
+    ) {
+        func respond(_ body: ResponseBody) { batch.append(.response(id, body), for: session) }
+        guard case .leader(let epoch) = replication.role else {
+            respond(.failure(DatabaseError(.unavailable, "not the leader")))
+            return
+        }
+        guard let theirs = EpochHistory(json: json) else {
+            respond(.failure(DatabaseError(.badRequest, "field \"history\" must be [[epoch, firstRev], …] in order")))
+            return
+        }
+        let shared = replication.history.sharedRev(lastRev: database.rev, with: theirs, otherLastRev: fromRev)
+        if shared < fromRev {
+            logger.warning(
+                "a replica's log forked from this leader's",
+                metadata: ["replica": "\(node)", "replicaRev": "\(fromRev)", "keepRev": "\(shared)"])
+            var error: [UInt8] = []
+            ResponseEncoder.writeError(
+                DatabaseError(.diverged, "the replica's log forked from the leader's after rev \(shared)"), into: &error)
+            var members = (try? JSONParser.parse(error)).flatMap { value -> [JSONMember]? in
+                if case .object(let m) = value { return m }
+                return nil
+            } ?? []
+            members.append(JSONMember("keepRev", .int(Int64(clamping: shared))))
+            respond(.members([JSONMember("ok", .bool(false)), JSONMember("error", .object(members))]))
+            return
+        }
+        var answer: [JSONMember] = [
+            JSONMember("ok", .bool(true)), JSONMember("mode", .string("stream")),
+            JSONMember("rev", .int(Int64(clamping: database.rev))), JSONMember("epoch", .int(Int64(clamping: epoch))),
+            JSONMember("history", replication.history.json),
+        ]
+        let lines = fromRev == 0 && database.rev > 0 ? nil : retained.lines(after: fromRev)
+        if let lines {
+            respond(.members(answer))
+            for line in lines { batch.append(.line(streamLine(line)), for: session) }
+        } else {
+            answer[1] = JSONMember("mode", .string("snapshot"))
+            respond(.members(answer))
+            let root = database.root
+            let rev = database.rev
+            let registrations = storage?.onDisconnect ?? OnDisconnectLog()
+            let window = writeIDs
+            batch.append(
+                .computed({
+                    Engine.snapshotLines(root: root, rev: rev, epoch: epoch, onDisconnect: registrations, writeIDs: window.log())
+                }), for: session)
+        }
+        var state = sessions[session.id] ?? SessionState(link: session)
+        state.isPeer = true
+        sessions[session.id] = state
+        replication.streams[session.id] = ReplicaStream(
+            session: session, node: node, sentRev: database.rev, ackedRev: fromRev, ackedAt: now, sentAt: now)
+        logger.info(
+            "a replica is streaming",
+            metadata: [
+                "replica": "\(node)", "fromRev": "\(fromRev)", "mode": "\(lines == nil ? "snapshot" : "stream")",
+            ])
+        flushWaitingForReplicas(now: now, batch: &batch)
+    }
+
+    /// The snapshot at `rev` as `snapshot` lines: the on-disk snapshot file, base64, in chunks.
+    static func snapshotLines(
+        root: Node, rev: UInt64, epoch: UInt64, onDisconnect: OnDisconnectLog, writeIDs: WriteIDLog
+    ) -> [[UInt8]] {
+        guard let file = Storage.snapshotFile(root: root, rev: rev, onDisconnect: onDisconnect, writeIDs: writeIDs)
+        else { return [] }
+        var lines: [[UInt8]] = []
+        let chunk = 768 * 1024
+        var offset = 0
+        while offset < file.count {
+            let end = min(file.count, offset + chunk)
+            var line = Array(#"{"event":"snapshot","rev":"#.utf8)
+            JSONWriter.writeInt(Int64(clamping: rev), into: &line)
+            line += #","data":""#.utf8
+            line += Base64.encodeToBytes(bytes: file[offset..<end])
+            line += "\"}\n".utf8
+            lines.append(line)
+            offset = end
+        }
+        var done = Array(#"{"event":"snapshot","rev":"#.utf8)
+        JSONWriter.writeInt(Int64(clamping: rev), into: &done)
+        done += #","done":true}"#.utf8
+        done += "\n".utf8
+        lines.append(done)
+        return lines
+    }
+
+    /// A retained record line (without its end) finished with the current `confirmedRev`.
+    private func streamLine(_ record: [UInt8]) -> [UInt8] {
+        var line = record
+        line += #","confirmedRev":"#.utf8
+        JSONWriter.writeInt(Int64(clamping: replication.confirmedRev), into: &line)
+        line += "}\n".utf8
+        return line
+    }
+
+    /// After the log took a batch: a leader retains its records and sends them to every stream;
+    /// a replica acknowledges them. (Records go out after the append, before the leader's own
+    /// answers, so replicas flush in parallel with nothing acknowledged early.)
+    func replicationCommitted(_ records: [LogRecord], now: Int64, batch: inout Batch) {
+        switch replication.role {
+        case .standalone:
+            return
+        case .leader(let epoch):
+            var lines: [[UInt8]] = []
+            var rev = records.first.map { record -> UInt64 in
+                if case .write(let write) = record { return write.rev - 1 }
+                return database.rev
+            } ?? database.rev
+            for record in records {
+                var line = Array(#"{"event":"wal","rev":"#.utf8)
+                var isWrite = false
+                switch record {
+                case .write(let write):
+                    rev = write.rev
+                    isWrite = true
+                    JSONWriter.writeInt(Int64(clamping: rev), into: &line)
+                    line += #","epoch":"#.utf8
+                    JSONWriter.writeInt(Int64(clamping: epoch), into: &line)
+                    line += #","w":"#.utf8
+                    ReplicatedRecord.encode(write, into: &line)
+                case .onDisconnect(let change):
+                    JSONWriter.writeInt(Int64(clamping: rev), into: &line)
+                    line += #","epoch":"#.utf8
+                    JSONWriter.writeInt(Int64(clamping: epoch), into: &line)
+                    line += #","od":"#.utf8
+                    ReplicatedRecord.encode(change, into: &line)
+                }
+                retained.append(rev: rev, isWrite: isWrite, line: line)
+                lines.append(line)
+            }
+            if replication.syncReplicas == 0 { replication.confirmedRev = database.rev }
+            for (id, stream) in replication.streams {
+                for line in lines {
+                    let full = streamLine(line)
+                    replication.bytesStreamed += UInt64(full.count)
+                    batch.append(.line(full), for: stream.session)
+                }
+                replication.streams[id]?.sentRev = database.rev
+                replication.streams[id]?.sentAt = now
+            }
+            replication.recordsStreamed += UInt64(lines.count * replication.streams.count)
+        case .replica, .candidate:
+            // Records of a replica come from its leader; retained so that it can serve streams
+            // if it is elected.
+            var rev = database.rev
+            for record in records {
+                switch record {
+                case .write(let write):
+                    rev = write.rev
+                    var line = Array(#"{"event":"wal","rev":"#.utf8)
+                    JSONWriter.writeInt(Int64(clamping: rev), into: &line)
+                    line += #","epoch":"#.utf8
+                    JSONWriter.writeInt(Int64(clamping: replication.history.epoch(of: rev)), into: &line)
+                    line += #","w":"#.utf8
+                    ReplicatedRecord.encode(write, into: &line)
+                    retained.append(rev: rev, isWrite: true, line: line)
+                case .onDisconnect(let change):
+                    var line = Array(#"{"event":"wal","rev":"#.utf8)
+                    JSONWriter.writeInt(Int64(clamping: rev), into: &line)
+                    line += #","epoch":"#.utf8
+                    JSONWriter.writeInt(Int64(clamping: replication.history.epoch(of: rev)), into: &line)
+                    line += #","od":"#.utf8
+                    ReplicatedRecord.encode(change, into: &line)
+                    retained.append(rev: rev, isWrite: false, line: line)
+                }
+            }
+            if let link = replication.link {
+                var ack = Array(#"{"op":"replicaAck","rev":"#.utf8)
+                JSONWriter.writeInt(Int64(clamping: database.rev), into: &ack)
+                ack += "}\n".utf8
+                link.send(ack)
+            }
+        }
+    }
+
+    private func replicaAcked(session: UInt64, rev: UInt64, now: Int64, batch: inout Batch) {
+        guard var stream = replication.streams[session] else { return }
+        stream.ackedRev = max(stream.ackedRev, rev)
+        stream.ackedAt = now
+        replication.streams[session] = stream
+        if replication.switchover != nil { checkSwitchover(now: now, batch: &batch) }
+        guard replication.syncReplicas > 0, replication.role.isLeader else { return }
+        let acked = replication.streams.values.map(\.ackedRev).sorted(by: >)
+        guard acked.count >= replication.syncReplicas else { return }
+        let confirmed = min(acked[replication.syncReplicas - 1], database.rev)
+        guard confirmed > replication.confirmedRev else { return }
+        replication.confirmedRev = confirmed
+        releaseHeld(batch: &batch)
+        sendHeartbeats(now: now, batch: &batch)
+    }
+
+    private func sendHeartbeats(now: Int64, batch: inout Batch) {
+        var line = Array(#"{"event":"heartbeat","rev":"#.utf8)
+        JSONWriter.writeInt(Int64(clamping: database.rev), into: &line)
+        line += #","confirmedRev":"#.utf8
+        JSONWriter.writeInt(Int64(clamping: replication.confirmedRev), into: &line)
+        line += "}\n".utf8
+        for (id, stream) in replication.streams {
+            batch.append(.line(line), for: stream.session)
+            replication.streams[id]?.sentAt = now
+        }
+    }
+
+    /// A peer session ended: its stream, if it had one, goes.
+    func forgetStream(_ session: UInt64) {
+        if let stream = replication.streams.removeValue(forKey: session) {
+            logger.info("a replica stopped streaming", metadata: ["replica": "\(stream.node)"])
+        }
+    }
+
+    // MARK: Replica: the link
+
+    private func handleLink(_ link: ReplicaLink, _ message: LinkMessage, now: Int64, batch: inout Batch) {
+        replication.lastHeard = now
+        switch message {
+        case .started(let mode, let rev, _, let history):
+            if let leaderHistory = EpochHistory(json: history) {
+                adoptHistory(leaderHistory.truncated(to: max(rev, database.rev)))
+            }
+            if mode == "snapshot" { replication.incomingSnapshot = (rev, []) }
+            logger.info(
+                "replicating from the leader",
+                metadata: ["leader": "\(link.leader)", "mode": "\(mode)", "fromRev": "\(database.rev)", "leaderRev": "\(rev)"])
+            publishPosition(state: mode == "snapshot" || rev > database.rev ? "catching_up" : "streaming")
+        case .diverged(let keepRev):
+            moveDivergentRecords(after: keepRev)
+            replication.forceSnapshot = true
+            link.close()
+        case .refused(let reason):
+            logger.error("the leader refused replication", metadata: ["leader": "\(link.leader)", "reason": "\(reason)"])
+            link.close()
+        case .record(let rev, _, let write, let change, let confirmedRev):
+            if let write {
+                guard rev == database.rev + 1 else {
+                    if rev > database.rev + 1 {
+                        logger.error("a gap in the replication stream; reconnecting", metadata: ["expected": "\(database.rev + 1)", "got": "\(rev)"])
+                        link.close()
+                    }
+                    return
+                }
+                do {
+                    let committed = try ReplicatedRecord.decodeWrite(write, rev: rev)
+                    applyReplicated(committed, now: now, batch: &batch)
+                } catch {
+                    logger.error("an invalid record from the leader; reconnecting", metadata: ["error": "\(error)"])
+                    link.close()
+                    return
+                }
+            } else if let change {
+                guard let decoded = try? ReplicatedRecord.decodeChange(change) else { return }
+                batch.record(decoded)
+            }
+            advanceConfirmed(to: confirmedRev, batch: &batch)
+        case .snapshotChunk(let rev, let data, let done):
+            guard var incoming = replication.incomingSnapshot, incoming.rev == rev else { return }
+            if let data, let bytes = try? Base64.decode(string: data) { incoming.bytes += bytes }
+            replication.incomingSnapshot = incoming
+            if done {
+                replication.incomingSnapshot = nil
+                installSnapshot(incoming.bytes, rev: rev, now: now, batch: &batch)
+            }
+        case .heartbeat(let confirmedRev):
+            advanceConfirmed(to: confirmedRev, batch: &batch)
+            if replication.role != .standalone, database.rev >= confirmedRev { publishPosition(state: "streaming") }
+        case .forwardAnswer(let forward, let members):
+            forwardAnswered(forward, members: members, now: now, batch: &batch)
+        case .goaway:
+            link.close()
+        case .closed:
+            replication.link = nil
+            replication.incomingSnapshot = nil
+            linkLost(now: now, batch: &batch)
+        }
+    }
+
+    /// Applies a write the leader committed, exactly as the leader did: same revision, same log
+    /// record, same events.
+    private func applyReplicated(_ committed: CommittedWrite, now: Int64, batch: inout Batch) {
+        let before = database.root
+        database.replay(committed)
+        if let tag = committed.tag { writeIDs.remember(tag, rev: committed.rev, pushKey: committed.pushKey) }
+        batch.record(committed)
+        let write = Write.overwrites(committed.overwrites.map { ($0.path, PreparedValue(node: $0.node)) })
+        afterWrite(write, before: before, rev: committed.rev, now: now, batch: &batch)
+        releaseAnsweredForwards(batch: &batch)
+    }
+
+    private func advanceConfirmed(to rev: UInt64, batch: inout Batch) {
+        guard rev > replication.confirmedRev else { return }
+        replication.confirmedRev = rev
+        releaseHeld(batch: &batch)
+    }
+
+    /// Replaces the whole state with the leader's snapshot at `rev`.
+    private func installSnapshot(_ file: [UInt8], rev: UInt64, now: Int64, batch: inout Batch) {
+        if batch.hasUncommittedRecords { commit(&batch) }
+        do {
+            let contents = try Storage.decodeSnapshotFile(file, rev: rev)
+            try storage?.install(snapshot: file, rev: rev, onDisconnect: contents.onDisconnect)
+            let before = database.root
+            database = Database(root: contents.root, rev: rev, limits: database.limits)
+            batch.checkpoint = database
+            writeIDs = WriteIDWindow(
+                recovered: contents.writeIDs, capacity: writeIDs.capacity, retentionSeconds: Int(writeIDs.retention / 1000),
+                now: now)
+            changeLog = ChangeLog(capacity: changeLog.capacity)
+            retained.reset(at: rev)
+            nextRegistrationID = max(nextRegistrationID, contents.onDisconnect.nextID)
+            views.apply(write: nil, paths: [.root], before: before, after: database.root, rev: rev, batch: &batch)
+            try storage?.saveHistory(replication.history)
+            logger.info("installed the leader's snapshot", metadata: ["rev": "\(rev)", "bytes": "\(file.count)"])
+            if let link = replication.link {
+                var ack = Array(#"{"op":"replicaAck","rev":"#.utf8)
+                JSONWriter.writeInt(Int64(clamping: rev), into: &ack)
+                ack += "}\n".utf8
+                link.send(ack)
+            }
+        } catch {
+            logger.error("could not install the leader's snapshot", metadata: ["error": "\(error)"])
+            replication.link?.close()
+        }
+    }
+
+    /// Takes the leader's history as this node's (the records up to the shared revision agree).
+    private func adoptHistory(_ history: EpochHistory) {
+        guard history != replication.history else { return }
+        replication.history = history
+        do { try storage?.saveHistory(history) } catch {
+            logger.error("could not save the epoch history", metadata: ["error": "\(error)"])
+        }
+    }
+
+    /// Moves the records this node wrote after `keepRev` in epochs the cluster abandoned into
+    /// `divergent-<epoch>-<firstRev>.json` files (replication.md §6); the snapshot that follows
+    /// replaces the data.
+    private func moveDivergentRecords(after keepRev: UInt64) {
+        guard let storage else { return }
+        let found: (writes: [CommittedWrite], complete: Bool)
+        do { found = try storage.writes(after: keepRev) } catch {
+            logger.error("could not read the divergent records", metadata: ["error": "\(error)"])
+            return
+        }
+        var byEpoch: [(epoch: UInt64, writes: [CommittedWrite])] = []
+        for write in found.writes {
+            let epoch = replication.history.epoch(of: write.rev)
+            if byEpoch.last?.epoch == epoch { byEpoch[byEpoch.count - 1].writes.append(write) } else {
+                byEpoch.append((epoch, [write]))
+            }
+        }
+        for (epoch, writes) in byEpoch {
+            guard let first = writes.first, let last = writes.last else { continue }
+            let file = DivergentRecords.encode(epoch: epoch, writes: writes, complete: found.complete)
+            let name = "divergent-\(epoch)-\(first.rev).json"
+            do { try storage.writeFile(name, file) } catch {
+                logger.error("could not write the divergent records", metadata: ["file": "\(name)", "error": "\(error)"])
+                continue
+            }
+            logger.warning(
+                "moved records of an abandoned epoch aside: they are not in the data; inspect and re-apply them if needed",
+                metadata: [
+                    "file": "\(storage.directory)/\(name)", "records": "\(writes.count)", "fromRev": "\(first.rev)",
+                    "toRev": "\(last.rev)", "complete": "\(found.complete)",
+                ])
+        }
+        if found.writes.isEmpty, storage.lastRev > keepRev {
+            logger.warning(
+                "records of an abandoned epoch were folded into a snapshot and cannot be moved aside one by one",
+                metadata: ["afterRev": "\(keepRev)", "lastRev": "\(storage.lastRev)"])
+        }
+    }
+
+    // MARK: Roles
+
+    private func changeRole(_ role: EngineRole, now: Int64, batch: inout Batch) {
+        let previous = replication.role
+        guard role != previous else { return }
+        if batch.hasUncommittedRecords { commit(&batch) }
+        replication.role = role
+        switch role {
+        case .leader(let epoch):
+            replication.link?.close()
+            replication.link = nil
+            reconcileWithLog(now: now, batch: &batch)
+            var history = replication.history
+            history.begin(epoch: epoch, firstRev: database.rev + 1)
+            adoptHistory(history)
+            if let storage { nextRegistrationID = max(nextRegistrationID, storage.onDisconnect.nextID) }
+            if replication.syncReplicas == 0 { replication.confirmedRev = database.rev }
+            retakeForwards(now: now, batch: &batch)
+            runOrphanedQueues(now: now, batch: &batch)
+        case .replica(let leader, _):
+            stepDown(from: previous, batch: &batch)
+            if let leader, replication.link?.leader != leader {
+                replication.link?.close()
+                connectLink(to: leader)
+            } else if leader == nil {
+                replication.link?.close()
+                replication.link = nil
+            }
+        case .candidate:
+            stepDown(from: previous, batch: &batch)
+            replication.link?.close()
+            replication.link = nil
+        case .standalone:
+            break
+        }
+        logger.info("cluster role changed", metadata: ["from": "\(previous.name)", "to": "\(role.name)", "epoch": "\(role.epoch)"])
+        publishPosition(state: role.isLeader ? "leader" : role == .candidate(epoch: role.epoch) ? "candidate" : "catching_up")
+        broadcastClusterEvent(batch: &batch)
+    }
+
+    /// A leader that stops leading: its streams end, waiting writes fail, and held answers become
+    /// `unavailable` (their writes may or may not survive: the new leader decides).
+    private func stepDown(from previous: EngineRole, batch: inout Batch) {
+        guard previous.isLeader else { return }
+        for stream in replication.streams.values {
+            batch.append(.close, for: stream.session)
+        }
+        replication.streams = [:]
+        for waiting in replication.waitingForReplicas {
+            batch.append(.response(waiting.request.id, .failure(DatabaseError(.unavailable, "not the leader"))), for: waiting.session)
+        }
+        replication.waitingForReplicas = []
+        failHeld(DatabaseError(.unavailable, "not the leader: the leader stepped down before the write was confirmed (outcome unknown)"))
+    }
+
+    /// The log may hold records the in-memory state dropped (a batch refused after the proof of
+    /// leadership ran out): they are replayed, so that log and state agree before leading.
+    private func reconcileWithLog(now: Int64, batch: inout Batch) {
+        guard let storage, storage.lastRev > database.rev else { return }
+        guard let found = try? storage.writes(after: database.rev), found.complete else {
+            logger.error("the log is ahead of the state and cannot be replayed", metadata: ["rev": "\(database.rev)"])
+            return
+        }
+        for write in found.writes {
+            let before = database.root
+            database.replay(write)
+            let applied = Write.overwrites(write.overwrites.map { ($0.path, PreparedValue(node: $0.node)) })
+            afterWrite(applied, before: before, rev: write.rev, now: now, batch: &batch)
+        }
+        batch.checkpoint = database
+    }
+
+    func connectLink(to leader: String) {
+        guard let hooks = clusterHooks else { return }
+        replication.nextLinkID += 1
+        let fromRev = replication.forceSnapshot ? 0 : database.rev
+        let history = replication.forceSnapshot ? EpochHistory() : replication.history
+        replication.forceSnapshot = false
+        replication.link = hooks.openLink(
+            id: replication.nextLinkID, leader: leader, fromRev: fromRev, history: history.json)
+        replication.linkOpenedAt = clock()
+    }
+
+    private func clusterTick(now: Int64, batch: inout Batch) {
+        switch replication.role {
+        case .leader:
+            if replication.streams.values.contains(where: { now - $0.sentAt >= 1000 }) {
+                sendHeartbeats(now: now, batch: &batch)
+            }
+            expireWaitingForReplicas(now: now, batch: &batch)
+            checkSwitchover(now: now, batch: &batch)
+        case .replica(let leader?, _):
+            if replication.link == nil, now - replication.linkOpenedAt >= 500 {
+                connectLink(to: leader)
+            } else if replication.link != nil, now - replication.lastHeard > 5000, now - replication.linkOpenedAt > 5000 {
+                logger.warning("nothing from the leader for 5 s; reconnecting", metadata: ["leader": "\(leader)"])
+                replication.link?.close()
+            }
+            expireForwards(now: now, batch: &batch)
+        default:
+            expireForwards(now: now, batch: &batch)
+        }
+    }
+
+    func publishPosition(state: String) {
+        if let hooks = clusterHooks {
+            publishClusterObject(hooks.clusterObject(role: replication.role, rev: database.rev))
+        }
+        clusterHooks?.positionChanged(
+            role: replication.role, rev: database.rev, lastEpoch: replication.history.epoch(of: database.rev),
+            confirmedRev: replication.confirmedRev, state: state)
+    }
+
+    private func broadcastClusterEvent(batch: inout Batch) {
+        guard let hooks = clusterHooks else { return }
+        let line = ResponseEncoder.clusterEvent(hooks.clusterObject(role: replication.role, rev: database.rev))
+        for state in sessions.values where !state.isPeer {
+            batch.append(.line(line), for: state.link)
+        }
+    }
+
+    // MARK: Holding outputs until confirmed (syncReplicas ≥ 1)
+
+    /// Delivers the turn's outputs, or holds those that show unconfirmed revisions.
+    func deliverOrHold(_ outputs: [(session: SessionLink, items: [Outbound])]) {
+        guard replication.holdsOutputs else {
+            deliver(outputs)
+            return
+        }
+        var now: [(session: SessionLink, items: [Outbound])] = []
+        var later: [(session: SessionLink, items: [Outbound])] = []
+        let mustHold = database.rev > replication.confirmedRev || !replication.held.isEmpty
+        for (session, items) in outputs {
+            // Stream lines and cluster notices go at once: they are how confirmation happens.
+            let immediate = items.filter { if case .line = $0 { return true } else if case .computed = $0 { return true } else if case .close = $0 { return true }; return false }
+            let rest = mustHold ? items.filter { if case .line = $0 { return false } else if case .computed = $0 { return false } else if case .close = $0 { return false }; return true } : []
+            if !immediate.isEmpty || !mustHold { now.append((session, mustHold ? immediate : items)) }
+            if !rest.isEmpty { later.append((session, rest)) }
+        }
+        deliver(now)
+        if !later.isEmpty { replication.held.entries.append((database.rev, later)) }
+    }
+
+    private func releaseHeld(batch: inout Batch) {
+        while let first = replication.held.entries.first, first.needs <= replication.confirmedRev {
+            replication.held.entries.removeFirst()
+            for (session, items) in first.outputs {
+                for item in items { batch.append(item, for: session) }
+            }
+        }
+    }
+
+    private func failHeld(_ error: DatabaseError) {
+        var outputs: [(session: SessionLink, items: [Outbound])] = []
+        for entry in replication.held.entries {
+            for (session, items) in entry.outputs {
+                let answers = items.compactMap { item -> Outbound? in
+                    if case .response(let id, _) = item { return .response(id, .failure(error)) }
+                    return nil
+                }
+                if !answers.isEmpty { outputs.append((session, answers)) }
+            }
+        }
+        replication.held = HeldOutputs()
+        deliver(outputs)
+    }
+
+    // MARK: Leader: waiting for replicas
+
+    /// Under `syncReplicas: N`, a write that arrives while fewer than N replicas stream waits
+    /// (unapplied) for them, up to `syncTimeoutMs`.
+    func needsReplicasFirst(_ request: Request, session: SessionLink, now: Int64) -> Bool {
+        guard replication.syncReplicas > 0, replication.role.isLeader,
+            replication.streams.count < replication.syncReplicas || !replication.waitingForReplicas.isEmpty
+        else { return false }
+        replication.waitingForReplicas.append((session, request, now))
+        return true
+    }
+
+    private func flushWaitingForReplicas(now: Int64, batch: inout Batch) {
+        guard replication.streams.count >= replication.syncReplicas, !replication.waitingForReplicas.isEmpty else {
+            return
+        }
+        let waiting = replication.waitingForReplicas
+        replication.waitingForReplicas = []
+        for entry in waiting {
+            decrementInFlight(entry.session)
+            route(entry.request, session: entry.session, now: now, batch: &batch)
+            runDeferredIfIdle(entry.session, batch: &batch)
+        }
+    }
+
+    private func expireWaitingForReplicas(now: Int64, batch: inout Batch) {
+        flushWaitingForReplicas(now: now, batch: &batch)
+        while let first = replication.waitingForReplicas.first, now - first.since >= replication.syncTimeoutMs {
+            replication.waitingForReplicas.removeFirst()
+            let error = DatabaseError(
+                .unavailable,
+                "not enough replicas: \(replication.streams.count) of the \(replication.syncReplicas) required are streaming; the write was not applied")
+            batch.append(.response(first.request.id, .failure(error)), for: first.session)
+            finishedInFlight(first.session, batch: &batch)
+        }
+    }
+}
+
+/// The `divergent-<epoch>-<firstRev>.json` file (replication.md §6): each record as the request
+/// that re-applies it.
+enum DivergentRecords {
+    static func encode(epoch: UInt64, writes: [CommittedWrite], complete: Bool) -> [UInt8] {
+        var records: [JSONValue] = []
+        for write in writes {
+            func json(_ node: Node) -> JSONValue {
+                (try? JSONParser.parse(node.jsonBytes(format: .export))) ?? .null
+            }
+            if write.overwrites.count == 1, let only = write.overwrites.first {
+                records.append(
+                    .object([
+                        JSONMember("rev", .int(Int64(clamping: write.rev))), JSONMember("op", .string("set")),
+                        JSONMember("path", .string(only.path.description)), JSONMember("value", json(only.node)),
+                    ]))
+            } else {
+                let values = write.overwrites.map { JSONMember(String($0.path.description.dropFirst()), json($0.node)) }
+                records.append(
+                    .object([
+                        JSONMember("rev", .int(Int64(clamping: write.rev))), JSONMember("op", .string("update")),
+                        JSONMember("path", .string("/")), JSONMember("values", .object(values)),
+                    ]))
+            }
+        }
+        var members: [JSONMember] = [
+            JSONMember("epoch", .int(Int64(clamping: epoch))),
+            JSONMember("fromRev", .int(Int64(clamping: writes.first?.rev ?? 0))),
+            JSONMember("toRev", .int(Int64(clamping: writes.last?.rev ?? 0))),
+            JSONMember("records", .array(records)),
+        ]
+        if !complete { members.append(JSONMember("complete", .bool(false))) }
+        var bytes = Array(JSONValue.object(members).prettyJSONString.utf8)
+        bytes.append(UInt8(ascii: "\n"))
+        return bytes
+    }
+}

@@ -1,0 +1,229 @@
+import HearthJSON
+import HearthProtocol
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOPosix
+
+/// What a replica's peer connection hears from its leader, handed to the engine in order.
+enum LinkMessage: Sendable {
+    /// The leader took the `replicate`: `mode` is `stream` or `snapshot`, at the leader's `rev`,
+    /// with its epoch history.
+    case started(mode: String, rev: UInt64, epoch: UInt64, history: JSONValue)
+    /// The replica's log forked from the leader's after `keepRev` (replication.md §6).
+    case diverged(keepRev: UInt64)
+    /// The leader refused (`reason`): the link closes and is retried.
+    case refused(String)
+    /// A committed record, its payload JSON as the leader logged it (`kind` `w` a write, `od` an
+    /// onDisconnect change).
+    case record(rev: UInt64, epoch: UInt64, write: [UInt8]?, change: [UInt8]?, confirmedRev: UInt64)
+    /// A chunk of the snapshot at `rev` (`data` base64), or its end (`done`).
+    case snapshotChunk(rev: UInt64, data: String?, done: Bool)
+    /// Nothing new; the leader's confirmed revision.
+    case heartbeat(confirmedRev: UInt64)
+    /// The answer to forwarded request `forward` (its members after `id`).
+    case forwardAnswer(forward: UInt64, members: [JSONMember])
+    /// The leader is shutting down: the link closes.
+    case goaway
+    /// The connection ended.
+    case closed
+}
+
+/// A replica's peer connection to its leader (replication.md §3): authenticates with the
+/// cluster secret, asks to `replicate` from its position, then carries the leader's records to
+/// the engine, and the replica's acknowledgements and forwarded requests to the leader.
+///
+/// `send` may be called from any thread. Messages reach `deliver` on the link's event loop, in
+/// order.
+final class ReplicaLink: Sendable {
+    /// Tells this link's messages apart from those of an earlier link.
+    let id: UInt64
+    let leader: String
+    private let channel: NIOLockedValueBox<(any Channel)?> = NIOLockedValueBox(nil)
+    private let pending = NIOLockedValueBox<[[UInt8]]>([])
+
+    private init(id: UInt64, leader: String) {
+        self.id = id
+        self.leader = leader
+    }
+
+    /// Connects to `leader` (`host:port`) and starts replicating. `deliver` hears every message,
+    /// `.closed` last (also when the connection could not be made).
+    static func connect(
+        id: UInt64, leader: String, secret: String?, node: String, fromRev: UInt64, history: JSONValue,
+        group: any EventLoopGroup, maxLineBytes: Int, logger: Logger,
+        deliver: @escaping @Sendable (ReplicaLink, LinkMessage) -> Void
+    ) -> ReplicaLink {
+        let link = ReplicaLink(id: id, leader: leader)
+        guard let (host, port) = splitAddress(leader) else {
+            logger.error("the leader's advertised address is not host:port", metadata: ["leader": "\(leader)"])
+            group.next().execute { deliver(link, .closed) }
+            return link
+        }
+        var hello: [UInt8] = []
+        if let secret {
+            JSONValue.object([JSONMember("op", .string("auth")), JSONMember("id", .string("auth")), JSONMember("token", .string(secret))])
+                .serialize(into: &hello)
+            hello.append(UInt8(ascii: "\n"))
+        }
+        JSONValue.object([
+            JSONMember("op", .string("replicate")), JSONMember("id", .string("replicate")),
+            JSONMember("node", .string(node)), JSONMember("fromRev", .int(Int64(clamping: fromRev))),
+            JSONMember("history", history),
+        ]).serialize(into: &hello)
+        hello.append(UInt8(ascii: "\n"))
+        let first = hello
+        ClientBootstrap(group: group)
+            .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            .connectTimeout(.seconds(2))
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(
+                        ByteToMessageHandler(LineFrameDecoder(maxLength: maxLineBytes)))
+                    try channel.pipeline.syncOperations.addHandler(
+                        LinkHandler(link: link, logger: logger, deliver: deliver))
+                }
+            }
+            .connect(host: host, port: port)
+            .whenComplete { result in
+                switch result {
+                case .success(let channel):
+                    let queued = link.pending.withLockedValue { queued -> [[UInt8]] in
+                        defer { queued = [] }
+                        return queued
+                    }
+                    link.channel.withLockedValue { $0 = channel }
+                    var buffer = channel.allocator.buffer(bytes: first)
+                    for line in queued { buffer.writeBytes(line) }
+                    channel.writeAndFlush(buffer, promise: nil)
+                case .failure(let error):
+                    logger.warning(
+                        "could not connect to the leader", metadata: ["leader": "\(leader)", "error": "\(error)"])
+                    group.next().execute { deliver(link, .closed) }
+                }
+            }
+        return link
+    }
+
+    /// Sends one line (with its newline) to the leader.
+    func send(_ line: [UInt8]) {
+        let channel = self.channel.withLockedValue { channel -> (any Channel)? in
+            if channel == nil { pending.withLockedValue { $0.append(line) } }
+            return channel
+        }
+        guard let channel else { return }
+        channel.writeAndFlush(channel.allocator.buffer(bytes: line), promise: nil)
+    }
+
+    /// Closes the connection (the link then delivers `.closed`).
+    func close() {
+        channel.withLockedValue { $0 }?.close(promise: nil)
+    }
+
+    /// `host:port` (`[v6]:port` too) split in two.
+    static func splitAddress(_ address: String) -> (String, Int)? {
+        guard let colon = address.lastIndex(of: ":"), let port = Int(address[address.index(after: colon)...]),
+            (1...65535).contains(port)
+        else { return nil }
+        var host = String(address[..<colon])
+        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        return host.isEmpty ? nil : (host, port)
+    }
+}
+
+/// Parses the leader's lines for a `ReplicaLink`.
+private final class LinkHandler: ChannelInboundHandler {
+    typealias InboundIn = LineFrame
+
+    private let link: ReplicaLink
+    private let logger: Logger
+    private let deliver: @Sendable (ReplicaLink, LinkMessage) -> Void
+
+    init(link: ReplicaLink, logger: Logger, deliver: @escaping @Sendable (ReplicaLink, LinkMessage) -> Void) {
+        self.link = link
+        self.logger = logger
+        self.deliver = deliver
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard case .line(let line) = unwrapInboundIn(data) else {
+            logger.error("the leader sent a line over the peer limit; reconnecting")
+            context.close(promise: nil)
+            return
+        }
+        guard let json = line.withUnsafeReadableBytes({ try? JSONParser.parse($0) }) else {
+            logger.error("the leader sent a line that is not JSON; reconnecting")
+            context.close(promise: nil)
+            return
+        }
+        guard let message = Self.message(json, line: line) else { return }
+        if case .goaway = message {
+            context.close(promise: nil)
+            return
+        }
+        deliver(link, message)
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        deliver(link, .closed)
+        context.fireChannelInactive()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        logger.warning("the peer connection to the leader failed", metadata: ["error": "\(error)"])
+        context.close(promise: nil)
+    }
+
+    private static func rev(_ value: JSONValue?) -> UInt64 {
+        guard let value = value?.int64Value, value >= 0 else { return 0 }
+        return UInt64(value)
+    }
+
+    /// The message a line carries; nil for lines a replica ignores (`hello`, other events).
+    static func message(_ json: JSONValue, line: ByteBuffer) -> LinkMessage? {
+        if case .string(let event)? = json["event"] {
+            switch event {
+            case "wal":
+                var write: [UInt8]?
+                var change: [UInt8]?
+                if let w = json["w"] { write = w.serialized }
+                if let od = json["od"] { change = od.serialized }
+                return .record(
+                    rev: rev(json["rev"]), epoch: rev(json["epoch"]), write: write, change: change,
+                    confirmedRev: rev(json["confirmedRev"]))
+            case "snapshot":
+                var data: String?
+                if case .string(let text)? = json["data"] { data = text }
+                return .snapshotChunk(rev: rev(json["rev"]), data: data, done: json["done"] == .bool(true))
+            case "heartbeat":
+                return .heartbeat(confirmedRev: rev(json["confirmedRev"]))
+            case "goaway":
+                return .goaway
+            default:
+                return nil
+            }
+        }
+        switch json["id"] {
+        case .string("auth")?:
+            if json["ok"] == .bool(true) { return nil }
+            return .refused("the leader refused the cluster secret: \(json["error"]?["message"]?.stringValue ?? "?")")
+        case .string("replicate")?:
+            if json["ok"] == .bool(true), case .string(let mode)? = json["mode"] {
+                return .started(
+                    mode: mode, rev: rev(json["rev"]), epoch: rev(json["epoch"]), history: json["history"] ?? .array([]))
+            }
+            if json["error"]?["code"] == .string("diverged") { return .diverged(keepRev: rev(json["error"]?["keepRev"])) }
+            return .refused(json["error"]?["message"]?.stringValue ?? "replicate was refused")
+        case .string(let text)? where text.hasPrefix("f"):
+            guard let forward = UInt64(text.dropFirst()), case .object(let members) = json else { return nil }
+            return .forwardAnswer(forward: forward, members: members.filter { $0.key != "id" })
+        default:
+            return nil
+        }
+    }
+}
+
+extension ReplicaLink {
+    /// Whether the connection is up (requests sent before are queued until it is).
+    var isReady: Bool { channel.withLockedValue { $0 != nil } }
+}

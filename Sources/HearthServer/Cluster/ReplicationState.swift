@@ -1,0 +1,134 @@
+import HearthCore
+import HearthJSON
+import HearthProtocol
+import HearthStorage
+import NIOCore
+
+/// This node's place in the cluster as the engine sees it (docs/cluster.md "Roles").
+enum EngineRole: Sendable, Equatable {
+    /// Not clustered: the standalone server.
+    case standalone
+    /// Orders writes under leadership `epoch`.
+    case leader(epoch: UInt64)
+    /// Follows the leader at `leader` (its advertised TCP address; nil while none is known).
+    case replica(leader: String?, epoch: UInt64)
+    /// Campaigning, or without a leader.
+    case candidate(epoch: UInt64)
+
+    var isLeader: Bool {
+        if case .leader = self { return true }
+        return false
+    }
+
+    /// Whether this node applies writes itself (standalone or leader).
+    var appliesWrites: Bool {
+        switch self {
+        case .standalone, .leader: return true
+        case .replica, .candidate: return false
+        }
+    }
+
+    var epoch: UInt64 {
+        switch self {
+        case .standalone: return 0
+        case .leader(let epoch), .replica(_, let epoch), .candidate(let epoch): return epoch
+        }
+    }
+
+    var name: String {
+        switch self {
+        case .standalone: return "standalone"
+        case .leader: return "leader"
+        case .replica: return "replica"
+        case .candidate: return "candidate"
+        }
+    }
+}
+
+/// One replica following this leader over a peer connection.
+struct ReplicaStream {
+    let session: SessionLink
+    let node: String
+    /// The last revision sent to it.
+    var sentRev: UInt64
+    /// The last revision it acknowledged as durable.
+    var ackedRev: UInt64
+    /// When it last acknowledged (ms), for its lag.
+    var ackedAt: Int64
+    /// When something was last sent (ms), for heartbeats.
+    var sentAt: Int64
+}
+
+/// A client request a replica forwarded to its leader, waiting for the answer.
+struct ForwardedRequest {
+    let session: SessionLink
+    let request: Request
+    /// When it was first sent (ms): it fails with `unavailable` after `syncTimeoutMs`.
+    let sentAt: Int64
+}
+
+/// Outputs that show revisions beyond the confirmed one (replication.md §4, `syncReplicas ≥ 1`):
+/// delivered in order once `confirmedRev` reaches `needs`.
+struct HeldOutputs {
+    var entries: [(needs: UInt64, outputs: [(session: SessionLink, items: [Outbound])])] = []
+    var isEmpty: Bool { entries.isEmpty }
+}
+
+/// The engine's replication state (engine thread only). Empty, and never consulted on a hot
+/// path, on a standalone server.
+struct ReplicationState {
+    var role: EngineRole = .standalone
+    /// This node's name in the cluster.
+    var node = ""
+    /// The settings that shape acknowledgements.
+    var syncReplicas = 0
+    var syncTimeoutMs: Int64 = 5000
+    /// The epochs this node's log went through.
+    var history = EpochHistory()
+    /// The highest revision whose acknowledgement the leader released (on a replica: as the
+    /// leader last said).
+    var confirmedRev: UInt64 = 0
+    /// Leader: the replicas streaming from it, by peer session.
+    var streams: [UInt64: ReplicaStream] = [:]
+    /// Leader: writes waiting for enough replicas to stream (not applied yet).
+    var waitingForReplicas: [(session: SessionLink, request: Request, since: Int64)] = []
+    /// Replica: forwarded requests by forward id, and the next id.
+    var forwarded: [UInt64: ForwardedRequest] = [:]
+    var nextForwardID: UInt64 = 1
+    /// Replica: forwarded requests the leader answered, waiting until this node applied their rev.
+    var answeredForwards: [(rev: UInt64, session: SessionLink, request: Request, body: ResponseBody)] = []
+    /// Replica: requests to forward once a leader is known (held up to `syncTimeoutMs`).
+    var unsent: [(session: SessionLink, request: Request, since: Int64)] = []
+    /// Requests of a session queued behind its forwarded ones, so that it reads its own writes and
+    /// its answers stay in order.
+    var deferred: [UInt64: [Request]] = [:]
+    /// Forwarded requests of each session not answered yet.
+    var inFlight: [UInt64: Int] = [:]
+    /// Outputs waiting for `confirmedRev`.
+    var held = HeldOutputs()
+    /// The peer connection to the leader (replica), set by the cluster node.
+    var link: ReplicaLink?
+    /// Replica: when the leader was last heard from, and when the link was opened (ms).
+    var lastHeard: Int64 = 0
+    var linkOpenedAt: Int64 = 0
+    var nextLinkID: UInt64 = 0
+    /// Replica: the next `replicate` asks for a snapshot (after moving divergent records aside).
+    var forceSnapshot = false
+    /// Leader: replicas' client connections (`<node>/<session>`) with onDisconnect queues here,
+    /// and the key each queue is kept under.
+    var remoteOwners: [String: UInt64] = [:]
+    /// Replica: client connections that forwarded onDisconnect registrations.
+    var registeredOwners: Set<UInt64> = []
+    /// Leader: a `failover` in progress.
+    var switchover: PendingSwitchover?
+    /// Snapshot bytes being received from the leader, with the revision they are at.
+    var incomingSnapshot: (rev: UInt64, bytes: [UInt8])?
+    /// Elections seen, records and bytes streamed (metrics and status).
+    var recordsStreamed: UInt64 = 0
+    var bytesStreamed: UInt64 = 0
+
+    var isClustered: Bool { role != .standalone }
+
+    /// Whether outputs must wait for confirmation (`syncReplicas ≥ 1` on a clustered node).
+    var holdsOutputs: Bool { isClustered && syncReplicas > 0 }
+}

@@ -1,0 +1,217 @@
+import Foundation
+import HearthCore
+import HearthJSON
+import Logging
+import NIOConcurrencyHelpers
+import XCTest
+
+@testable import HearthServer
+
+/// Roles fixed by the test instead of elected (the election itself is tested on a real etcd in
+/// ClusterFailoverTests): the replication stream, forwarding and events between two real servers
+/// over real sockets.
+final class FixedMembership: ClusterMembership, @unchecked Sendable {
+    private let state = NIOLockedValueBox<(leader: (node: String, tcp: String, epoch: UInt64)?, proof: Bool)>((nil, true))
+
+    func hasLeadershipProof() -> Bool { state.withLockedValue { $0.proof } }
+    func publish(state: String, rev: UInt64, lastEpoch: UInt64, confirmedRev: UInt64?) {}
+    func members() -> [JSONValue] { [] }
+    func leader() -> (node: String, tcp: String, epoch: UInt64)? { state.withLockedValue { $0.leader } }
+    func resign(to target: String, done: @escaping @Sendable (Result<UInt64, DatabaseError>) -> Void) {
+        done(.failure(DatabaseError(.unavailable, "fixed membership")))
+    }
+
+    func set(leader: (node: String, tcp: String, epoch: UInt64)?) { state.withLockedValue { $0.leader = leader } }
+    func set(proof: Bool) { state.withLockedValue { $0.proof = proof } }
+}
+
+final class ReplicationStreamTests: XCTestCase {
+    struct Node {
+        let server: HearthServer
+        let membership: FixedMembership
+        let directory: String
+
+        var node: ClusterNode { server.clusterNode.withLockedValue { $0! } }
+        var address: String { "127.0.0.1:\(server.port)" }
+    }
+
+    private var started: [Node] = []
+
+    /// Quiet, unless HEARTH_TEST_LOG is set (debugging a cluster test).
+    static func logger(_ node: String) -> Logger {
+        guard ProcessInfo.processInfo.environment["HEARTH_TEST_LOG"] != nil else { return quietLogger }
+        var logger = Logger(label: node) { StreamLogHandler.standardError(label: $0) }
+        logger.logLevel = .debug
+        return logger
+    }
+
+    override func tearDown() async throws {
+        for node in started {
+            await node.server.shutdown()
+            try? FileManager.default.removeItem(atPath: node.directory)
+        }
+        started = []
+    }
+
+    func startNode(_ name: String, directory: String? = nil, syncReplicas: Int = 0) async throws -> Node {
+        var configuration = ServerConfiguration()
+        configuration.host = "127.0.0.1"
+        configuration.port = 0
+        configuration.httpPort = nil
+        configuration.dataDirectory = directory ?? temporaryDataDirectory()
+        configuration.fsync = .never
+        let membership = FixedMembership()
+        let server = try await HearthServer.start(
+            configuration: configuration, logger: Self.logger(name),
+            cluster: ClusterSetup(
+                node: name, name: "test", secret: "peer-secret", syncReplicas: syncReplicas, syncTimeoutMs: 2000,
+                membership: membership))
+        let node = Node(server: server, membership: membership, directory: configuration.dataDirectory)
+        started.append(node)
+        return node
+    }
+
+    func lead(_ leader: Node, epoch: UInt64, followers: [Node]) {
+        for node in [leader] + followers {
+            node.membership.set(leader: ("leader", leader.address, epoch))
+        }
+        leader.node.assign(.leader(epoch: epoch))
+        for follower in followers { follower.node.assign(.replica(leader: leader.address, epoch: epoch)) }
+    }
+
+    /// Polls `get` on `port` until `path` holds `expected`.
+    func waitForValue(_ port: Int, _ path: String, _ expected: JSONValue, timeout: Double = 10) throws {
+        let client = try TestClient(port: port)
+        let deadline = Date().addingTimeInterval(timeout)
+        var last: JSONValue = .null
+        while Date() < deadline {
+            last = try client.request(#"{"op":"get","path":"\#(path)"}"#)["value"] ?? .null
+            if last == expected { return }
+            Thread.sleep(forTimeInterval: 0.02)
+        }
+        XCTFail("\(path) on port \(port) is \(last), expected \(expected)")
+    }
+
+    func testReplicaStreamsTheLeadersWritesAndRaisesTheSameEvents() async throws {
+        let leader = try await startNode("leader")
+        let replica = try await startNode("replica")
+        leader.node.assign(.leader(epoch: 7))
+        let writer = try TestClient(port: leader.server.port)
+        XCTAssertEqual(
+            try writer.request(#"{"op":"set","path":"/before","value":"written before the replica joined"}"#)["ok"],
+            .bool(true))
+        lead(leader, epoch: 7, followers: [replica])
+        try waitForValue(replica.server.port, "/before", .string("written before the replica joined"))
+
+        let subscriber = try TestClient(port: replica.server.port)
+        XCTAssertEqual(subscriber.hello["cluster"]?["role"], .string("replica"), "\(subscriber.hello)")
+        let subscribed = try subscriber.request(
+            #"{"op":"subscribe","path":"/scores","events":["child_added","child_changed"]}"#)
+        XCTAssertEqual(subscribed["ok"], .bool(true))
+        for i in 1...20 {
+            try writer.request(#"{"op":"set","path":"/scores/p\#(i % 5)","value":\#(i)}"#)
+        }
+        var seen: [(String, Int64)] = []
+        while seen.count < 20 {
+            let event = try subscriber.readJSON()
+            if case .string(let type)? = event["event"], let value = event["value"]?.int64Value {
+                seen.append((type, value))
+            }
+        }
+        XCTAssertEqual(seen.map(\.1), Array(1...20).map(Int64.init), "events in the leader's order")
+        XCTAssertEqual(seen.prefix(5).map(\.0), Array(repeating: "child_added", count: 5))
+        XCTAssertEqual(seen.dropFirst(5).map(\.0), Array(repeating: "child_changed", count: 15))
+        let leaderRev = try writer.request(#"{"op":"get","path":"/"}"#)["rev"]
+        XCTAssertEqual(try subscriber.request(#"{"op":"get","path":"/"}"#)["rev"], leaderRev, "same revisions")
+    }
+
+    func testAWriteThroughAReplicaIsReadBackAtOnceThere() async throws {
+        let leader = try await startNode("leader")
+        let replica = try await startNode("replica")
+        lead(leader, epoch: 3, followers: [replica])
+        try waitForValue(replica.server.port, "/", .null)
+        let client = try TestClient(port: replica.server.port)
+        for i in 1...50 {
+            let answer = try client.request(#"{"op":"set","path":"/items/\#(i)","value":\#(i),"wid":"c1:\#(i)"}"#)
+            XCTAssertEqual(answer["ok"], .bool(true), "\(answer)")
+            let read = try client.request(#"{"op":"get","path":"/items/\#(i)"}"#)
+            XCTAssertEqual(read["value"], .int(Int64(i)), "read-your-writes on the replica")
+            XCTAssertGreaterThanOrEqual(read["rev"]?.int64Value ?? 0, answer["rev"]?.int64Value ?? .max)
+        }
+        let pushed = try client.request(#"{"op":"push","path":"/log","value":{"a":1}}"#)
+        let key = try XCTUnwrap(pushed["key"]?.stringValue)
+        XCTAssertEqual(try client.request(#"{"op":"get","path":"/log/\#(key)/a"}"#)["value"], .int(1))
+        // A retried write id is recognised by the leader and not applied again.
+        let again = try client.request(#"{"op":"set","path":"/items/1","value":"changed","wid":"c1:1"}"#)
+        XCTAssertEqual(again["duplicate"], .bool(true), "\(again)")
+        let onLeader = try TestClient(port: leader.server.port)
+        XCTAssertEqual(try onLeader.request(#"{"op":"get","path":"/items/1"}"#)["value"], .int(1))
+        // A transaction through the replica: the leader decides.
+        let stale = try client.request(#"{"op":"transaction","path":"/items/2","value":20,"expect":99}"#)
+        XCTAssertEqual(stale["committed"], .bool(false))
+        XCTAssertEqual(stale["value"], .int(2))
+        let committed = try client.request(#"{"op":"transaction","path":"/items/2","value":20,"expect":2}"#)
+        XCTAssertEqual(committed["committed"], .bool(true), "\(committed)")
+        XCTAssertEqual(try client.request(#"{"op":"get","path":"/items/2"}"#)["value"], .int(20))
+    }
+
+    func testAReplicaTooFarBehindGetsASnapshotAndOneThatForkedMovesItsRecordsAside() async throws {
+        let leader = try await startNode("leader")
+        leader.node.assign(.leader(epoch: 9))
+        let writer = try TestClient(port: leader.server.port)
+        for i in 1...5 {
+            XCTAssertEqual(try writer.request(#"{"op":"set","path":"/a/\#(i)","value":\#(i)}"#)["ok"], .bool(true))
+        }
+        // A node that wrote records of its own in an epoch the leader never had.
+        let stray = try await startNode("stray")
+        stray.node.assign(.leader(epoch: 2))
+        let strayWriter = try TestClient(port: stray.server.port)
+        for i in 1...3 {
+            XCTAssertEqual(
+                try strayWriter.request(#"{"op":"set","path":"/stray/\#(i)","value":\#(i)}"#)["ok"], .bool(true))
+        }
+        lead(leader, epoch: 9, followers: [stray])
+        try waitForValue(stray.server.port, "/a/5", .int(5))
+        try waitForValue(stray.server.port, "/stray", .null)
+        let files = try FileManager.default.contentsOfDirectory(atPath: stray.directory).filter { $0.hasPrefix("divergent-") }
+        XCTAssertEqual(files, ["divergent-2-1.json"])
+        let moved = try JSONParser.parse(
+            Array(try Data(contentsOf: URL(fileURLWithPath: stray.directory + "/" + files[0]))))
+        XCTAssertEqual(moved["fromRev"], .int(1))
+        XCTAssertEqual(moved["toRev"], .int(3))
+        guard case .array(let records)? = moved["records"] else { return XCTFail("no records in \(moved)") }
+        XCTAssertEqual(records.count, 3)
+        XCTAssertEqual(records.first?["path"], .string("/stray/1"))
+        // The former stray now follows: later writes arrive.
+        try writer.request(#"{"op":"set","path":"/after","value":true}"#)
+        try waitForValue(stray.server.port, "/after", .bool(true))
+    }
+
+    func testALeaderWithoutProofOfItsLeaseAcknowledgesNothing() async throws {
+        let leader = try await startNode("leader")
+        leader.node.assign(.leader(epoch: 4))
+        let client = try TestClient(port: leader.server.port)
+        XCTAssertEqual(try client.request(#"{"op":"set","path":"/x","value":1}"#)["ok"], .bool(true))
+        leader.membership.set(proof: false)
+        let refused = try client.request(#"{"op":"set","path":"/x","value":2}"#)
+        XCTAssertEqual(refused["error"]?["code"], .string("unavailable"), "\(refused)")
+        XCTAssertEqual(try client.request(#"{"op":"get","path":"/x"}"#)["value"], .int(1))
+    }
+
+    func testUnderSyncReplicasAWriteWaitsForAReplicaOrFailsUnapplied() async throws {
+        let leader = try await startNode("leader", syncReplicas: 1)
+        leader.node.assign(.leader(epoch: 5))
+        let client = try TestClient(port: leader.server.port)
+        let refused = try client.request(#"{"op":"set","path":"/x","value":1}"#)
+        XCTAssertEqual(refused["error"]?["code"], .string("unavailable"), "\(refused)")
+        XCTAssertTrue(refused["error"]?["message"]?.stringValue?.contains("not enough replicas") == true)
+        XCTAssertEqual(try client.request(#"{"op":"get","path":"/x"}"#)["value"], .null, "nothing applied")
+        let replica = try await startNode("replica", syncReplicas: 1)
+        lead(leader, epoch: 5, followers: [replica])
+        let answer = try client.request(#"{"op":"set","path":"/x","value":2}"#)
+        XCTAssertEqual(answer["ok"], .bool(true), "\(answer)")
+        // Acknowledged only once the replica holds it.
+        let onReplica = try TestClient(port: replica.server.port)
+        XCTAssertEqual(try onReplica.request(#"{"op":"get","path":"/x"}"#)["value"], .int(2))
+    }
+}
