@@ -98,6 +98,10 @@ extension ClusterCoordinator {
         let json = try? JSONParser.parse(kv.value)
         if kv.key == keys.failover {
             state.failover = json.flatMap(FailoverNotice.init(json:))
+            if let notice = state.failover, !notice.allowsCampaign(by: settings.node), state.candidateSince != nil {
+                state.candidateSince = nil
+                state.memberDirty = true
+            }
         } else if let node = keys.memberNode(kv.key) {
             if let info = json.flatMap(MemberInfo.init(json:)), info.node == node {
                 state.members[node] = info
@@ -120,6 +124,11 @@ extension ClusterCoordinator {
             state.electionsSeen += 1
         }
         state.leader = (try? JSONParser.parse(kv.value)).flatMap(LeaderInfo.init(json:))
+        // Someone leads: a campaign is over at once, not at the next tick.
+        if state.candidateSince != nil {
+            state.candidateSince = nil
+            state.memberDirty = true
+        }
         if state.holdsLeadership && kv.createRevision != state.ownEpoch {
             return "another leader holds the leader key"
         }

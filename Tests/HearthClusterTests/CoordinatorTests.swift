@@ -98,7 +98,7 @@ final class CoordinatorTests: XCTestCase {
         }
         // Nobody but the target campaigned.
         for (node, seen) in zip(nodes, seenBefore) where node.name != target.name {
-            XCTAssertFalse(node.views.all.dropFirst(seen).contains { $0.role != .replica }, node.name)
+            XCTAssertFalse(node.views.all.dropFirst(seen).contains { $0.role != .replica }, "\(node.name): \(node.views.all.map { "\($0.role) \($0.leader?.node ?? "-")" })")
         }
         do {
             try await old.coordinator.resign(to: nil)
