@@ -215,7 +215,8 @@ extension ClusterCoordinator {
             guard let lease = state.lease, !state.leaseLost else { return nil }
             let info = MemberInfo(
                 node: settings.node, tcp: settings.advertise, http: settings.advertiseHTTP, role: role(state),
-                epoch: state.epoch, rev: 0, lastEpoch: 0, state: publishedState(state), confirmedRev: state.confirmedRev)
+                epoch: state.epoch, rev: 0, lastEpoch: 0, state: publishedState(state), confirmedRev: state.confirmedRev
+            )
             let urgent = force || !state.registered || state.memberDirty
             let due = state.lastMemberWrite.map { now - $0 >= Self.memberRefresh } ?? true
             return urgent || due ? (lease, info, urgent) : nil
@@ -291,7 +292,8 @@ extension ClusterCoordinator {
                     node: settings.node, own: own, members: Array(others), syncReplicas: settings.syncReplicas,
                     excluding: state.failover?.from)
                 if none && !state.noEligibleLeader {
-                    announce = "no member is eligible to lead without losing an acknowledged write; staying without a leader"
+                    announce =
+                        "no member is eligible to lead without losing an acknowledged write; staying without a leader"
                 }
                 state.noEligibleLeader = none
                 return withdraw(&state)

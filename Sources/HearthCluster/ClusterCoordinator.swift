@@ -221,6 +221,7 @@ public enum ClusterCoordinatorError: Error, Sendable, Equatable, CustomStringCon
     /// `resign(to:)` named a node that is not a live member (or this node).
     case unknownTarget(String)
 
+    /// The refusal in an operator's words.
     public var description: String {
         switch self {
         case .notLeader: return "this node is not the leader"

@@ -19,11 +19,16 @@ public struct ClusterSettings: Sendable, Equatable {
     /// How long a write waits for enough replicas, or a forwarded write for a leader.
     public var syncTimeoutMs: Int
 
+    /// `cluster.name` when none is set.
     public static let defaultName = "hearth"
+    /// `cluster.leaseSeconds` when none is set.
     public static let defaultLeaseSeconds = 5
+    /// The lease TTLs `validate()` accepts.
     public static let leaseSecondsRange = 2...60
+    /// `cluster.syncTimeoutMs` when none is set.
     public static let defaultSyncTimeoutMs = 5_000
 
+    /// Settings with the documented defaults for whatever is not given; call `validate()`.
     public init(
         etcd: [String], name: String = ClusterSettings.defaultName, node: String, advertise: String,
         advertiseHTTP: String? = nil, leaseSeconds: Int = ClusterSettings.defaultLeaseSeconds, syncReplicas: Int = 0,
@@ -95,11 +100,14 @@ public struct ClusterSettings: Sendable, Equatable {
 
 /// An invalid cluster setting, with the message an operator sees.
 public struct ClusterSettingsError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// Names the setting and says what is wrong with it.
     public var message: String
 
+    /// An error with `message`.
     public init(_ message: String) {
         self.message = message
     }
 
+    /// The message.
     public var description: String { message }
 }

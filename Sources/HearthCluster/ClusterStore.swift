@@ -38,18 +38,23 @@ public protocol ClusterStore: Sendable {
 
 /// A lease's id, as the store assigned it.
 public struct LeaseID: Sendable, Hashable, CustomStringConvertible {
+    /// The store's id (etcd's int64 lease ID).
     public var rawValue: Int64
 
+    /// The lease with the store's id `rawValue`.
     public init(_ rawValue: Int64) {
         self.rawValue = rawValue
     }
 
+    /// The id in decimal, as etcd prints it.
     public var description: String { String(rawValue) }
 }
 
 /// One key as the store holds it.
 public struct KeyValue: Sendable, Equatable {
+    /// The key (UTF-8 in the store).
     public var key: String
+    /// The value's bytes.
     public var value: [UInt8]
     /// The revision of the write that created the key (since it last did not exist).
     public var createRevision: Int64
@@ -58,6 +63,7 @@ public struct KeyValue: Sendable, Equatable {
     /// The lease the key is attached to, if any.
     public var lease: LeaseID?
 
+    /// A key as the store holds it.
     public init(key: String, value: [UInt8], createRevision: Int64, modRevision: Int64, lease: LeaseID?) {
         self.key = key
         self.value = value

@@ -18,6 +18,7 @@ public enum ClusterStoreError: Error, Sendable, Equatable, CustomStringConvertib
     /// A configured endpoint cannot be used.
     case invalidEndpoint(String)
 
+    /// The failure in an operator's words, naming the endpoint.
     public var description: String {
         switch self {
         case .unreachable(let endpoints, let reason):

@@ -2,12 +2,14 @@ import HearthJSON
 
 /// The current leader as its `leader` key says: `{"node","tcp","http"}`.
 public struct LeaderInfo: Sendable, Equatable {
+    /// The leader's node name.
     public var node: String
     /// The leader's advertised TCP `host:port`.
     public var tcp: String
     /// The leader's advertised HTTP `host:port`, when it has an HTTP listener.
     public var http: String?
 
+    /// A leader key's value.
     public init(node: String, tcp: String, http: String?) {
         self.node = node
         self.tcp = tcp
@@ -29,6 +31,7 @@ public struct LeaderInfo: Sendable, Equatable {
 public struct ClusterView: Sendable, Equatable {
     /// This node's name.
     public var node: String
+    /// This node's role.
     public var role: ClusterRole
     /// This node's state as its member key says it.
     public var state: MemberState
@@ -44,6 +47,7 @@ public struct ClusterView: Sendable, Equatable {
     /// How many leaderships (distinct epochs) this node has seen since it started.
     public var electionsSeen: Int
 
+    /// A view with every field given.
     public init(
         node: String, role: ClusterRole, state: MemberState, epoch: UInt64, leader: LeaderInfo?, members: [MemberInfo],
         noEligibleLeader: Bool, electionsSeen: Int

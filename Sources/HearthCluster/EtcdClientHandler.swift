@@ -66,7 +66,8 @@ final class EtcdClientHandler: ChannelDuplexHandler {
         head.headers.add(name: "Content-Type", value: "application/json")
         head.headers.add(name: "Content-Length", value: String(request.body.count))
         context.write(wrapOutboundOut(.head(head)), promise: nil)
-        context.write(wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(bytes: request.body)))), promise: nil)
+        context.write(
+            wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(bytes: request.body)))), promise: nil)
         context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: promise)
         let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
         timeout = context.eventLoop.assumeIsolated().scheduleTask(in: request.timeout) { [self] in

@@ -212,7 +212,8 @@ struct EtcdWatchLines {
                 message: error["message"]?.stringValue ?? error.jsonString)
         }
         guard let result = json["result"] else {
-            throw ClusterStoreError.invalidResponse(endpoint: endpoint.description, detail: "a watch line without result")
+            throw ClusterStoreError.invalidResponse(
+                endpoint: endpoint.description, detail: "a watch line without result")
         }
         if result["canceled"]?.boolValue == true {
             let compacted = EtcdJSON.int64(result["compact_revision"]) ?? 0
@@ -224,7 +225,8 @@ struct EtcdWatchLines {
         var events: [WatchEvent] = []
         for item in items {
             guard let kvJSON = item["kv"], let kv = EtcdJSON.keyValue(kvJSON) else {
-                throw ClusterStoreError.invalidResponse(endpoint: endpoint.description, detail: "a watch event without kv")
+                throw ClusterStoreError.invalidResponse(
+                    endpoint: endpoint.description, detail: "a watch event without kv")
             }
             if item["type"]?.stringValue == "DELETE" {
                 events.append(.delete(key: kv.key, revision: kv.modRevision))

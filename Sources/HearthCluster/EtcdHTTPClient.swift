@@ -60,7 +60,9 @@ final class EtcdHTTPClient: Sendable {
 
     /// Posts `body` to `path` on a connection of its own and streams the answer's body (a watch).
     /// Ending the stream's consumption closes the connection.
-    func stream(_ path: String, _ body: JSONValue) async throws -> (
+    func stream(
+        _ path: String, _ body: JSONValue
+    ) async throws -> (
         endpoint: EtcdEndpoint, body: AsyncThrowingStream<[UInt8], any Error>
     ) {
         let start = state.withLock { $0.preferred }
@@ -99,7 +101,8 @@ final class EtcdHTTPClient: Sendable {
         let endpoint = endpoints[index]
         let promise = channel.eventLoop.makePromise(of: EtcdHTTPResponse.self)
         let request = EtcdHTTPRequest(
-            path: path, body: bytes, hostHeader: endpoint.hostHeader, timeout: requestTimeout, response: .whole(promise))
+            path: path, body: bytes, hostHeader: endpoint.hostHeader, timeout: requestTimeout, response: .whole(promise)
+        )
         channel.writeAndFlush(request).whenFailure { promise.fail($0) }
         let response: EtcdHTTPResponse
         do {

@@ -30,6 +30,7 @@ public final class InMemoryClusterStore: ClusterStore {
     private let clock = ContinuousClock()
     private let sweeper = Mutex<Task<Void, Never>?>(nil)
 
+    /// An empty store at revision 1; its leases start expiring at once.
     public init() {
         let task = Task { [weak self] in
             while !Task.isCancelled {
@@ -126,7 +127,8 @@ public final class InMemoryClusterStore: ClusterStore {
                 continuation.finish(throwing: Self.unreachable)
                 return nil
             }
-            for event in state.history where event.revision >= fromRevision && event.key.utf8.starts(with: prefix.utf8) {
+            for event in state.history where event.revision >= fromRevision && event.key.utf8.starts(with: prefix.utf8)
+            {
                 continuation.yield(event)
             }
             state.nextWatcher += 1

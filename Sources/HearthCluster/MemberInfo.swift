@@ -2,11 +2,13 @@ import HearthJSON
 
 /// One node as its `members/<node>` key describes it (replication.md §2).
 public struct MemberInfo: Sendable, Equatable {
+    /// The node's name (the key's last segment).
     public var node: String
     /// The advertised TCP `host:port`.
     public var tcp: String
     /// The advertised HTTP `host:port`, when the node has an HTTP listener.
     public var http: String?
+    /// The node's role as it last wrote it.
     public var role: ClusterRole
     /// The current leadership's epoch as the node knows it (0 before any).
     public var epoch: UInt64
@@ -14,10 +16,12 @@ public struct MemberInfo: Sendable, Equatable {
     public var rev: UInt64
     /// The epoch of the node's last record.
     public var lastEpoch: UInt64
+    /// The node's state as it last wrote it.
     public var state: MemberState
     /// The highest rev whose acknowledgement the node released, on a leader's key.
     public var confirmedRev: UInt64?
 
+    /// A member key's fields.
     public init(
         node: String, tcp: String, http: String?, role: ClusterRole, epoch: UInt64, rev: UInt64, lastEpoch: UInt64,
         state: MemberState, confirmedRev: UInt64?

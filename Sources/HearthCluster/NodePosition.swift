@@ -8,6 +8,7 @@ public struct NodePosition: Sendable, Equatable {
     /// The highest `confirmedRev` the node saw from a leader.
     public var confirmedRevSeen: UInt64
 
+    /// A position with every field given.
     public init(rev: UInt64, lastEpoch: UInt64, confirmedRevSeen: UInt64) {
         self.rev = rev
         self.lastEpoch = lastEpoch

@@ -29,9 +29,11 @@ final class ClusterSettingsTests: XCTestCase {
     func testInvalidSettingsAreNamed() {
         XCTAssertEqual(message { $0.etcd = [] }, "cluster.etcd: at least one etcd endpoint is needed")
         XCTAssertEqual(
-            message { $0.etcd = ["https://e:2379"] }, "cluster.etcd: \"https://e:2379\" is not an etcd endpoint (http://host:port)")
+            message { $0.etcd = ["https://e:2379"] },
+            "cluster.etcd: \"https://e:2379\" is not an etcd endpoint (http://host:port)")
         XCTAssertEqual(
-            message { $0.node = "a/b" }, "cluster.node: \"a/b\" must be 1–64 characters of letters, digits, '-', '_' or '.'")
+            message { $0.node = "a/b" },
+            "cluster.node: \"a/b\" must be 1–64 characters of letters, digits, '-', '_' or '.'")
         XCTAssertEqual(
             message { $0.name = "" }, "cluster.name: \"\" must be 1–64 characters of letters, digits, '-', '_' or '.'")
         XCTAssertEqual(message { $0.advertise = "nohost" }, "cluster.advertise: \"nohost\" is not host:port")

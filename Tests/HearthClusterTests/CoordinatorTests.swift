@@ -98,7 +98,9 @@ final class CoordinatorTests: XCTestCase {
         }
         // Nobody but the target campaigned.
         for (node, seen) in zip(nodes, seenBefore) where node.name != target.name {
-            XCTAssertFalse(node.views.all.dropFirst(seen).contains { $0.role != .replica }, "\(node.name): \(node.views.all.map { "\($0.role) \($0.leader?.node ?? "-")" })")
+            XCTAssertFalse(
+                node.views.all.dropFirst(seen).contains { $0.role != .replica },
+                "\(node.name): \(node.views.all.map { "\($0.role) \($0.leader?.node ?? "-")" })")
         }
         do {
             try await old.coordinator.resign(to: nil)
@@ -115,7 +117,8 @@ final class CoordinatorTests: XCTestCase {
             "n1": NodePosition(rev: 8, lastEpoch: 2, confirmedRevSeen: 10),
             "n2": NodePosition(rev: 7, lastEpoch: 2, confirmedRevSeen: 0),
         ]
-        nodes = try await startNodes(["n1", "n2"], cluster: "stuck", store: store, syncReplicas: 1, positions: positions)
+        nodes = try await startNodes(
+            ["n1", "n2"], cluster: "stuck", store: store, syncReplicas: 1, positions: positions)
         await waitUntil("no eligible leader is reported", timeout: .seconds(5)) { nodes[0].view.noEligibleLeader }
         try await Task.sleep(for: .seconds(1))
         XCTAssertTrue(leaders(nodes).isEmpty)

@@ -22,7 +22,8 @@ final class ElectionRulesTests: XCTestCase {
         XCTAssertFalse(ElectionRules.isLater((lastEpoch: 8, rev: 100), than: (lastEpoch: 8, rev: 100)))
         let members = [member("b", rev: 100, lastEpoch: 8), member("c", rev: 3, lastEpoch: 9)]
         XCTAssertFalse(
-            ElectionRules.isEligible(node: "a", own: position(rev: 200, lastEpoch: 8), members: members, syncReplicas: 0))
+            ElectionRules.isEligible(
+                node: "a", own: position(rev: 200, lastEpoch: 8), members: members, syncReplicas: 0))
         XCTAssertTrue(
             ElectionRules.isEligible(node: "a", own: position(rev: 3, lastEpoch: 9), members: members, syncReplicas: 0))
         // Its own (stale) member key never counts against a node.
@@ -36,7 +37,8 @@ final class ElectionRulesTests: XCTestCase {
         let members = [member("old", rev: 50, lastEpoch: 4)]
         let own = position(rev: 40, lastEpoch: 4)
         XCTAssertFalse(ElectionRules.isEligible(node: "a", own: own, members: members, syncReplicas: 0))
-        XCTAssertTrue(ElectionRules.isEligible(node: "a", own: own, members: members, syncReplicas: 0, excluding: "old"))
+        XCTAssertTrue(
+            ElectionRules.isEligible(node: "a", own: own, members: members, syncReplicas: 0, excluding: "old"))
     }
 
     func testUnderSyncReplicasARevBelowTheConfirmedRevCannotLead() {
@@ -46,13 +48,15 @@ final class ElectionRulesTests: XCTestCase {
         XCTAssertFalse(
             ElectionRules.isEligible(node: "a", own: position(rev: 9, lastEpoch: 2), members: members, syncReplicas: 1))
         XCTAssertTrue(
-            ElectionRules.isEligible(node: "a", own: position(rev: 10, lastEpoch: 2), members: members, syncReplicas: 1))
+            ElectionRules.isEligible(node: "a", own: position(rev: 10, lastEpoch: 2), members: members, syncReplicas: 1)
+        )
         // Under syncReplicas 0 acknowledged writes may be lost: the rule does not apply.
         XCTAssertTrue(
             ElectionRules.isEligible(node: "a", own: position(rev: 9, lastEpoch: 2), members: members, syncReplicas: 0))
         // What the node saw itself counts once the old key is gone.
         XCTAssertFalse(
-            ElectionRules.isEligible(node: "a", own: position(rev: 9, lastEpoch: 2, seen: 12), members: [], syncReplicas: 1))
+            ElectionRules.isEligible(
+                node: "a", own: position(rev: 9, lastEpoch: 2, seen: 12), members: [], syncReplicas: 1))
     }
 
     func testNobodyIsEligibleWhenTheLatestPositionFallsShort() {
@@ -66,14 +70,19 @@ final class ElectionRulesTests: XCTestCase {
 
     func testTiesGoToTheLowerNodeName() {
         let own = position(rev: 5, lastEpoch: 2)
-        let candidates = [member("a", rev: 5, lastEpoch: 2, state: .candidate), member("c", rev: 5, lastEpoch: 2, state: .candidate)]
+        let candidates = [
+            member("a", rev: 5, lastEpoch: 2, state: .candidate), member("c", rev: 5, lastEpoch: 2, state: .candidate),
+        ]
         XCTAssertEqual(ElectionRules.deferTo(node: "b", own: own, members: candidates), "a")
-        XCTAssertNil(ElectionRules.deferTo(node: "a", own: own, members: candidates + [member("b", rev: 5, lastEpoch: 2, state: .candidate)]))
+        XCTAssertNil(
+            ElectionRules.deferTo(
+                node: "a", own: own, members: candidates + [member("b", rev: 5, lastEpoch: 2, state: .candidate)]))
         // Only candidates count: a lower name that is not campaigning is not waited for.
         XCTAssertNil(ElectionRules.deferTo(node: "b", own: own, members: [member("a", rev: 5, lastEpoch: 2)]))
         // A candidate from a later position wins whatever its name.
         XCTAssertEqual(
-            ElectionRules.deferTo(node: "a", own: own, members: [member("z", rev: 6, lastEpoch: 2, state: .candidate)]), "z")
+            ElectionRules.deferTo(node: "a", own: own, members: [member("z", rev: 6, lastEpoch: 2, state: .candidate)]),
+            "z")
     }
 
     func testColdStartIsNoLeaderAndNobodyStreaming() {
@@ -81,7 +90,10 @@ final class ElectionRulesTests: XCTestCase {
         XCTAssertTrue(
             ElectionRules.isColdStart(
                 node: "a", leaderPresent: false,
-                members: [member("a", rev: 1, lastEpoch: 1, state: .leader), member("b", rev: 1, lastEpoch: 1, state: .catchingUp)]))
+                members: [
+                    member("a", rev: 1, lastEpoch: 1, state: .leader),
+                    member("b", rev: 1, lastEpoch: 1, state: .catchingUp),
+                ]))
         XCTAssertFalse(
             ElectionRules.isColdStart(node: "a", leaderPresent: false, members: [member("b", rev: 1, lastEpoch: 1)]))
         XCTAssertFalse(

@@ -116,7 +116,8 @@ final class EtcdStoreTests: XCTestCase {
         } catch let error as ClusterStoreError {
             guard case .unreachable(let endpoints, _) = error else { return XCTFail("\(error)") }
             XCTAssertEqual(endpoints, ["http://127.0.0.1:1"])
-            XCTAssertTrue(error.description.hasPrefix("etcd is unreachable (tried http://127.0.0.1:1): "), error.description)
+            XCTAssertTrue(
+                error.description.hasPrefix("etcd is unreachable (tried http://127.0.0.1:1): "), error.description)
         }
     }
 }

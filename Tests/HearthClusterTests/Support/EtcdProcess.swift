@@ -32,7 +32,8 @@ final class EtcdProcess {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: binary)
         process.arguments = [
-            "--name", "test", "--data-dir", directory, "--listen-client-urls", client, "--advertise-client-urls", client,
+            "--name", "test", "--data-dir", directory, "--listen-client-urls", client, "--advertise-client-urls",
+            client,
             "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer, "--initial-cluster", "test=\(peer)",
             "--log-level", "error",
         ]
