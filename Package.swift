@@ -54,6 +54,18 @@ let package = Package(
                 "HearthCore", "HearthJSON",
                 .product(name: "NIOCore", package: "swift-nio"),
             ]),
+        // Clustering's seam to etcd (replication.md §1, §2, §5): the `ClusterStore` protocol, the
+        // etcd gateway client on NIOHTTP1, and the election that decides the leader.
+        .target(
+            name: "HearthCluster",
+            dependencies: [
+                "HearthJSON",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ExtrasBase64", package: "swift-extras-base64"),
+            ]),
         .target(
             name: "HearthServer",
             dependencies: [
@@ -135,6 +147,13 @@ let package = Package(
             name: "HearthClientTests",
             dependencies: [
                 "HearthClient", "HearthServer", "HearthCore", "HearthJSON", "HearthAuth", "HearthTestSupport",
+                .product(name: "Logging", package: "swift-log"),
+            ]),
+        // Starts a real etcd (/usr/bin/etcd) for its integration tests.
+        .testTarget(
+            name: "HearthClusterTests",
+            dependencies: [
+                "HearthCluster", "HearthJSON",
                 .product(name: "Logging", package: "swift-log"),
             ]),
         // Runs the built `hearth` executable against an in-process server.
