@@ -10,9 +10,10 @@ import Darwin
 #endif
 
 extension HearthError {
-    /// Why an attempt to connect to `url` failed, in words that tell a refused connection (no
-    /// server there) from a host name that does not resolve and from other failures.
-    static func connecting(to url: DatabaseURL, _ error: any Error) -> HearthError {
+    /// Why an attempt to connect to `url` (one server of a URL) failed, in words that tell a
+    /// refused connection (no server there) from a host name that does not resolve and from
+    /// other failures.
+    static func connecting(to url: DatabaseURL.Endpoint, _ error: any Error) -> HearthError {
         let prefix = "cannot connect to \(url.description)"
         switch error {
         case let failure as NIOConnectionError:

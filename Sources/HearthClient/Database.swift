@@ -3,11 +3,12 @@ public import Logging
 public import NIOCore
 import NIOPosix
 
-/// A connection to one Hearth server, and the entry point to its data.
+/// A connection to a Hearth server (or to one node of a cluster), and the entry point to its data.
 ///
 /// The client connects at once and stays connected: it reconnects after a lost connection
-/// with exponential backoff and jitter, re-subscribes observers, re-registers onDisconnect
-/// operations, and sends writes queued meanwhile, in order. See docs/client.md.
+/// with exponential backoff and jitter — to the next address when the URL lists several —,
+/// re-subscribes observers, re-registers onDisconnect operations, and sends writes queued
+/// meanwhile, in order. See docs/client.md.
 public final class Database: Sendable {
     /// How the client connects and where callbacks run.
     public struct Configuration: Sendable {
@@ -19,6 +20,11 @@ public final class Database: Sendable {
         public var reconnectMinDelay: TimeAmount = .milliseconds(100)
         public var reconnectMaxDelay: TimeAmount = .seconds(10)
         public var connectTimeout: TimeAmount = .seconds(5)
+        /// How long a write refused by a cluster for want of a leader (`unavailable`: "no
+        /// leader", "not the leader") keeps being sent again, with the same write id, before it
+        /// fails with that error. Default 30 s: an election takes about twice the cluster's
+        /// `leaseSeconds` (5 s by default). Zero fails such writes at once.
+        public var leaderRetryTimeout: TimeAmount = .seconds(30)
         /// The event loops the connection runs on (one loop per `Database`).
         public var eventLoopGroup: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
         /// Debug and trace logging of the connection.
@@ -58,12 +64,14 @@ public final class Database: Sendable {
         }
     }
 
-    /// `hearth://host:port`, or `hearths://host:port` for TLS.
+    /// `hearth://host:port`, or `hearths://host:port` for TLS; with several addresses
+    /// `hearth://h1:9000,h2:9000`, each with its port, in the order given.
     public let url: String
     let repo: Repo
 
     /// Connects to the server at `url` (`hearth://host[:port]`, port 9000 by default;
-    /// `hearths://` for TLS).
+    /// `hearths://` for TLS), or to one of several: `hearth://h1:9000,h2:9000,h3:9000` tries
+    /// them in order and moves to the next whenever a connection fails or is lost.
     /// An invalid URL is a programmer error and traps; use `init(validatingURL:)` for input.
     public convenience init(url: String, configuration: Configuration = Configuration()) {
         do {
@@ -73,7 +81,8 @@ public final class Database: Sendable {
         }
     }
 
-    /// Connects to the server at `url`; throws `HearthError` (`invalid_url`) for a malformed URL.
+    /// Connects to the server at `url`, or one of its servers; throws `HearthError`
+    /// (`invalid_url`) for a malformed URL (the message names a bad address and its position).
     public init(validatingURL url: String, configuration: Configuration = Configuration()) throws(HearthError) {
         let parsed = try DatabaseURL(url)
         self.url = parsed.description

@@ -47,6 +47,9 @@ public struct HearthError: Error, Sendable, Equatable, CustomStringConvertible {
         case connectionFailed = "connection_failed"
         /// The write was dropped by `purgeOutstandingWrites()` before the server answered it.
         case writeCanceled = "write_canceled"
+        /// A cluster operation (`clusterStatus()`, `failover(to:)`) sent to a server that is not
+        /// part of a cluster (its hello announced none); the message quotes the server's refusal.
+        case notClustered = "not_clustered"
     }
 
     public let code: Code

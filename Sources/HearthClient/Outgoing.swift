@@ -16,6 +16,10 @@ struct Outgoing {
     let body: [JSONMember]
     /// The write's number (its write id's), for a write: `purgeOutstandingWrites` drops it.
     var writeNumber: UInt64?
+    /// False for a request that must not be sent twice and carries no write id to make a
+    /// second sending harmless (`failover`): when the connection drops before its answer it
+    /// fails with `unavailable` ("outcome unknown") instead of being sent again.
+    var resendable = true
     /// Called on the repo's event loop with the response (`ok: true`) or its error.
     let completion: (Result<JSONValue, HearthError>) -> Void
 

@@ -5,10 +5,11 @@ extension Repo {
     /// Puts TLS in front of a `hearths://` connection (in the channel initializer, on the
     /// loop): the server's certificate is verified against `tlsTrustRoots`, and its name, or
     /// for an IP address host the address, must match it.
-    func addTLSHandler(to channel: any Channel) throws {
-        guard url.tls else { return }
+    func addTLSHandler(to channel: any Channel, for endpoint: DatabaseURL.Endpoint) throws {
+        guard endpoint.tls else { return }
         let context = try tlsContext()
-        let handler = try NIOSSLClientHandler(context: context, serverHostname: url.isIPAddress ? nil : url.host)
+        let handler = try NIOSSLClientHandler(
+            context: context, serverHostname: endpoint.isIPAddress ? nil : endpoint.host)
         try channel.pipeline.syncOperations.addHandler(handler, position: .first)
     }
 
@@ -64,12 +65,13 @@ extension Repo {
     /// An error on the connection (from `ClientHandler`): a failed TLS handshake is kept, in
     /// words, as the reason of this connection attempt.
     func channelErrorCaught(_ error: any Error, on channel: any Channel) {
-        guard self.channel === channel, url.tls else { return }
+        let endpoint = self.endpoint
+        guard self.channel === channel, endpoint.tls else { return }
         let text = "\(error)"
         let reason: String
         switch error {
         case let failure as NIOSSLExtraError where failure == .failedToValidateHostname:
-            reason = "the server's certificate is not valid for \(url.host)"
+            reason = "the server's certificate is not valid for \(endpoint.host)"
         case is NIOSSLError, is BoringSSLError:
             if text.contains("CERTIFICATE_VERIFY_FAILED") {
                 reason = "the server's certificate is not signed by a trusted CA (see tlsTrustRoots / --ca-file)"
@@ -82,7 +84,7 @@ extension Repo {
             return
         }
         security.channelFailure = HearthError(
-            .connectionFailed, "cannot connect to \(url.description): TLS handshake failed: \(reason)")
+            .connectionFailed, "cannot connect to \(endpoint.description): TLS handshake failed: \(reason)")
     }
 
     /// The failure `channelErrorCaught` kept for this connection attempt, once.
@@ -98,7 +100,7 @@ struct TLSSetupError: Error, CustomStringConvertible {
     init(_ description: String) { self.description = description }
 }
 
-extension DatabaseURL {
+extension DatabaseURL.Endpoint {
     /// Whether the host is an IPv4 or IPv6 address rather than a name.
     var isIPAddress: Bool {
         (try? SocketAddress(ipAddress: host, port: 0)) != nil

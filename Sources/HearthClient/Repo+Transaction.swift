@@ -94,7 +94,7 @@ extension Repo {
             JSONMember("value", new.jsonValue(format: .export)), JSONMember("expectHash", .string(start.hash)),
             JSONMember("wid", .string(writeID(takeWriteNumber()))),
         ]
-        send(.request, body) { result in
+        sendWrite(body, writeNumber: nil) { result in
             switch result {
             case .failure(let error):
                 self.end(transaction, error, committed: false, nil)

@@ -13,8 +13,9 @@ import FoundationEssentials
 import Foundation
 #endif
 
-/// The connection to one server and everything bound to it: requests, subscriptions, the
-/// onDisconnect registry, `.info`, and reconnection.
+/// The connection to a server and everything bound to it: requests, subscriptions, the
+/// onDisconnect registry, `.info`, and reconnection — to the same server or, when the URL lists
+/// several, to the next one (round robin, the backoff after each full round of failures).
 ///
 /// `@unchecked Sendable`: every mutable stored property except `shared` is touched only on
 /// `loop` (public entry points hop there with `loop.execute`); `shared` is guarded by its lock.
@@ -30,6 +31,11 @@ final class Repo: @unchecked Sendable {
         var pushIDs = PushIDGenerator()
         var nextHandle: UInt = 1
         var listeners: [UInt: Listener] = [:]
+        /// `host:port` of the server of the greeted connection; nil while not connected.
+        var connectedAddress: String?
+        /// The connected node's cluster object (hello, `cluster` events); nil for a standalone
+        /// server and while not connected.
+        var cluster: ClusterInfo?
     }
 
     let shared = NIOLockedValueBox(Shared())
@@ -39,7 +45,13 @@ final class Repo: @unchecked Sendable {
     private(set) var channel: (any Channel)?
     private var connecting = false
     private var wantsOnline = true
+    /// Full rounds of failed attempts (every address once) since the last hello: the backoff's
+    /// exponent.
     private var attempt = 0
+    /// The address of the URL being used or tried (an index into `url.endpoints`).
+    private var endpointIndex = 0
+    /// Why each attempt of the current round failed, in order.
+    private var roundFailures: [HearthError] = []
     private var reconnectTask: Scheduled<Void>?
     private var nextRequestID: Int64 = 1
     /// Sent, in order, waiting for their responses.
@@ -140,36 +152,46 @@ final class Repo: @unchecked Sendable {
             guard !self.wantsOnline else { return }
             self.wantsOnline = true
             self.attempt = 0
+            self.roundFailures = []
             self.connect()
         }
     }
+
+    /// The server being used or tried.
+    var endpoint: DatabaseURL.Endpoint { url.endpoints[endpointIndex] }
 
     private func connect() {
         loop.preconditionInEventLoop()
         guard wantsOnline, channel == nil, !connecting else { return }
         connecting = true
-        logger.debug("connecting", metadata: ["url": "\(url.description)"])
+        let endpoint = self.endpoint
+        logger.debug("connecting", metadata: ["url": "\(endpoint.description)"])
         ClientBootstrap(group: loop)
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
             .connectTimeout(configuration.connectTimeout)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    try self.addTLSHandler(to: channel)
+                    try self.addTLSHandler(to: channel, for: endpoint)
                     try channel.pipeline.syncOperations.addHandler(
                         ByteToMessageHandler(LineFrameDecoder(maxLength: Int(Int32.max))))
                     try channel.pipeline.syncOperations.addHandler(ClientHandler(repo: self))
                 }
             }
-            .connect(host: url.host, port: url.port)
+            .connect(host: endpoint.host, port: endpoint.port)
             .whenComplete { result in
                 self.connecting = false
                 switch result {
                 case .success(let channel):
                     if !self.wantsOnline { channel.close(promise: nil) }
                 case .failure(let error):
-                    self.connectFailed(HearthError.connecting(to: self.url, error))
+                    self.connectFailed(HearthError.connecting(to: endpoint, error))
                 }
             }
+    }
+
+    /// Moves on to the URL's next address (round robin); the same one when there is only one.
+    private func advanceEndpoint() {
+        endpointIndex = (endpointIndex + 1) % url.endpoints.count
     }
 
     /// Schedules the next connection attempt: exponential backoff from `reconnectMinDelay` up
@@ -218,21 +240,31 @@ final class Repo: @unchecked Sendable {
         guard self.channel === channel else { return }
         self.channel = nil
         securitySessionEnded()
+        var failedAttempt: HearthError?
+        let lost = endpoint
         if greeted {
             greeted = false
             logger.debug(
-                wantsOnline ? "disconnected; reconnecting" : "disconnected", metadata: ["url": "\(url.description)"])
+                wantsOnline ? "disconnected; reconnecting" : "disconnected",
+                metadata: ["url": "\(endpoint.description)"])
+            // Another server of the URL may be up when this one went away (a cluster node).
+            advanceEndpoint()
+            shared.withLockedValue { state in
+                state.connectedAddress = nil
+                state.cluster = nil
+            }
         } else if wantsOnline {
-            connectFailed(
+            failedAttempt =
                 takeChannelFailure()
-                    ?? HearthError(
-                        .connectionFailed,
-                        "cannot connect to \(url.description): the connection closed before the server's hello"),
-                reconnect: false)
+                ?? HearthError(
+                    .connectionFailed,
+                    "cannot connect to \(endpoint.description): the connection closed before the server's hello")
         }
         var resend: [Outgoing] = []
+        var unsure: [Outgoing] = []
         while let out = inFlight.popFirst() {
-            if out.kind == .request { resend.append(out) }
+            guard out.kind == .request else { continue }
+            if out.resendable { resend.append(out) } else { unsure.append(out) }
         }
         queued = resend + queued
         for view in views.values {
@@ -248,7 +280,18 @@ final class Repo: @unchecked Sendable {
         eventGroupRev = nil
         flush()
         setInfo(connected: false, serverTimeOffset: currentServerTimeOffset)
-        scheduleReconnect()
+        for out in unsure {
+            out.completion(
+                .failure(
+                    HearthError(
+                        .unavailable,
+                        "outcome unknown: the connection to \(lost.description) was lost before the answer")))
+        }
+        if let failedAttempt {
+            connectFailed(failedAttempt)
+        } else {
+            scheduleReconnect()
+        }
     }
 
     private var currentServerTimeOffset: Int64? {
@@ -292,13 +335,23 @@ final class Repo: @unchecked Sendable {
             switch json["event"]?.stringValue {
             case "hello":
                 attempt = 0
-                logger.debug("connected", metadata: ["url": "\(url.description)"])
-                greeted = true
-                connectionAttemptEnded(.success(()))
+                roundFailures = []
+                logger.debug("connected", metadata: ["url": "\(endpoint.description)"])
                 let serverTime = json["serverTime"]?.int64Value ?? Self.now()
                 let offset = serverTime - Self.now()
-                shared.withLockedValue { $0.serverTimeOffset = offset }
+                let cluster = json["cluster"].flatMap(ClusterInfo.init(wire:))
+                let address = endpoint.address
+                // Before the waiters run: `waitForConnection` returns with the address known.
+                shared.withLockedValue { state in
+                    state.serverTimeOffset = offset
+                    state.connectedAddress = address
+                    state.cluster = cluster
+                }
+                greeted = true
+                connectionAttemptEnded(.success(()))
                 setInfo(connected: true, serverTimeOffset: offset)
+            case "cluster":
+                clusterChanged(json["cluster"] ?? .null)
             case "goaway":
                 channel.close(promise: nil)
             case "auth_revoked":
@@ -340,12 +393,34 @@ final class Repo: @unchecked Sendable {
         loop.submit { self.greeted ? nil : self.connectionError }
     }
 
-    /// Records a failed attempt, logs it with its reason and retries after the backoff.
-    private func connectFailed(_ error: HearthError, reconnect: Bool = true) {
+    /// Records a failed attempt and logs it with its reason, then tries the URL's next address
+    /// at once; once every address failed in this round, reports the round's failure (to
+    /// `waitForConnection`) and starts the next round after the backoff.
+    private func connectFailed(_ error: HearthError) {
         logger.debug(
-            "\(error.message); retrying", metadata: ["url": "\(url.description)", "code": "\(error.code.rawValue)"])
-        connectionAttemptEnded(.failure(error))
-        if reconnect { scheduleReconnect() }
+            "\(error.message); retrying",
+            metadata: ["url": "\(endpoint.description)", "code": "\(error.code.rawValue)"])
+        roundFailures.append(error)
+        advanceEndpoint()
+        guard roundFailures.count >= url.endpoints.count else {
+            connect()
+            return
+        }
+        let failures = roundFailures
+        roundFailures = []
+        connectionAttemptEnded(.failure(Self.roundFailure(failures)))
+        scheduleReconnect()
+    }
+
+    /// One error for a round of failed attempts: the attempt's own for a single address;
+    /// otherwise every attempt's message in order, with their common code (`connection_failed`
+    /// when they differ).
+    static func roundFailure(_ failures: [HearthError]) -> HearthError {
+        guard let first = failures.first, failures.count > 1 else {
+            return failures.first ?? HearthError(.connectionFailed, "no connection attempt was made")
+        }
+        let code = failures.allSatisfy { $0.code == first.code } ? first.code : .connectionFailed
+        return HearthError(code, failures.map(\.message).joined(separator: "; "))
     }
 
     private func connectionAttemptEnded(_ result: Result<Void, HearthError>) {
@@ -360,18 +435,24 @@ final class Repo: @unchecked Sendable {
 
     // MARK: Requests
 
-    /// Sends a user request from any thread; `completion` runs on the loop.
-    func request(_ body: [JSONMember], _ completion: @escaping @Sendable (Result<JSONValue, HearthError>) -> Void) {
-        loop.execute { self.send(.request, body, completion) }
+    /// Sends a user request from any thread; `completion` runs on the loop. A request that is
+    /// not `resendable` fails with `unavailable` ("outcome unknown") when its connection drops
+    /// before the answer, instead of being sent again.
+    func request(
+        _ body: [JSONMember], resendable: Bool = true,
+        _ completion: @escaping @Sendable (Result<JSONValue, HearthError>) -> Void
+    ) {
+        loop.execute { self.send(.request, body, resendable: resendable, completion) }
     }
 
     /// Sends now when connected; queues user requests otherwise.
     func send(
-        _ kind: Outgoing.Kind, _ body: [JSONMember], writeNumber: UInt64? = nil,
+        _ kind: Outgoing.Kind, _ body: [JSONMember], writeNumber: UInt64? = nil, resendable: Bool = true,
         _ completion: @escaping (Result<JSONValue, HearthError>) -> Void
     ) {
         loop.preconditionInEventLoop()
-        let out = Outgoing(kind: kind, body: body, writeNumber: writeNumber, completion: completion)
+        let out = Outgoing(
+            kind: kind, body: body, writeNumber: writeNumber, resendable: resendable, completion: completion)
         if let channel {
             guard !holdWhileAuthenticating(out) else { return }
             write(out)

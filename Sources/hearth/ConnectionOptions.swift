@@ -9,7 +9,10 @@ import Glibc
 struct ConnectionOptions: ParsableArguments {
     @Option(
         help:
-            "The server, hearth://host[:port], or hearths:// for TLS (default: $HEARTH_URL, else hearth://127.0.0.1:9000)."
+            """
+            The server, hearth://host[:port], or hearths:// for TLS; several servers (a cluster) as \
+            hearth://h1:9000,h2:9000 (default: $HEARTH_URL, else hearth://127.0.0.1:9000).
+            """
     )
     var url: String?
 
@@ -50,7 +53,7 @@ struct ConnectionOptions: ParsableArguments {
     static func describe(_ error: HearthError) -> String {
         switch error.code {
         case .connectionRefused: return "\(error.message) (is hearthd running?)"
-        case .unknownHost, .connectionFailed: return error.message
+        case .unknownHost, .connectionFailed, .notClustered: return error.message
         default: return error.description
         }
     }

@@ -6,7 +6,7 @@ import Glibc
 #endif
 
 /// `hearth`: the command-line client. Exit status 0 ok, 1 server, connection or data error
-/// (message on stderr), 2 usage. Only JSON goes to stdout.
+/// (message on stderr), 2 usage. Only JSON goes to stdout (the table of `cluster status` aside).
 @main
 struct Hearth: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -14,13 +14,14 @@ struct Hearth: AsyncParsableCommand {
         abstract: "Command-line client and tools for Hearth.",
         discussion: """
             Exit status: 0 ok, 1 server, connection or data error (message on stderr), 2 usage \
-            (including invalid paths, keys, values and queries). Only JSON is written to stdout.
+            (including invalid paths, keys, values and queries). Only JSON is written to stdout \
+            (except the table of cluster status, which --json replaces).
             """,
         version: Database.sdkVersion,
         subcommands: [
             GetCommand.self, SetCommand.self, UpdateCommand.self, RemoveCommand.self, PushCommand.self,
             ListenCommand.self, ImportCommand.self, ExportCommand.self, PingCommand.self, CheckCommand.self,
-            TokenCommand.self, RulesCommand.self,
+            TokenCommand.self, RulesCommand.self, ClusterCommand.self,
         ])
 
     /// Accepted before the subcommand too (`hearth --url … get /`).

@@ -91,7 +91,10 @@ struct ListenCommand: AsyncParsableCommand {
             let connected = snapshot.value as? Bool == true
             switch state.change(to: connected) {
             case .lost: writeError("hearth: lost the connection to \(url); reconnecting")
-            case .back: writeError("hearth: reconnected to \(url)")
+            case .back:
+                // With several addresses, name the one that answered.
+                let at = url.contains(",") ? database.connectedAddress.map { " (at \($0))" } ?? "" : ""
+                writeError("hearth: reconnected to \(url)\(at)")
             case nil: break
             }
         }

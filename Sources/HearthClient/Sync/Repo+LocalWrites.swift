@@ -38,9 +38,11 @@ extension Repo {
         }
     }
 
-    /// Sends a pending write's request; its answer ends it.
+    /// Sends a pending write's request; its answer ends it (after sending it again while a
+    /// cluster has no leader, see Repo+LeaderRetry).
     func sendWrite(_ number: UInt64, _ body: [JSONMember]) {
-        send(.request, body, writeNumber: number) { result in
+        let isPending = { self.pendingWrites.contains { $0.id == number } }
+        sendWrite(body, writeNumber: number, isWanted: isPending) { result in
             switch result {
             case .success: self.endWrite(number, nil)
             case .failure(let error): self.endWrite(number, error)

@@ -353,9 +353,14 @@ extension Repo {
 
     // MARK: .info
 
-    /// Rebuilds `/.info` and tells its observers what changed.
+    /// Rebuilds `/.info` and tells its observers what changed: `connected`, `serverTimeOffset`,
+    /// and `cluster` (the connected node's cluster object, absent for a standalone server).
     func setInfo(connected: Bool, serverTimeOffset: Int64?) {
-        var entries: [(Key, Node)] = [(Key("connected"), .leaf(.bool(connected)))]
+        var entries: [(Key, Node)] = []
+        if let cluster = shared.withLockedValue({ $0.cluster }) {
+            entries.append((Key("cluster"), ValueConversion.node(fromServer: cluster.json)))
+        }
+        entries.append((Key("connected"), .leaf(.bool(connected))))
         if let serverTimeOffset {
             entries.append((Key("serverTimeOffset"), .leaf(.number(.int(serverTimeOffset)))))
         }

@@ -1,0 +1,51 @@
+import ArgumentParser
+import HearthClient
+import HearthJSON
+
+/// `hearth cluster status`: every member of the cluster, as a table or as JSON.
+struct ClusterStatusCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "status", abstract: "Show every member of the cluster: role, state, epoch, rev and lag.",
+        discussion: """
+            Prints a table (node, role, state, epoch, rev, lag in revisions and milliseconds; the \
+            node answering is marked *), or with --json the server's answer \
+            {"cluster":{…},"members":[…]}. A server that is not part of a cluster fails with exit \
+            status 1.
+            """)
+
+    @OptionGroup var connection: ConnectionOptions
+
+    @Flag(help: #"Print {"cluster":{…},"members":[…]} as JSON instead of a table."#)
+    var json = false
+
+    func run() async throws {
+        try await reportingFailures {
+            let database = try await connection.connect()
+            let status = try await connection.bounded("clusterStatus") { try await database.clusterStatus() }
+            let out = Output()
+            out.append(json ? status.json.prettyJSONString + "\n" : Self.table(status))
+            try out.flush()
+        }
+    }
+
+    /// The members as aligned columns, one line each, under a header.
+    static func table(_ status: ClusterStatus) -> String {
+        let header = ["NODE", "ROLE", "STATE", "EPOCH", "REV", "LAG REVS", "LAG MS"]
+        let rows = status.members.map { member -> [String] in
+            let here = member.node == status.cluster?.node ? "*" : ""
+            return [
+                member.node + here, member.role.rawValue, member.state, text(member.epoch), text(member.rev),
+                text(member.lagRevs), text(member.lagMs),
+            ]
+        }
+        let lines = [header] + rows
+        let widths = header.indices.map { column in lines.map { $0[column].count }.max() ?? 0 }
+        return lines.map { line in
+            line.enumerated().map { column, cell in
+                column == line.count - 1 ? cell : cell + String(repeating: " ", count: widths[column] - cell.count + 2)
+            }.joined()
+        }.joined(separator: "\n") + "\n"
+    }
+
+    private static func text(_ number: Int64?) -> String { number.map(String.init) ?? "-" }
+}
