@@ -69,7 +69,7 @@ let package = Package(
         .target(
             name: "HearthServer",
             dependencies: [
-                "HearthCore", "HearthJSON", "HearthProtocol", "HearthStorage", "HearthAuth",
+                "HearthCore", "HearthJSON", "HearthProtocol", "HearthStorage", "HearthAuth", "HearthCluster",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -119,8 +119,9 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]),
-        // What several test targets need and test targets cannot share otherwise: a throwaway CA.
-        .target(name: "HearthTestSupport", path: "Tests/HearthTestSupport"),
+        // What several test targets need and test targets cannot share otherwise: a throwaway CA,
+        // and a real etcd for the cluster tests.
+        .target(name: "HearthTestSupport", dependencies: ["HearthCluster"], path: "Tests/HearthTestSupport"),
         .testTarget(name: "HearthJSONTests", dependencies: ["HearthJSON"]),
         .testTarget(
             name: "HearthStorageTests",
@@ -153,7 +154,7 @@ let package = Package(
         .testTarget(
             name: "HearthClusterTests",
             dependencies: [
-                "HearthCluster", "HearthJSON",
+                "HearthCluster", "HearthJSON", "HearthTestSupport",
                 .product(name: "Logging", package: "swift-log"),
             ]),
         // Runs the built `hearth` executable against an in-process server.

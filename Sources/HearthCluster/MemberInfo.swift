@@ -38,7 +38,7 @@ public struct MemberInfo: Sendable, Equatable {
     }
 
     /// The member key's value.
-    var json: JSONValue {
+    public var json: JSONValue {
         var members: [JSONMember] = [
             JSONMember("node", .string(node)), JSONMember("tcp", .string(tcp)),
             JSONMember("http", http.map { .string($0) } ?? .null), JSONMember("role", .string(role.rawValue)),

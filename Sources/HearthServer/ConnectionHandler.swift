@@ -68,7 +68,8 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
         self.configuration = configuration
         self.security = security
         self.writeLimiter = WriteRateLimiter(rate: security.limits.maxWritesPerSecondPerConnection)
-        self.decoder = RequestDecoder(limits: configuration.limits, keepsSource: engine.clusterHooks != nil)
+        self.decoder = RequestDecoder(
+            limits: configuration.limits, keepsSource: configuration.cluster != nil || engine.clusterHooks != nil)
         self.registry = registry
         self.clock = clock
         var logger = logger

@@ -95,7 +95,7 @@ public final class HearthServer: Sendable {
         let reachable = !isLoopback(configuration.host)
         let security = SecurityState(
             limits: configuration.protection, verifier: verifier, open: rules == nil,
-            helloWarning: reachable ? openWarning : nil, clusterSecret: cluster?.secret)
+            helloWarning: reachable ? openWarning : nil, clusterSecret: cluster?.secret ?? configuration.clusterSecret)
         var options = StorageOptions.default
         options.fsync = configuration.fsync
         options.compactionMinBytes = configuration.compactionMinBytes
@@ -138,12 +138,16 @@ public final class HearthServer: Sendable {
             engine.loop.scheduleRepeatedTask(initialDelay: .seconds(1), delay: .seconds(1)) { _ in engine.syncIfDue() }
         }
         var clusterNode: ClusterNode?
+        let maxPeerLine = max(64 << 20, configuration.maxMessageBytes * 4)
         if let cluster {
             let node = ClusterNode(
                 node: cluster.node, name: cluster.name, secret: cluster.secret, membership: cluster.membership,
-                group: ioGroup, maxLineBytes: max(64 << 20, configuration.maxMessageBytes * 4), logger: logger)
+                group: ioGroup, maxLineBytes: maxPeerLine, logger: logger)
             try await node.attach(to: engine, syncReplicas: cluster.syncReplicas, syncTimeoutMs: cluster.syncTimeoutMs)
             clusterNode = node
+        } else if configuration.cluster != nil {
+            // Until etcd decides, this node takes no write of its own (it holds them).
+            try await engine.loop.submit { engine.replication.role = .candidate(epoch: 0) }.get()
         }
         let registry = ConnectionRegistry()
         let nextID = ManagedAtomicCounter()
@@ -203,8 +207,45 @@ public final class HearthServer: Sendable {
             configuration: configuration, localAddress: address, engine: engine, security: security, tls: tls,
             ioGroup: ioGroup, engineGroup: engineGroup, listener: listener, httpListener: httpListener,
             registry: registry, logger: logger)
+        if clusterNode == nil, configuration.cluster != nil {
+            do {
+                clusterNode = try await joinEtcdCluster(
+                    configuration, engine: engine, tcpPort: address.port ?? configuration.port,
+                    httpPort: httpListener?.localAddress?.port, group: ioGroup, maxPeerLine: maxPeerLine, logger: logger)
+            } catch {
+                server.clusterNode.withLockedValue { $0 = nil }
+                await server.shutdown()
+                throw error
+            }
+        }
         server.clusterNode.withLockedValue { $0 = clusterNode }
         return server
+    }
+
+    /// Registers this node in etcd and lets the coordinator decide its role (docs/cluster.md).
+    private static func joinEtcdCluster(
+        _ configuration: ServerConfiguration, engine: Engine, tcpPort: Int, httpPort: Int?,
+        group: any EventLoopGroup, maxPeerLine: Int, logger: Logger
+    ) async throws -> ClusterNode? {
+        guard let settings = try configuration.resolvedCluster(tcpPort: tcpPort, httpPort: httpPort) else { return nil }
+        let membership = try EtcdMembership(settings: settings, logger: logger)
+        let node = ClusterNode(
+            node: settings.node, name: settings.name, secret: configuration.clusterSecret, membership: membership,
+            group: group, maxLineBytes: maxPeerLine, logger: logger)
+        try await node.attach(to: engine, syncReplicas: settings.syncReplicas, syncTimeoutMs: settings.syncTimeoutMs)
+        node.onLeave = { await membership.stop() }
+        do {
+            try await membership.start(
+                assign: { [weak node] role in node?.assign(role) },
+                lost: { [weak engine] nodes in engine?.submit(.cluster(.membersLost(nodes))) })
+        } catch {
+            node.detach()
+            throw ConfigurationError("cluster: could not join through etcd \(settings.etcd): \(error)")
+        }
+        logger.info(
+            "joined the cluster",
+            metadata: ["cluster": "\(settings.name)", "node": "\(settings.node)", "advertise": "\(settings.advertise)"])
+        return node
     }
 
     /// Undoes a start that could not open its listeners.
@@ -302,6 +343,7 @@ public final class HearthServer: Sendable {
     private func performShutdown() async {
         logger.info("shutting down", metadata: ["connections": "\(registry.count)"])
         if let node = clusterNode.withLockedValue({ $0 }) {
+            await node.leave()
             node.detach()
             let engine = self.engine
             try? await engine.loop.submit { engine.replication.link?.close() }.get()

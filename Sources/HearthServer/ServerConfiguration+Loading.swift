@@ -44,6 +44,15 @@ extension ServerConfiguration {
                 try apply(setting: setting, text: text, source: "environment variable \(variable)")
             }
         }
+        for (variable, setting) in [
+            ("HEARTH_CLUSTER_ETCD", "etcd"), ("HEARTH_CLUSTER_NAME", "name"), ("HEARTH_NODE", "node"),
+            ("HEARTH_ADVERTISE", "advertise"), ("HEARTH_SYNC_REPLICAS", "syncReplicas"),
+        ] {
+            if let text = environment[variable] {
+                try apply(clusterSetting: setting, text: text, source: "environment variable \(variable)")
+            }
+        }
+        if let secret = environment["HEARTH_CLUSTER_SECRET"], !secret.isEmpty { clusterSecret = secret }
         // Secrets come from the environment or the file, never from flags (`ps` shows those).
         if let secret = environment["HEARTH_ADMIN_SECRET"], !secret.isEmpty { tokens.adminSecrets.append(secret) }
         if let secret = environment["HEARTH_JWT_SECRET"], !secret.isEmpty { tokens.jwtSecret = secret }
@@ -106,6 +115,7 @@ extension ServerConfiguration {
             return Int(i)
         }
         switch setting {
+        case "cluster": try applyCluster(value, source: source)
         case "host": host = try string()
         case "port": port = try integer(0...65535)
         case "httpPort":

@@ -1,4 +1,5 @@
 public import HearthAuth
+public import HearthCluster
 public import HearthCore
 public import HearthStorage
 public import Logging
@@ -67,6 +68,12 @@ public struct ServerConfiguration: Sendable, Equatable {
     public var strictIndexes = false
     /// The name and version sent in `hello`.
     public var serverName = "hearthd/\(hearthVersion)"
+    /// Replicas and failover on etcd (`cluster`, docs/cluster.md); nil: a standalone server.
+    /// An empty `advertise` means the bound TCP address, an empty `node` the host name.
+    public var cluster: ClusterSettings?
+    /// The secret cluster peers authenticate with (`HEARTH_CLUSTER_SECRET` only: never a flag or
+    /// a file setting).
+    public var clusterSecret: String?
 
     public init() {}
 }

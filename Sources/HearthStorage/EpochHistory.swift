@@ -40,11 +40,6 @@ public struct EpochHistory: Sendable, Equatable {
         entries.append(Entry(epoch: epoch, firstRev: firstRev))
     }
 
-    /// The history as far as revision `rev`: entries starting after it are dropped.
-    public func truncated(to rev: UInt64) -> EpochHistory {
-        EpochHistory(entries.filter { $0.firstRev <= rev })
-    }
-
     /// The last revision a log with this history up to `lastRev` shares with a log with
     /// `other`'s history up to `otherLastRev`: both hold the same records up to it (records of one
     /// epoch are the same on every node that has them, since one leader wrote them).

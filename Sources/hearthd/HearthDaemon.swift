@@ -59,6 +59,28 @@ struct HearthDaemon: AsyncParsableCommand {
         name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical (default info).")
     var logLevel: String?
 
+    @Option(
+        name: .customLong("cluster-etcd"),
+        help: "etcd endpoints (comma-separated): join a cluster (docs/cluster.md); the secret comes from HEARTH_CLUSTER_SECRET.")
+    var clusterEtcd: String?
+
+    @Option(name: .customLong("cluster-name"), help: "The cluster's name (default hearth).")
+    var clusterName: String?
+
+    @Option(help: "This node's name in the cluster (default the host name).")
+    var node: String?
+
+    @Option(help: "host:port where clients and peers reach this node's TCP listener (default the bound address).")
+    var advertise: String?
+
+    @Option(name: .customLong("advertise-http"), help: "host:port of this node's HTTP listener for others.")
+    var advertiseHttp: String?
+
+    @Option(
+        name: .customLong("sync-replicas"),
+        help: "Replicas that must hold a write before it is acknowledged (default 0).")
+    var syncReplicas: Int?
+
     func run() async throws {
         let environment = Self.environment()
         var settings = ServerConfiguration()
@@ -77,6 +99,14 @@ struct HearthDaemon: AsyncParsableCommand {
                 try settings.apply(setting: setting, text: text, source: "flag \(flag)")
             }
             if insecureOpen { settings.insecureOpen = true }
+            let clusterFlags: [(String, String, String?)] = [
+                ("etcd", "--cluster-etcd", clusterEtcd), ("name", "--cluster-name", clusterName), ("node", "--node", node),
+                ("advertise", "--advertise", advertise), ("advertiseHttp", "--advertise-http", advertiseHttp),
+                ("syncReplicas", "--sync-replicas", syncReplicas.map(String.init)),
+            ]
+            for case (let setting, let flag, let text?) in clusterFlags {
+                try settings.apply(clusterSetting: setting, text: text, source: "flag \(flag)")
+            }
         } catch {
             throw badSetting(error.message)
         }

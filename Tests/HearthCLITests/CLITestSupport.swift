@@ -1,4 +1,5 @@
 import Foundation
+import HearthTestSupport
 import HearthJSON
 import HearthServer
 import Logging
@@ -76,14 +77,7 @@ final class CLIProcess: @unchecked Sendable {
 
     /// The executable `name` (`hearth`, `hearthd`) built beside the test bundle.
     static func binaryURL(_ name: String = "hearth") throws -> URL {
-        let testBinary = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
-        var directory = testBinary.deletingLastPathComponent()
-        for _ in 0..<4 {
-            let candidate = directory.appendingPathComponent(name)
-            if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
-            directory = directory.deletingLastPathComponent()
-        }
-        throw TestFailure("\(name) was not built beside the tests (swift test builds it; or run `swift build`)")
+        try builtExecutable(name)
     }
 
     init(

@@ -1,6 +1,7 @@
 import XCTest
 
 @testable import HearthCluster
+import HearthTestSupport
 
 /// `EtcdClusterStore` against a real etcd that each test starts on free loopback ports.
 final class EtcdStoreTests: XCTestCase {

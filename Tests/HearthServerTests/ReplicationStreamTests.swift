@@ -14,7 +14,7 @@ final class FixedMembership: ClusterMembership, @unchecked Sendable {
     private let state = NIOLockedValueBox<(leader: (node: String, tcp: String, epoch: UInt64)?, proof: Bool)>((nil, true))
 
     func hasLeadershipProof() -> Bool { state.withLockedValue { $0.proof } }
-    func publish(state: String, rev: UInt64, lastEpoch: UInt64, confirmedRev: UInt64?) {}
+    func publish(state: String, rev: UInt64, lastEpoch: UInt64, confirmedRev: UInt64?, confirmedSeen: UInt64) {}
     func members() -> [JSONValue] { [] }
     func leader() -> (node: String, tcp: String, epoch: UInt64)? { state.withLockedValue { $0.leader } }
     func resign(to target: String, done: @escaping @Sendable (Result<UInt64, DatabaseError>) -> Void) {

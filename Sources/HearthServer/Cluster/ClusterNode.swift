@@ -9,8 +9,9 @@ import NIOCore
 protocol ClusterMembership: AnyObject, Sendable {
     /// True while this node leads with a provably live lease (replication.md §5).
     func hasLeadershipProof() -> Bool
-    /// Publishes this node's position and state in its member key.
-    func publish(state: String, rev: UInt64, lastEpoch: UInt64, confirmedRev: UInt64?)
+    /// Publishes this node's position and state in its member key (`confirmedRev` on a leader);
+    /// `confirmedSeen` is the leader's confirmed revision as this node last heard it.
+    func publish(state: String, rev: UInt64, lastEpoch: UInt64, confirmedRev: UInt64?, confirmedSeen: UInt64)
     /// Every member as last seen (the member keys' JSON objects).
     func members() -> [JSONValue]
     /// The current leader's node name, advertised address and epoch (nil: none known).
@@ -81,6 +82,17 @@ final class ClusterNode: ClusterHooks, @unchecked Sendable {
         tick.withLockedValue { $0?.cancel() }
     }
 
+    /// Leaves the cluster gracefully (releases leadership and the lease), at shutdown.
+    var onLeave: (@Sendable () async -> Void)? {
+        get { leaveBox.withLockedValue { $0 } }
+        set { leaveBox.withLockedValue { $0 = newValue } }
+    }
+    private let leaveBox = NIOLockedValueBox<(@Sendable () async -> Void)?>(nil)
+
+    func leave() async {
+        await onLeave?()
+    }
+
     // MARK: ClusterHooks
 
     func hasLeadershipProof() -> Bool { membership.hasLeadershipProof() }
@@ -97,7 +109,8 @@ final class ClusterNode: ClusterHooks, @unchecked Sendable {
     func positionChanged(role: EngineRole, rev: UInt64, lastEpoch: UInt64, confirmedRev: UInt64, state: String) {
         position.withLockedValue { $0 = (role.name, rev, role.epoch) }
         membership.publish(
-            state: state, rev: rev, lastEpoch: lastEpoch, confirmedRev: role.isLeader ? confirmedRev : nil)
+            state: state, rev: rev, lastEpoch: lastEpoch, confirmedRev: role.isLeader ? confirmedRev : nil,
+            confirmedSeen: confirmedRev)
     }
 
     func members() -> [JSONValue] { membership.members() }

@@ -145,6 +145,7 @@ extension Engine {
     /// The leader's answer as this node's: a committed write's revision and push key, a stale
     /// transaction's value, an error.
     private func relayedBody(_ object: JSONValue, request: Request, rev: UInt64) -> ResponseBody {
+        if case .cluster = request.operation, case .object(let members) = object { return .members(members) }
         guard object["ok"] == .bool(true) else {
             let error = object["error"]
             let code = error?["code"]?.stringValue.flatMap(DatabaseError.Code.init(rawValue:)) ?? .internal
@@ -338,6 +339,17 @@ extension Engine {
     func switchover(to target: String?, request: Request, session: SessionLink, now: Int64, batch: inout Batch) {
         guard replication.role.isLeader, let hooks = clusterHooks else {
             batch.append(.response(request.id, .failure(DatabaseError(.unavailable, "not the leader"))), for: session)
+            return
+        }
+        if target == replication.node {
+            // Already done (a retry reaching the node the switchover chose).
+            batch.append(
+                .response(
+                    request.id,
+                    .members([
+                        JSONMember("ok", .bool(true)), JSONMember("leader", .string(replication.node)),
+                        JSONMember("epoch", .int(Int64(clamping: replication.role.epoch))),
+                    ])), for: session)
             return
         }
         guard let chosen = target ?? hooks.bestReplica(excluding: replication.node) else {

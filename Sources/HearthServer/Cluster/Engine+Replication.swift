@@ -15,6 +15,8 @@ enum ClusterInput: Sendable {
     case tick
     /// An answer decided off the engine thread (a switchover's outcome).
     case answer(SessionLink, RequestID, ResponseBody)
+    /// Members whose lease expired: a leader runs their clients' onDisconnect queues.
+    case membersLost([String])
 }
 
 /// Replication (replication.md §3, docs/cluster.md): the leader streams every committed record to
@@ -33,6 +35,12 @@ extension Engine {
             clusterTick(now: now, batch: &batch)
         case .answer(let session, let id, let body):
             batch.append(.response(id, body), for: session)
+        case .membersLost(let nodes):
+            guard replication.role.isLeader else { return }
+            for node in nodes {
+                logger.warning("a member left the cluster; running its clients' onDisconnect operations", metadata: ["member": "\(node)"])
+                runQueues(ofNode: node, now: now, batch: &batch)
+            }
         }
     }
 
@@ -312,9 +320,9 @@ extension Engine {
         replication.lastHeard = now
         switch message {
         case .started(let mode, let rev, _, let history):
-            if let leaderHistory = EpochHistory(json: history) {
-                adoptHistory(leaderHistory.truncated(to: max(rev, database.rev)))
-            }
+            // The records this node keeps agree with the leader's up to here, so the leader's
+            // history describes them (and the epoch it now writes in).
+            if let leaderHistory = EpochHistory(json: history) { adoptHistory(leaderHistory) }
             if mode == "snapshot" { replication.incomingSnapshot = (rev, []) }
             logger.info(
                 "replicating from the leader",
@@ -551,6 +559,7 @@ extension Engine {
     }
 
     private func clusterTick(now: Int64, batch: inout Batch) {
+        publishPosition(state: replication.memberState)
         switch replication.role {
         case .leader:
             if replication.streams.values.contains(where: { now - $0.sentAt >= 1000 }) {
@@ -572,6 +581,7 @@ extension Engine {
     }
 
     func publishPosition(state: String) {
+        replication.memberState = state
         if let hooks = clusterHooks {
             publishClusterObject(hooks.clusterObject(role: replication.role, rev: database.rev))
         }

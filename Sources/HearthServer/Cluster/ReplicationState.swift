@@ -119,6 +119,8 @@ struct ReplicationState {
     var remoteOwners: [String: UInt64] = [:]
     /// Replica: client connections that forwarded onDisconnect registrations.
     var registeredOwners: Set<UInt64> = []
+    /// This node's state as its member key shows it (`streaming`, `catching_up`, …).
+    var memberState = "candidate"
     /// Leader: a `failover` in progress.
     var switchover: PendingSwitchover?
     /// Snapshot bytes being received from the leader, with the revision they are at.

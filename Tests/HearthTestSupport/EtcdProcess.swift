@@ -1,16 +1,15 @@
 import Foundation
+import HearthCluster
 import XCTest
-
-@testable import HearthCluster
 
 /// A real etcd (`/usr/bin/etcd`) on free loopback ports with a throwaway data directory, started
 /// by a test and stopped by its pid.
-final class EtcdProcess {
+public final class EtcdProcess {
     static let binary = "/usr/bin/etcd"
 
-    let process: Process
-    let dataDirectory: String
-    let clientURL: String
+    public let process: Process
+    public let dataDirectory: String
+    public let clientURL: String
 
     private init(process: Process, dataDirectory: String, clientURL: String) {
         self.process = process
@@ -19,7 +18,7 @@ final class EtcdProcess {
     }
 
     /// Starts etcd and waits until it answers a range; skips the test when etcd is not installed.
-    static func start() async throws -> EtcdProcess {
+    public static func start() async throws -> EtcdProcess {
         guard FileManager.default.isExecutableFile(atPath: binary) else {
             throw XCTSkip("\(binary) is missing (Debian's etcd-server); the cluster integration tests need it")
         }
@@ -54,7 +53,7 @@ final class EtcdProcess {
     }
 
     /// Stops etcd by its pid and removes its data directory.
-    func stop() {
+    public func stop() {
         if process.isRunning {
             kill(process.processIdentifier, SIGTERM)
             process.waitUntilExit()
@@ -63,7 +62,7 @@ final class EtcdProcess {
     }
 
     /// A loopback port nothing listens on right now (the kernel's choice for a bind to port 0).
-    private static func freeLoopbackPort() throws -> Int {
+    public static func freeLoopbackPort() throws -> Int {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw POSIXError(.EMFILE) }
         defer { close(fd) }

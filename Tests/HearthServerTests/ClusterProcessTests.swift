@@ -1,0 +1,252 @@
+import Foundation
+import HearthJSON
+import HearthTestSupport
+import XCTest
+
+/// A cluster as users run it: a real etcd and three `hearthd` processes on loopback ports, each
+/// with its own data directory, killed and frozen by pid (replication.md, docs/cluster.md).
+final class ClusterProcessTests: XCTestCase {
+    /// One `hearthd` of the cluster.
+    final class Daemon {
+        let name: String
+        let port: Int
+        let directory: String
+        let config: String
+        let log: String
+        var process: Process?
+
+        init(name: String, port: Int, root: String, leaseSeconds: Int, syncReplicas: Int) throws {
+            self.name = name
+            self.port = port
+            directory = root + "/" + name
+            config = root + "/" + name + ".json"
+            log = root + "/" + name + ".log"
+            let settings = #"{"cluster":{"leaseSeconds":\#(leaseSeconds),"syncReplicas":\#(syncReplicas),"syncTimeoutMs":3000}}"#
+            try settings.write(toFile: config, atomically: true, encoding: .utf8)
+        }
+
+        func start(etcd: String) throws {
+            let process = Process()
+            process.executableURL = try builtExecutable("hearthd")
+            process.arguments = [
+                "--port", "\(port)", "--http-port", "off", "--data-dir", directory, "--config", config,
+                "--cluster-etcd", etcd, "--node", name, "--fsync", "always", "--log-level", "info",
+            ]
+            var environment = ProcessInfo.processInfo.environment
+            environment["HEARTH_CLUSTER_SECRET"] = "cluster-test-secret"
+            process.environment = environment
+            _ = FileManager.default.createFile(atPath: log, contents: nil)
+            let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
+            handle.seekToEndOfFile()
+            process.standardOutput = handle
+            process.standardError = handle
+            try process.run()
+            self.process = process
+        }
+
+        func signal(_ signal: Int32) {
+            guard let process, process.isRunning else { return }
+            kill(process.processIdentifier, signal)
+            if signal == SIGKILL || signal == SIGTERM { process.waitUntilExit() }
+        }
+
+        /// The `cluster` object of this node's hello (nil when it does not answer).
+        func cluster() -> JSONValue? {
+            (try? TestClient(port: port))?.hello["cluster"]
+        }
+    }
+
+    private var etcd: EtcdProcess?
+    private var daemons: [Daemon] = []
+    private var root = ""
+
+    override func setUp() async throws {
+        etcd = try await EtcdProcess.start()
+        root = FileManager.default.temporaryDirectory.appendingPathComponent("hearth-cluster-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+    }
+
+    override func tearDown() async throws {
+        for daemon in daemons {
+            daemon.signal(SIGCONT)
+            daemon.signal(SIGKILL)
+        }
+        if (testRun?.totalFailureCount ?? 0) > 0 {
+            for daemon in daemons {
+                let text = (try? String(contentsOfFile: daemon.log, encoding: .utf8)) ?? ""
+                print("---- \(daemon.name) log (last lines) ----\n" + text.split(separator: "\n").suffix(40).joined(separator: "\n"))
+            }
+        }
+        daemons = []
+        etcd?.stop()
+        try? FileManager.default.removeItem(atPath: root)
+    }
+
+    func startCluster(_ count: Int = 3, leaseSeconds: Int = 2, syncReplicas: Int = 0) throws -> [Daemon] {
+        let etcdURL = try XCTUnwrap(etcd?.clientURL)
+        for index in 1...count {
+            let daemon = try Daemon(
+                name: "n\(index)", port: try EtcdProcess.freeLoopbackPort(), root: root, leaseSeconds: leaseSeconds,
+                syncReplicas: syncReplicas)
+            try daemon.start(etcd: etcdURL)
+            daemons.append(daemon)
+        }
+        return daemons
+    }
+
+    /// Waits until every live node names the same leader and the replicas stream from it.
+    @discardableResult
+    func waitForLeader(among nodes: [Daemon], excluding old: String? = nil, timeout: Double = 20) throws -> Daemon {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            let views = nodes.map { $0.cluster() }
+            if let leader = zip(nodes, views).first(where: { $0.1?["role"] == .string("leader") })?.0,
+                leader.name != old,
+                views.allSatisfy({ $0?["leader"] == .string("127.0.0.1:\(leader.port)") })
+            {
+                return leader
+            }
+            Thread.sleep(forTimeInterval: 0.1)
+        }
+        XCTFail("no leader within \(timeout) s: \(nodes.map { "\($0.name): \($0.cluster().map { "\($0)" } ?? "down")" })")
+        throw XCTSkip("no leader")
+    }
+
+    /// Polls `get` on `daemon` until `path` holds `expected`.
+    func waitForValue(_ daemon: Daemon, _ path: String, _ expected: JSONValue, timeout: Double = 10) throws {
+        let client = try TestClient(port: daemon.port)
+        let deadline = Date().addingTimeInterval(timeout)
+        var last: JSONValue = .null
+        while Date() < deadline {
+            last = try client.request(#"{"op":"get","path":"\#(path)"}"#)["value"] ?? .null
+            if last == expected { return }
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        XCTFail("\(path) on \(daemon.name) is \(last), expected \(expected)")
+    }
+
+    func rootHash(_ daemon: Daemon) throws -> JSONValue? {
+        try TestClient(port: daemon.port).request(#"{"op":"get","path":"/","hash":true}"#)["hash"]
+    }
+
+    func testOneLeaderIsElectedAndAReplicaServesWritesReadsAndEventsInOrder() async throws {
+        let nodes = try startCluster()
+        let leader = try waitForLeader(among: nodes)
+        let replicas = nodes.filter { $0 !== leader }
+        let subscriber = try TestClient(port: replicas[0].port)
+        XCTAssertEqual(subscriber.hello["cluster"]?["role"], .string("replica"))
+        let subscribed = try subscriber.request(#"{"op":"subscribe","path":"/chat","events":["child_added"]}"#)
+        XCTAssertEqual(subscribed["ok"], .bool(true))
+        // Writes through the other replica, each read back at once there.
+        let writer = try TestClient(port: replicas[1].port)
+        for i in 1...30 {
+            let answer = try writer.request(#"{"op":"set","path":"/chat/m\#(1000 + i)","value":\#(i),"wid":"w:\#(i)"}"#)
+            XCTAssertEqual(answer["ok"], .bool(true), "\(answer)")
+            XCTAssertEqual(try writer.request(#"{"op":"get","path":"/chat/m\#(1000 + i)"}"#)["value"], .int(Int64(i)))
+        }
+        var values: [Int64] = []
+        while values.count < 30 {
+            let event = try subscriber.readJSON()
+            if let value = event["value"]?.int64Value { values.append(value) }
+        }
+        XCTAssertEqual(values, Array(1...30).map(Int64.init), "the leader's order, on another replica")
+        try waitForValue(leader, "/chat/m1030", .int(30))
+        XCTAssertEqual(try rootHash(replicas[0]), try rootHash(leader))
+    }
+
+    func testKillNineOfTheLeaderUnderLoadLosesNoAcknowledgedWrite() async throws {
+        let nodes = try startCluster(syncReplicas: 1)
+        let leader = try waitForLeader(among: nodes)
+        let replicas = nodes.filter { $0 !== leader }
+        // A writer on a replica, with write ids, writes until well after the leader is gone.
+        let writer = try TestClient(port: replicas[0].port)
+        var acknowledged: [Int] = []
+        var killedAt: Date?
+        var firstAfterKill: Date?
+        var i = 0
+        let deadline = Date().addingTimeInterval(30)
+        while Date() < deadline {
+            i += 1
+            let answer = try writer.request(#"{"op":"set","path":"/load/\#(i)","value":\#(i),"wid":"load:\#(i)"}"#)
+            if answer["ok"] == .bool(true) {
+                acknowledged.append(i)
+                if killedAt != nil, firstAfterKill == nil { firstAfterKill = Date() }
+            }
+            if acknowledged.count == 100, killedAt == nil {
+                leader.signal(SIGKILL)
+                killedAt = Date()
+            }
+            if let first = firstAfterKill, Date().timeIntervalSince(first) > 0.5 { break }
+        }
+        let killed = try XCTUnwrap(killedAt)
+        let resumed = try XCTUnwrap(firstAfterKill, "no write was acknowledged after the leader died")
+        XCTAssertLessThanOrEqual(resumed.timeIntervalSince(killed), 2 * 2 + 2, "failover within 2 × leaseSeconds (+ slack)")
+        let newLeader = try waitForLeader(among: replicas, excluding: leader.name)
+        let check = try TestClient(port: newLeader.port)
+        for n in acknowledged {
+            let value = try check.request(#"{"op":"get","path":"/load/\#(n)"}"#)["value"]
+            XCTAssertEqual(value, .int(Int64(n)), "acknowledged write \(n) lost on the new leader")
+        }
+        try waitForValue(replicas.first { $0 !== newLeader }!, "/load/\(acknowledged.last!)", .int(Int64(acknowledged.last!)))
+        XCTAssertEqual(try rootHash(replicas[0]), try rootHash(replicas[1]), "replicas agree")
+    }
+
+    func testAFrozenLeaderAcknowledgesNothingAfterANewElection() async throws {
+        let nodes = try startCluster()
+        let leader = try waitForLeader(among: nodes)
+        let replicas = nodes.filter { $0 !== leader }
+        let onOld = try TestClient(port: leader.port)
+        XCTAssertEqual(try onOld.request(#"{"op":"set","path":"/f","value":"before"}"#)["ok"], .bool(true))
+        leader.signal(SIGSTOP)
+        let newLeader = try waitForLeader(among: replicas, excluding: leader.name)
+        XCTAssertEqual(
+            try TestClient(port: newLeader.port).request(#"{"op":"set","path":"/f","value":"new leader"}"#)["ok"],
+            .bool(true))
+        // Sent while frozen, read when resumed: the old leader must not acknowledge it as leader.
+        try onOld.send(#"{"op":"set","path":"/f","value":"stale leader","id":"stale"}"#)
+        leader.signal(SIGCONT)
+        let answer = try onOld.readResponse(timeout: 15)
+        let onNew = try TestClient(port: newLeader.port)
+        if answer["ok"] == .bool(true) {
+            // Acceptable only as a write the new leader took (forwarded after stepping down).
+            XCTAssertEqual(try onNew.request(#"{"op":"get","path":"/f"}"#)["value"], .string("stale leader"), "\(answer)")
+        } else {
+            XCTAssertEqual(answer["error"]?["code"], .string("unavailable"), "\(answer)")
+            XCTAssertEqual(try onNew.request(#"{"op":"get","path":"/f"}"#)["value"], .string("new leader"))
+        }
+        // The old leader rejoins as a replica and converges.
+        try waitForLeader(among: nodes, excluding: leader.name)
+        XCTAssertEqual(leader.cluster()?["role"], .string("replica"))
+        let expected = try onNew.request(#"{"op":"get","path":"/f"}"#)["value"] ?? .null
+        try waitForValue(leader, "/f", expected)
+    }
+
+    func testPresenceOfAClientOfAKilledNodeTurnsOffline() async throws {
+        let nodes = try startCluster()
+        let leader = try waitForLeader(among: nodes)
+        let replica = nodes.first { $0 !== leader }!
+        let client = try TestClient(port: replica.port)
+        XCTAssertEqual(try client.request(#"{"op":"set","path":"/presence/ada","value":"online"}"#)["ok"], .bool(true))
+        let registered = try client.request(
+            #"{"op":"onDisconnect","action":"set","path":"/presence/ada","value":"offline"}"#)
+        XCTAssertEqual(registered["ok"], .bool(true), "\(registered)")
+        replica.signal(SIGKILL)
+        try waitForValue(leader, "/presence/ada", .string("offline"), timeout: 2 * 2 + 4)
+    }
+
+    func testSwitchoverHandsLeadershipToTheTargetWithoutLosingAWrite() async throws {
+        let nodes = try startCluster()
+        let leader = try waitForLeader(among: nodes)
+        let target = nodes.first { $0 !== leader }!
+        let writer = try TestClient(port: leader.port)
+        for i in 1...50 { XCTAssertEqual(try writer.request(#"{"op":"set","path":"/s/\#(i)","value":\#(i)}"#)["ok"], .bool(true)) }
+        let admin = try TestClient(port: nodes.first { $0 !== leader && $0 !== target }!.port)
+        let answer = try admin.request(#"{"op":"failover","to":"\#(target.name)"}"#)
+        XCTAssertEqual(answer["ok"], .bool(true), "\(answer)")
+        XCTAssertEqual(answer["leader"], .string(target.name))
+        let newLeader = try waitForLeader(among: nodes, excluding: leader.name)
+        XCTAssertTrue(newLeader === target)
+        try waitForValue(target, "/s/50", .int(50))
+        try waitForValue(leader, "/s/50", .int(50))
+    }
+}
