@@ -19,8 +19,8 @@ final class CLIClusterTests: XCTestCase {
             XCTAssertEqual(status.stdout, "")
             XCTAssertEqual(
                 status.stderr,
-                "hearth: this server is not part of a cluster (it answered clusterStatus with unknown_op: "
-                    + "unknown op \"clusterStatus\")\n")
+                "hearth: this server is not part of a cluster (it answered clusterStatus with bad_request: "
+                    + "this server is not part of a cluster)\n")
             let json = try hearth("cluster", "status", "--json", url: server.url)
             XCTAssertEqual(json.status, 1)
             XCTAssertEqual(json.stdout, "")

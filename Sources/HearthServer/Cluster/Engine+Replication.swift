@@ -52,6 +52,10 @@ extension Engine {
         func respond(_ body: ResponseBody) { batch.append(.response(request.id, body), for: session) }
         let isPeer = sessions[session.id]?.isPeer == true
         let identity = sessions[session.id]?.identity
+        guard clusterHooks != nil || replication.isClustered else {
+            respond(.failure(DatabaseError(.badRequest, "this server is not part of a cluster")))
+            return
+        }
         switch op {
         case .status:
             guard identity?.isAdmin == true || rules == nil || isPeer else {
