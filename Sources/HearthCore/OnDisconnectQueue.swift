@@ -16,14 +16,17 @@ public struct OnDisconnectQueue: Sendable {
     /// Queued overwrites in order: absolute path, the validated JSON (server values unresolved)
     /// and the identity that registered it.
     public private(set) var entries: [OnDisconnectRegistration] = []
+    /// In a cluster, the connection as `<node>/<session>`, stamped on every entry.
+    public var connection: String?
 
-    public init() {}
+    public init(connection: String? = nil) { self.connection = connection }
 
     /// The queue of a connection of an earlier run, rebuilt from its logged entries (all with
     /// the same owner).
     public init(recovered entries: [OnDisconnectRegistration]) {
         self.entries = entries.sorted { $0.id < $1.id }
         owner = self.entries.first?.owner ?? 0
+        connection = self.entries.first?.connection
     }
 
     public var isEmpty: Bool { entries.isEmpty }
@@ -64,7 +67,8 @@ public struct OnDisconnectQueue: Sendable {
             change.removed += replaced.filter { !added.contains($0) }
         }
         if entries.isEmpty { owner = nextID }
-        let entry = OnDisconnectRegistration(id: nextID, owner: owner, path: path, value: value, auth: auth)
+        let entry = OnDisconnectRegistration(
+            id: nextID, owner: owner, path: path, value: value, auth: auth, connection: connection)
         nextID += 1
         entries.append(entry)
         change.put.append(entry)

@@ -20,13 +20,19 @@ public struct OnDisconnectRegistration: Sendable, Equatable {
     public var value: JSONValue
     /// The identity that registered it (nil: unauthenticated); rules are checked as it at run time.
     public let auth: AuthContext?
+    /// In a cluster, the connection's node and session (`<node>/<session>`), so that whichever
+    /// node leads knows whose queue it is (nil on a standalone server).
+    public let connection: String?
 
-    public init(id: UInt64, owner: UInt64, path: Path, value: JSONValue, auth: AuthContext?) {
+    public init(
+        id: UInt64, owner: UInt64, path: Path, value: JSONValue, auth: AuthContext?, connection: String? = nil
+    ) {
         self.id = id
         self.owner = owner
         self.path = path
         self.value = value
         self.auth = auth
+        self.connection = connection
     }
 }
 

@@ -9,8 +9,10 @@ import Logging
 extension Engine {
     /// Applies a registration or cancellation to the connection's queue; returns what the log
     /// must record (empty when nothing changed).
-    func register(_ action: OnDisconnectAction, session: UInt64, identity: AuthContext?) -> OnDisconnectChange {
-        var queue = onDisconnect[session] ?? OnDisconnectQueue()
+    func register(
+        _ action: OnDisconnectAction, session: UInt64, identity: AuthContext?, connection: String? = nil
+    ) -> OnDisconnectChange {
+        var queue = onDisconnect[session] ?? OnDisconnectQueue(connection: connection)
         let change: OnDisconnectChange
         switch action {
         case .set(let path, let value):

@@ -425,7 +425,8 @@ final class Engine: @unchecked Sendable {
                 respond(.failure(denial))
                 return
             }
-            let change = register(action, session: session.id, identity: identity)
+            let change = register(
+                action, session: session.id, identity: identity, connection: connectionName(session.id))
             if change.isEmpty {
                 respond(.done)
             } else {
@@ -550,6 +551,8 @@ final class Engine: @unchecked Sendable {
 
     func runOnDisconnect(_ sessionID: UInt64, now: Int64, batch: inout Batch) {
         guard let queue = onDisconnect.removeValue(forKey: sessionID) else { return }
+        // Only a node that applies writes runs a queue; a replica's leader runs its clients'.
+        guard replication.role.appliesWrites else { return }
         guard storageFailure == nil else {
             logger.error(
                 "onDisconnect operations not run: storage failed; the log keeps them and they run when the server restarts",

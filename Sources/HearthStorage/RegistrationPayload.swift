@@ -82,6 +82,10 @@ enum RegistrationPayload {
             buffer.append(contentsOf: #","auth":"#.utf8)
             encode(auth, into: &buffer)
         }
+        if let connection = entry.connection {
+            buffer.append(contentsOf: #","conn":"#.utf8)
+            JSONWriter.writeString(connection, into: &buffer)
+        }
         buffer.append(UInt8(ascii: "}"))
     }
 
@@ -111,7 +115,8 @@ enum RegistrationPayload {
         }
         return OnDisconnectRegistration(
             id: try decodeID(id, "id"), owner: try decodeID(owner, "owner"),
-            path: try WritePayload.parsePath(pathText), value: value, auth: try decodeAuth(json["auth"]))
+            path: try WritePayload.parsePath(pathText), value: value, auth: try decodeAuth(json["auth"]),
+            connection: json["conn"]?.stringValue)
     }
 
     static func decodeAuth(_ json: JSONValue?) throws(FormatError) -> AuthContext? {

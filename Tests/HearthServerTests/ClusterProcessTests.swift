@@ -234,6 +234,28 @@ final class ClusterProcessTests: XCTestCase {
         try waitForValue(leader, "/presence/ada", .string("offline"), timeout: 2 * 2 + 4)
     }
 
+    func testPresenceStaysTrueWhenTheLeaderIsLost() async throws {
+        let nodes = try startCluster()
+        let leader = try waitForLeader(among: nodes)
+        let replica = nodes.first { $0 !== leader }!
+        let onLeader = try TestClient(port: leader.port)
+        let onReplica = try TestClient(port: replica.port)
+        for (client, name) in [(onLeader, "a"), (onReplica, "b")] {
+            XCTAssertEqual(try client.request(#"{"op":"set","path":"/presence/\#(name)","value":"online"}"#)["ok"], .bool(true))
+            let registered = try client.request(
+                #"{"op":"onDisconnect","action":"set","path":"/presence/\#(name)","value":"offline"}"#)
+            XCTAssertEqual(registered["ok"], .bool(true), "\(registered)")
+        }
+        leader.signal(SIGKILL)
+        let newLeader = try waitForLeader(among: nodes.filter { $0 !== leader }, excluding: leader.name)
+        // The lost leader's client goes offline; the replica's client, still connected, does not.
+        try waitForValue(newLeader, "/presence/a", .string("offline"), timeout: 2 * 2 + 4)
+        XCTAssertEqual(try TestClient(port: newLeader.port).request(#"{"op":"get","path":"/presence/b"}"#)["value"], .string("online"))
+        // Its registration survived the change of leader: it runs when that client goes.
+        onReplica.close()
+        try waitForValue(newLeader, "/presence/b", .string("offline"))
+    }
+
     func testSwitchoverHandsLeadershipToTheTargetWithoutLosingAWrite() async throws {
         let nodes = try startCluster()
         let leader = try waitForLeader(among: nodes)

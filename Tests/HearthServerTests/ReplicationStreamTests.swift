@@ -53,11 +53,13 @@ final class ReplicationStreamTests: XCTestCase {
         started = []
     }
 
-    func startNode(_ name: String, directory: String? = nil, syncReplicas: Int = 0) async throws -> Node {
+    func startNode(_ name: String, directory: String? = nil, syncReplicas: Int = 0, http: Bool = false) async throws
+        -> Node
+    {
         var configuration = ServerConfiguration()
         configuration.host = "127.0.0.1"
         configuration.port = 0
-        configuration.httpPort = nil
+        configuration.httpPort = http ? 0 : nil
         configuration.dataDirectory = directory ?? temporaryDataDirectory()
         configuration.fsync = .never
         let membership = FixedMembership()
@@ -153,6 +155,23 @@ final class ReplicationStreamTests: XCTestCase {
         let committed = try client.request(#"{"op":"transaction","path":"/items/2","value":20,"expect":2}"#)
         XCTAssertEqual(committed["committed"], .bool(true), "\(committed)")
         XCTAssertEqual(try client.request(#"{"op":"get","path":"/items/2"}"#)["value"], .int(20))
+    }
+
+    func testAnHTTPWriteToAReplicaIsForwardedAndAnsweredWithTheStoredValue() async throws {
+        let leader = try await startNode("leader")
+        let replica = try await startNode("replica", http: true)
+        lead(leader, epoch: 2, followers: [replica])
+        try waitForValue(replica.server.port, "/", .null)
+        let http = try HTTPTestClient(port: try XCTUnwrap(replica.server.httpPort))
+        let put = try http.request("PUT", "/users/ada.json", body: #"{"name":"Ada","born":1815}"#)
+        XCTAssertEqual(put.status, 200, String(decoding: put.body, as: UTF8.self))
+        XCTAssertEqual(try JSONParser.parse(put.body)["name"], .string("Ada"))
+        let post = try http.request("POST", "/log.json", body: #""entry""#)
+        XCTAssertEqual(post.status, 200)
+        let key = try XCTUnwrap(try JSONParser.parse(post.body)["name"]?.stringValue)
+        let onLeader = try TestClient(port: leader.server.port)
+        XCTAssertEqual(try onLeader.request(#"{"op":"get","path":"/users/ada/born"}"#)["value"], .int(1815))
+        XCTAssertEqual(try onLeader.request(#"{"op":"get","path":"/log/\#(key)"}"#)["value"], .string("entry"))
     }
 
     func testAReplicaTooFarBehindGetsASnapshotAndOneThatForkedMovesItsRecordsAside() async throws {

@@ -19,6 +19,8 @@ protocol ClusterHooks: AnyObject, Sendable {
     func positionChanged(role: EngineRole, rev: UInt64, lastEpoch: UInt64, confirmedRev: UInt64, state: String)
     /// The members as the coordinator last saw them, for `clusterStatus`.
     func members() -> [JSONValue]
+    /// The names of the members whose leases are alive.
+    func liveMembers() -> [String]
     /// The `cluster` object of `hello` and of `cluster` events.
     func clusterObject(role: EngineRole, rev: UInt64) -> JSONValue
     /// Switchover (replication.md §5): releases leadership to `target` once it has every record;

@@ -115,6 +115,8 @@ final class ClusterNode: ClusterHooks, @unchecked Sendable {
 
     func members() -> [JSONValue] { membership.members() }
 
+    func liveMembers() -> [String] { membership.members().compactMap { $0["node"]?.stringValue } }
+
     func clusterObject(role: EngineRole, rev: UInt64) -> JSONValue {
         let leader = membership.leader()
         return .object([

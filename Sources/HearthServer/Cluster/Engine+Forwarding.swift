@@ -270,9 +270,10 @@ extension Engine {
 
     /// The leader's own key for a replica's client connection `owner` (`<node>/<session>`), under
     /// which its onDisconnect queue is kept.
-    private func remoteOwnerKey(_ owner: String) -> UInt64 {
+    func remoteOwnerKey(_ owner: String) -> UInt64 {
         if let key = replication.remoteOwners[owner] { return key }
-        let key = (UInt64(1) << 62) + UInt64(replication.remoteOwners.count + 1)
+        replication.nextRemoteOwner += 1
+        let key = (UInt64(1) << 62) + replication.nextRemoteOwner
         replication.remoteOwners[owner] = key
         return key
     }
@@ -286,7 +287,8 @@ extension Engine {
             batch.append(.response(request.id, .failure(denial)), for: peer)
             return
         }
-        let change = register(action, session: owner, identity: identity)
+        let connection = replication.remoteOwners.first { $0.value == owner }?.key
+        let change = register(action, session: owner, identity: identity, connection: connection)
         if change.isEmpty {
             batch.append(.response(request.id, .done), for: peer)
         } else {
@@ -312,9 +314,47 @@ extension Engine {
         }
     }
 
-    /// A new leader: nothing to run yet for queues it learnt from the log (their owners' nodes
-    /// tell it when their connections end).
-    func runOrphanedQueues(now: Int64, batch: inout Batch) {}
+    /// `<node>/<session>` in a cluster (what registrations record), nil standalone.
+    func connectionName(_ session: UInt64) -> String? {
+        guard replication.isClustered else { return nil }
+        replication.registeredOwners.insert(session)
+        return "\(replication.node)/\(session)"
+    }
+
+    /// A new leader takes over the onDisconnect queues the log holds (replication.md §4): those of
+    /// its own live connections and of live members' connections are kept, to run when those
+    /// connections end or their node is lost; every other queue (the old leader's clients, a
+    /// lost node's, a standalone run's) runs now.
+    func runOrphanedQueues(now: Int64, batch: inout Batch) {
+        guard let storage else { return }
+        let live = Set(clusterHooks?.liveMembers() ?? [])
+        let tracked = Set(onDisconnect.values.map(\.owner))
+        var orphaned = 0
+        for entries in storage.onDisconnect.queues {
+            let queue = OnDisconnectQueue(recovered: entries)
+            guard !tracked.contains(queue.owner) else { continue }
+            if let connection = queue.connection, let slash = connection.lastIndex(of: "/"),
+                let session = UInt64(connection[connection.index(after: slash)...])
+            {
+                let node = String(connection[..<slash])
+                if node == replication.node, replication.registeredOwners.contains(session) {
+                    onDisconnect[session] = queue
+                    continue
+                }
+                if node != replication.node, live.contains(node) {
+                    onDisconnect[remoteOwnerKey(connection)] = queue
+                    continue
+                }
+            }
+            orphaned += 1
+            run(queue, connection: queue.owner, now: now, batch: &batch)
+        }
+        if orphaned > 0 {
+            logger.info(
+                "ran the onDisconnect operations of connections no live node holds",
+                metadata: ["connections": "\(orphaned)"])
+        }
+    }
 
     /// A connection of a clustered node ended: a replica's stream goes; a client's forwarded
     /// state goes, and the leader is told to run its onDisconnect queue.

@@ -117,6 +117,7 @@ struct ReplicationState {
     /// Leader: replicas' client connections (`<node>/<session>`) with onDisconnect queues here,
     /// and the key each queue is kept under.
     var remoteOwners: [String: UInt64] = [:]
+    var nextRemoteOwner: UInt64 = 0
     /// Replica: client connections that forwarded onDisconnect registrations.
     var registeredOwners: Set<UInt64> = []
     /// This node's state as its member key shows it (`streaming`, `catching_up`, …).

@@ -54,6 +54,8 @@ final class RESTCall {
     var ifNoneMatch: String?
     /// `if-match` on PUT or DELETE (the write is then a transaction).
     var ifMatch: String?
+    /// A write's request object, which a cluster replica forwards to its leader.
+    var source: JSONValue?
     var callback: String?
     var download: String?
     var format = Node.Format.plain
@@ -351,6 +353,7 @@ struct RESTRequestParser {
         do { operation = try decoder.operation(.object(request)) } catch { throw .badRequest(error.message) }
         let call = RESTCall(action: .write(operation, method: method, path: path))
         call.ifMatch = ifMatch
+        call.source = .object(request)
         return call
     }
 
