@@ -18,6 +18,9 @@ public struct ClusterSettings: Sendable, Equatable {
     public var syncReplicas: Int
     /// How long a write waits for enough replicas, or a forwarded write for a leader.
     public var syncTimeoutMs: Int
+    /// When the listeners speak TLS: the PEM CA file peers' certificates are verified against
+    /// (nil: the TLS client CA when set, else the system's roots). Not part of the etcd layout.
+    public var peerCA: String?
 
     /// `cluster.name` when none is set.
     public static let defaultName = "hearth"

@@ -247,20 +247,23 @@ final class Engine: @unchecked Sendable {
             if !records.isEmpty { replicationCommitted(records, now: clock(), batch: &batch) }
             return
         }
-        if replication.role.isLeader, let hooks = clusterHooks, !hooks.hasLeadershipProof() {
-            // Fenced (replication.md §5): nothing of this batch is logged or acknowledged.
-            let refusedRoot = database.root
-            database = batch.checkpoint
-            writeIDs.forget(after: database.rev)
-            changeLog.drop(after: database.rev)
-            views.resync(from: refusedRoot, to: database.root, rev: database.rev)
-            batch.rolledBack(DatabaseError(.unavailable, "not the leader: its lease could not be confirmed"))
-            tally.acknowledgementsRefused()
+        if isFenced {
+            // Replication.md §5: nothing of this batch is logged or acknowledged.
+            fence(&batch, DatabaseError(.unavailable, "not the leader: its lease could not be confirmed"))
             return
         }
         let records = replication.isClustered ? batch.logged : []
         do {
             try storage.append(batch.logged)
+            if isFenced {
+                // The proof ran out during the append (a stalled disk, a paused process): the
+                // batch stays in this node's log only, to be moved aside when it rejoins.
+                replication.fencedUntilRoleChange = true  // the log is now ahead of memory
+                fence(
+                    &batch,
+                    DatabaseError(.unavailable, "outcome unknown: the leader's lease could not be confirmed after logging the write"))
+                return
+            }
             batch.committed(database)
             writeIDs.settle()
             if !records.isEmpty { replicationCommitted(records, now: clock(), batch: &batch) }

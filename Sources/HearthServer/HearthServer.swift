@@ -131,7 +131,7 @@ public final class HearthServer: Sendable {
         // The onDisconnect operations the log kept belong to connections of the previous run,
         // which are all gone: they run now, before anyone can connect (issue #18).
         // In a cluster they may belong to other nodes' live connections: the leader decides.
-        if cluster == nil {
+        if cluster == nil, configuration.cluster == nil {
             try await engine.loop.submit { engine.runOrphanedOnDisconnect(storage.onDisconnect.queues) }.get()
         }
         if configuration.fsync == .everysec {
@@ -142,7 +142,8 @@ public final class HearthServer: Sendable {
         if let cluster {
             let node = ClusterNode(
                 node: cluster.node, name: cluster.name, secret: cluster.secret, membership: cluster.membership,
-                group: ioGroup, maxLineBytes: maxPeerLine, logger: logger)
+                group: ioGroup, maxLineBytes: maxPeerLine, peerTLS: try tls?.peerClientContext(peerCA: cluster.peerCA),
+                logger: logger)
             try await node.attach(to: engine, syncReplicas: cluster.syncReplicas, syncTimeoutMs: cluster.syncTimeoutMs)
             clusterNode = node
         } else if configuration.cluster != nil {
@@ -150,6 +151,7 @@ public final class HearthServer: Sendable {
             try await engine.loop.submit { engine.replication.role = .candidate(epoch: 0) }.get()
         }
         let registry = ConnectionRegistry()
+        clusterNode?.broadcaster.withLockedValue { $0 = { registry.broadcast($0) } }
         let nextID = ManagedAtomicCounter()
         let bootstrap = ServerBootstrap(group: ioGroup)
             .serverChannelOption(.backlog, value: 1024)
@@ -210,8 +212,9 @@ public final class HearthServer: Sendable {
         if clusterNode == nil, configuration.cluster != nil {
             do {
                 clusterNode = try await joinEtcdCluster(
-                    configuration, engine: engine, tcpPort: address.port ?? configuration.port,
-                    httpPort: httpListener?.localAddress?.port, group: ioGroup, maxPeerLine: maxPeerLine, logger: logger)
+                    configuration, engine: engine, tls: tls, tcpPort: address.port ?? configuration.port,
+                    httpPort: httpListener?.localAddress?.port, group: ioGroup, maxPeerLine: maxPeerLine,
+                    registry: registry, logger: logger)
             } catch {
                 server.clusterNode.withLockedValue { $0 = nil }
                 await server.shutdown()
@@ -224,16 +227,18 @@ public final class HearthServer: Sendable {
 
     /// Registers this node in etcd and lets the coordinator decide its role (docs/cluster.md).
     private static func joinEtcdCluster(
-        _ configuration: ServerConfiguration, engine: Engine, tcpPort: Int, httpPort: Int?,
-        group: any EventLoopGroup, maxPeerLine: Int, logger: Logger
+        _ configuration: ServerConfiguration, engine: Engine, tls: TLSSetup?, tcpPort: Int, httpPort: Int?,
+        group: any EventLoopGroup, maxPeerLine: Int, registry: ConnectionRegistry, logger: Logger
     ) async throws -> ClusterNode? {
         guard let settings = try configuration.resolvedCluster(tcpPort: tcpPort, httpPort: httpPort) else { return nil }
         let membership = try EtcdMembership(settings: settings, logger: logger)
         let node = ClusterNode(
             node: settings.node, name: settings.name, secret: configuration.clusterSecret, membership: membership,
-            group: group, maxLineBytes: maxPeerLine, logger: logger)
+            group: group, maxLineBytes: maxPeerLine, peerTLS: try tls?.peerClientContext(peerCA: settings.peerCA),
+            logger: logger)
         try await node.attach(to: engine, syncReplicas: settings.syncReplicas, syncTimeoutMs: settings.syncTimeoutMs)
         node.onLeave = { await membership.stop() }
+        node.broadcaster.withLockedValue { $0 = { registry.broadcast($0) } }
         do {
             try await membership.start(
                 assign: { [weak node] role in node?.assign(role) },
@@ -397,14 +402,28 @@ final class ConnectionRegistry: Sendable {
         let channel: any Channel
         /// Runs on the channel's event loop.
         let beginShutdown: @Sendable () -> Void
+        /// Sends a server line (line-protocol connections only); runs on the channel's loop.
+        let sendLine: (@Sendable ([UInt8]) -> Void)?
     }
 
     private let entries = NIOLockedValueBox<[UInt64: Entry]>([:])
 
     var count: Int { entries.withLockedValue { $0.count } }
 
-    func add(id: UInt64, channel: any Channel, beginShutdown: @escaping @Sendable () -> Void) {
-        entries.withLockedValue { $0[id] = Entry(channel: channel, beginShutdown: beginShutdown) }
+    func add(
+        id: UInt64, channel: any Channel, beginShutdown: @escaping @Sendable () -> Void,
+        sendLine: (@Sendable ([UInt8]) -> Void)? = nil
+    ) {
+        entries.withLockedValue { $0[id] = Entry(channel: channel, beginShutdown: beginShutdown, sendLine: sendLine) }
+    }
+
+    /// Sends `line` to every connection that takes server lines, each on its own loop.
+    func broadcast(_ line: [UInt8]) {
+        let all = entries.withLockedValue { Array($0.values) }
+        for entry in all {
+            guard let send = entry.sendLine else { continue }
+            entry.channel.eventLoop.execute { send(line) }
+        }
     }
 
     func remove(id: UInt64) {

@@ -256,6 +256,26 @@ final class ClusterProcessTests: XCTestCase {
         try waitForValue(newLeader, "/presence/b", .string("offline"))
     }
 
+    func testARestartedReplicaRejoinsWithTheLeadersDataAndRunsNothingOfItsOwn() async throws {
+        let nodes = try startCluster()
+        let leader = try waitForLeader(among: nodes)
+        let replica = nodes.first { $0 !== leader }!
+        let onLeader = try TestClient(port: leader.port)
+        XCTAssertEqual(try onLeader.request(#"{"op":"set","path":"/presence/c","value":"online"}"#)["ok"], .bool(true))
+        XCTAssertEqual(
+            try onLeader.request(#"{"op":"onDisconnect","action":"set","path":"/presence/c","value":"offline"}"#)["ok"],
+            .bool(true))
+        try waitForValue(replica, "/presence/c", .string("online"))
+        replica.signal(SIGTERM)
+        XCTAssertEqual(try onLeader.request(#"{"op":"set","path":"/while-away","value":1}"#)["ok"], .bool(true))
+        try replica.start(etcd: try XCTUnwrap(etcd?.clientURL))
+        try waitForLeader(among: nodes)
+        try waitForValue(replica, "/while-away", .int(1))
+        // The leader's client is still connected: its registration is not run by the replica.
+        XCTAssertEqual(try TestClient(port: replica.port).request(#"{"op":"get","path":"/presence/c"}"#)["value"], .string("online"))
+        XCTAssertEqual(try rootHash(replica), try rootHash(leader))
+    }
+
     func testSwitchoverHandsLeadershipToTheTargetWithoutLosingAWrite() async throws {
         let nodes = try startCluster()
         let leader = try waitForLeader(among: nodes)

@@ -1,6 +1,7 @@
 import Foundation
 import HearthCore
 import HearthJSON
+import HearthTestSupport
 import Logging
 import NIOConcurrencyHelpers
 import XCTest
@@ -53,13 +54,15 @@ final class ReplicationStreamTests: XCTestCase {
         started = []
     }
 
-    func startNode(_ name: String, directory: String? = nil, syncReplicas: Int = 0, http: Bool = false) async throws
-        -> Node
-    {
+    func startNode(
+        _ name: String, directory: String? = nil, syncReplicas: Int = 0, http: Bool = false, pki: TestPKI? = nil
+    ) async throws -> Node {
         var configuration = ServerConfiguration()
         configuration.host = "127.0.0.1"
         configuration.port = 0
         configuration.httpPort = http ? 0 : nil
+        configuration.tlsCertificate = pki?.path("server.crt")
+        configuration.tlsKey = pki?.path("server.key")
         configuration.dataDirectory = directory ?? temporaryDataDirectory()
         configuration.fsync = .never
         let membership = FixedMembership()
@@ -67,7 +70,7 @@ final class ReplicationStreamTests: XCTestCase {
             configuration: configuration, logger: Self.logger(name),
             cluster: ClusterSetup(
                 node: name, name: "test", secret: "peer-secret", syncReplicas: syncReplicas, syncTimeoutMs: 2000,
-                membership: membership))
+                membership: membership, peerCA: pki?.path("ca.crt")))
         let node = Node(server: server, membership: membership, directory: configuration.dataDirectory)
         started.append(node)
         return node
@@ -155,6 +158,20 @@ final class ReplicationStreamTests: XCTestCase {
         let committed = try client.request(#"{"op":"transaction","path":"/items/2","value":20,"expect":2}"#)
         XCTAssertEqual(committed["committed"], .bool(true), "\(committed)")
         XCTAssertEqual(try client.request(#"{"op":"get","path":"/items/2"}"#)["value"], .int(20))
+    }
+
+    func testPeersSpeakTLSWhenTheListenersDo() async throws {
+        let pki = try TestPKI.serverPKI()
+        defer { pki.remove() }
+        let leader = try await startNode("leader", pki: pki)
+        let replica = try await startNode("replica", pki: pki)
+        lead(leader, epoch: 3, followers: [replica])
+        let client = try await TLSTestClient(port: replica.server.port, trusting: pki.path("ca.crt"))
+        let answer = try await client.request(#"{"op":"set","id":1,"path":"/secure","value":"over TLS"}"#)
+        XCTAssertEqual(answer["ok"], .bool(true), "a write forwarded over the TLS peer link: \(answer)")
+        let (root, _) = try await leader.server.snapshot()
+        XCTAssertEqual(String(decoding: root.child(at: try Path.parse("/secure")).jsonBytes(), as: UTF8.self), #""over TLS""#)
+        await client.close()
     }
 
     func testAnHTTPWriteToAReplicaIsForwardedAndAnsweredWithTheStoredValue() async throws {

@@ -14,11 +14,14 @@ protocol ClusterHooks: AnyObject, Sendable {
     func hasLeadershipProof() -> Bool
     /// Opens a peer connection to `leader` replicating from `fromRev`; its messages come back as
     /// `Submission.cluster(.link(…))`.
-    func openLink(id: UInt64, leader: String, fromRev: UInt64, history: JSONValue) -> ReplicaLink
+    /// `firstLines` go right after `replicate`, before anything else on the link.
+    func openLink(id: UInt64, leader: String, fromRev: UInt64, history: JSONValue, firstLines: [[UInt8]]) -> ReplicaLink
     /// The engine's position changed (role, rev, confirmed rev): published to the member key.
     func positionChanged(role: EngineRole, rev: UInt64, lastEpoch: UInt64, confirmedRev: UInt64, state: String)
     /// The members as the coordinator last saw them, for `clusterStatus`.
     func members() -> [JSONValue]
+    /// Sends `line` to every line-protocol connection of this node (not to peers).
+    func broadcast(_ line: [UInt8])
     /// The names of the members whose leases are alive.
     func liveMembers() -> [String]
     /// The `cluster` object of `hello` and of `cluster` events.

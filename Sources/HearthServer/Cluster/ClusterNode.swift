@@ -3,6 +3,7 @@ import HearthJSON
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore
+import NIOSSL
 
 /// Who decides roles: the etcd coordinator in production (`cluster.etcd`), a fixed assignment in
 /// tests of the replication stream. Thread-safe.
@@ -30,6 +31,8 @@ final class ClusterNode: ClusterHooks, @unchecked Sendable {
     private let group: any EventLoopGroup
     private let logger: Logger
     private let maxLineBytes: Int
+    /// TLS for peer connections, when the listeners speak TLS.
+    private let peerTLS: NIOSSLContext?
     /// Set once, before the engine takes requests.
     private let engineBox = NIOLockedValueBox<Engine?>(nil)
     private var engine: Engine? { engineBox.withLockedValue { $0 } }
@@ -38,8 +41,9 @@ final class ClusterNode: ClusterHooks, @unchecked Sendable {
 
     init(
         node: String, name: String, secret: String?, membership: any ClusterMembership, group: any EventLoopGroup,
-        maxLineBytes: Int, logger: Logger
+        maxLineBytes: Int, peerTLS: NIOSSLContext? = nil, logger: Logger
     ) {
+        self.peerTLS = peerTLS
         self.node = node
         self.name = name
         self.secret = secret
@@ -100,9 +104,11 @@ final class ClusterNode: ClusterHooks, @unchecked Sendable {
 
     func hasLeadershipProof() -> Bool { membership.hasLeadershipProof() }
 
-    func openLink(id: UInt64, leader: String, fromRev: UInt64, history: JSONValue) -> ReplicaLink {
+    func openLink(id: UInt64, leader: String, fromRev: UInt64, history: JSONValue, firstLines: [[UInt8]]) -> ReplicaLink {
         ReplicaLink.connect(
-            id: id, leader: leader, secret: secret, node: node, fromRev: fromRev, history: history, group: group,
+            id: id, leader: leader, secret: secret, node: node, fromRev: fromRev, history: history,
+            firstLines: firstLines, tls: peerTLS,
+            group: group,
             maxLineBytes: maxLineBytes, logger: logger
         ) { [weak self] link, message in
             self?.engine?.submit(.cluster(.link(link, message)))
@@ -117,6 +123,11 @@ final class ClusterNode: ClusterHooks, @unchecked Sendable {
     }
 
     func members() -> [JSONValue] { membership.members() }
+
+    func broadcast(_ line: [UInt8]) { broadcaster.withLockedValue { $0 }?(line) }
+
+    /// How `broadcast` reaches the connections (set by the server once it has its registry).
+    let broadcaster = NIOLockedValueBox<(@Sendable ([UInt8]) -> Void)?>(nil)
 
     func liveMembers() -> [String] { membership.members().compactMap { $0["node"]?.stringValue } }
 
@@ -151,4 +162,6 @@ struct ClusterSetup: Sendable {
     var syncTimeoutMs: Int
     /// Decides roles and hands them to the node (`ClusterNode.assign`).
     var membership: any ClusterMembership
+    /// The CA peers' certificates are checked against when the listeners speak TLS.
+    var peerCA: String? = nil
 }

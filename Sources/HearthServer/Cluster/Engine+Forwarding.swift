@@ -37,7 +37,7 @@ extension Engine {
             forward(request, session: session, now: now, batch: &batch)
             return
         }
-        guard clusterHooks?.hasLeadershipProof() ?? true else {
+        guard clusterHooks?.hasLeadershipProof() ?? true, replication.switchover == nil else {
             batch.append(.response(request.id, .failure(DatabaseError(.unavailable, "not the leader"))), for: session)
             return
         }
@@ -258,11 +258,23 @@ extension Engine {
             return
         }
         if case .cluster(.failover(let target)) = inner.operation {
+            guard decoded?.isAdmin == true || rules == nil else {
+                batch.append(.response(id, .failure(adminOnly("failover"))), for: peer)
+                return
+            }
             switchover(to: target, request: request, session: peer, now: now, batch: &batch)
             return
         }
-        guard clusterHooks?.hasLeadershipProof() ?? true else {
+        guard clusterHooks?.hasLeadershipProof() ?? true, replication.switchover == nil else {
             batch.append(.response(id, .failure(DatabaseError(.unavailable, "not the leader"))), for: peer)
+            return
+        }
+        if replication.syncReplicas > 0, replication.streams.count < replication.syncReplicas {
+            // Not applied; the client's node answers at once rather than after a wait here.
+            let error = DatabaseError(
+                .unavailable,
+                "not enough replicas: \(replication.streams.count) of the \(replication.syncReplicas) required are streaming; the write was not applied")
+            batch.append(.response(id, .failure(error)), for: peer)
             return
         }
         handle(request, session: peer, now: now, batch: &batch)
@@ -299,6 +311,11 @@ extension Engine {
 
     /// Leader: a replica's client connection ended; its queue runs here.
     func runRemoteOnDisconnect(owner: String, now: Int64, batch: inout Batch) {
+        if owner.hasSuffix("/*") {
+            // The node restarted: the connections of its earlier run are gone.
+            runQueues(ofNode: String(owner.dropLast(2)), now: now, batch: &batch)
+            return
+        }
         guard let key = replication.remoteOwners.removeValue(forKey: owner) else { return }
         sessions[key] = nil
         runOnDisconnect(key, now: now, batch: &batch)
@@ -367,11 +384,21 @@ extension Engine {
 
     /// Replica: a client connection ended; the leader runs its queue.
     private func forwardDisconnect(_ sessionID: UInt64) {
-        guard let link = replication.link else { return }
+        let owner = "\(replication.node)/\(sessionID)"
+        guard let link = replication.link, replication.linkStarted else {
+            replication.pendingDisconnects.append(owner)  // told once a leader takes the link
+            return
+        }
+        link.send(Self.disconnectedLine(owner))
+    }
+
+    /// `{"op":"disconnected","owner":…}`; `<node>/*` says every connection of an earlier run of
+    /// the node is gone.
+    static func disconnectedLine(_ owner: String) -> [UInt8] {
         var line = Array(#"{"op":"disconnected","owner":"#.utf8)
-        JSONWriter.writeString("\(replication.node)/\(sessionID)", into: &line)
+        JSONWriter.writeString(owner, into: &line)
         line += "}\n".utf8
-        link.send(line)
+        return line
     }
 
     /// `failover` on the leader: stop taking writes, wait until the target has every record, and

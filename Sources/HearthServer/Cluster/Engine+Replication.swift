@@ -329,7 +329,10 @@ extension Engine {
             if let leaderHistory = EpochHistory(json: history) { adoptHistory(leaderHistory) }
             if mode == "snapshot" { replication.incomingSnapshot = (rev, []) }
             replication.linkStarted = true
+            replication.announcedRestart = true
             replication.catchUpTo = rev
+            for owner in replication.pendingDisconnects { link.send(Self.disconnectedLine(owner)) }
+            replication.pendingDisconnects = []
             logger.info(
                 "replicating from the leader",
                 metadata: ["leader": "\(link.leader)", "mode": "\(mode)", "fromRev": "\(database.rev)", "leaderRev": "\(rev)"])
@@ -500,6 +503,7 @@ extension Engine {
         guard role != previous else { return }
         if batch.hasUncommittedRecords { commit(&batch) }
         replication.role = role
+        replication.fencedUntilRoleChange = false
         switch role {
         case .leader(let epoch):
             replication.link?.close()
@@ -545,7 +549,26 @@ extension Engine {
             batch.append(.response(waiting.request.id, .failure(DatabaseError(.unavailable, "not the leader"))), for: waiting.session)
         }
         replication.waitingForReplicas = []
-        failHeld(DatabaseError(.unavailable, "not the leader: the leader stepped down before the write was confirmed (outcome unknown)"))
+        failHeld(
+            DatabaseError(
+                .unavailable, "outcome unknown: the leader stepped down before the write was confirmed"))
+    }
+
+    /// A leader that cannot prove its lease (replication.md §5).
+    var isFenced: Bool {
+        guard replication.role.isLeader, let hooks = clusterHooks else { return false }
+        return replication.fencedUntilRoleChange || !hooks.hasLeadershipProof()
+    }
+
+    /// Undoes the batch's writes in memory and answers them with `error`.
+    func fence(_ batch: inout Batch, _ error: DatabaseError) {
+        let refusedRoot = database.root
+        database = batch.checkpoint
+        writeIDs.forget(after: database.rev)
+        changeLog.drop(after: database.rev)
+        views.resync(from: refusedRoot, to: database.root, rev: database.rev)
+        batch.rolledBack(error)
+        tally.acknowledgementsRefused()
     }
 
     /// The log may hold records the in-memory state dropped (a batch refused after the proof of
@@ -568,16 +591,22 @@ extension Engine {
     func connectLink(to leader: String) {
         guard let hooks = clusterHooks else { return }
         replication.nextLinkID += 1
-        let fromRev = replication.forceSnapshot ? 0 : database.rev
+        // The log's position: a batch fenced after its append is in the log, not in memory, and
+        // the leader's answer (diverged) moves it aside.
+        let fromRev = replication.forceSnapshot ? 0 : max(database.rev, storage?.lastRev ?? 0)
         let history = replication.forceSnapshot ? EpochHistory() : replication.history
         replication.forceSnapshot = false
+        // The first link of this run tells the leader that the connections of any earlier run of
+        // this node are gone (their onDisconnect queues run), before anything this run sends.
+        let first = replication.announcedRestart ? [] : [Self.disconnectedLine("\(replication.node)/*")]
         replication.link = hooks.openLink(
-            id: replication.nextLinkID, leader: leader, fromRev: fromRev, history: history.json)
+            id: replication.nextLinkID, leader: leader, fromRev: fromRev, history: history.json, firstLines: first)
         replication.linkOpenedAt = clock()
     }
 
     private func clusterTick(now: Int64, batch: inout Batch) {
         publishPosition(state: replication.memberState)
+        if !replication.held.isEmpty { expireHeld(now: now) }
         replication.metrics?.update(
             role: replication.role, confirmedRev: replication.confirmedRev,
             lags: replication.streams.values.map { stream in
@@ -616,12 +645,10 @@ extension Engine {
             confirmedRev: replication.confirmedRev, state: state)
     }
 
+    /// Every client connection of the node hears the change (`cluster` event).
     private func broadcastClusterEvent(batch: inout Batch) {
         guard let hooks = clusterHooks else { return }
-        let line = ResponseEncoder.clusterEvent(hooks.clusterObject(role: replication.role, rev: database.rev))
-        for state in sessions.values where !state.isPeer {
-            batch.append(.line(line), for: state.link)
-        }
+        hooks.broadcast(ResponseEncoder.clusterEvent(hooks.clusterObject(role: replication.role, rev: database.rev)))
     }
 
     // MARK: Holding outputs until confirmed (syncReplicas ≥ 1)
@@ -655,6 +682,37 @@ extension Engine {
                 for item in items { batch.append(item, for: session) }
             }
         }
+    }
+
+    /// Answers held longer than `syncTimeoutMs` fail (`unavailable`): the client hears in time
+    /// even while no replica confirms; their writes stay held, and the events they raised are
+    /// delivered if and when a replica confirms them.
+    private func expireHeld(now: Int64) {
+        let error = DatabaseError(
+            .unavailable,
+            "not enough replicas confirmed within \(replication.syncTimeoutMs) ms (outcome unknown: a held write is applied if a replica confirms it later)"
+        )
+        // Delivered at once, not through the turn's outputs (which are held while these are).
+        var failed: [(session: SessionLink, items: [Outbound])] = []
+        for index in replication.held.entries.indices
+        where now - replication.held.entries[index].since >= replication.syncTimeoutMs {
+            var kept: [(session: SessionLink, items: [Outbound])] = []
+            for (session, items) in replication.held.entries[index].outputs {
+                var rest: [Outbound] = []
+                var answers: [Outbound] = []
+                for item in items {
+                    if case .response(let id, _) = item {
+                        answers.append(.response(id, .failure(error)))
+                    } else {
+                        rest.append(item)
+                    }
+                }
+                if !rest.isEmpty { kept.append((session, rest)) }
+                if !answers.isEmpty { failed.append((session, answers)) }
+            }
+            replication.held.entries[index].outputs = kept
+        }
+        deliver(failed)
     }
 
     private func failHeld(_ error: DatabaseError) {

@@ -4,6 +4,7 @@ import Logging
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
+import NIOSSL
 
 /// What a replica's peer connection hears from its leader, handed to the engine in order.
 enum LinkMessage: Sendable {
@@ -51,7 +52,7 @@ final class ReplicaLink: Sendable {
     /// `.closed` last (also when the connection could not be made).
     static func connect(
         id: UInt64, leader: String, secret: String?, node: String, fromRev: UInt64, history: JSONValue,
-        group: any EventLoopGroup, maxLineBytes: Int, logger: Logger,
+        firstLines: [[UInt8]] = [], tls: NIOSSLContext?, group: any EventLoopGroup, maxLineBytes: Int, logger: Logger,
         deliver: @escaping @Sendable (ReplicaLink, LinkMessage) -> Void
     ) -> ReplicaLink {
         let link = ReplicaLink(id: id, leader: leader)
@@ -72,12 +73,19 @@ final class ReplicaLink: Sendable {
             JSONMember("history", history),
         ]).serialize(into: &hello)
         hello.append(UInt8(ascii: "\n"))
+        for line in firstLines { hello += line }
         let first = hello
         ClientBootstrap(group: group)
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
             .connectTimeout(.seconds(2))
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
+                    if let tls {
+                        // An IP address is verified against the certificate's IP addresses.
+                        let name = host.first?.isNumber == true || host.contains(":") ? nil : host
+                        try channel.pipeline.syncOperations.addHandler(
+                            try NIOSSLClientHandler(context: tls, serverHostname: name))
+                    }
                     try channel.pipeline.syncOperations.addHandler(
                         ByteToMessageHandler(LineFrameDecoder(maxLength: maxLineBytes)))
                     try channel.pipeline.syncOperations.addHandler(

@@ -121,8 +121,15 @@ struct ReplicationState {
     /// and the key each queue is kept under.
     var remoteOwners: [String: UInt64] = [:]
     var nextRemoteOwner: UInt64 = 0
+    /// Replica: connections that ended while no leader held the link, to tell it.
+    var pendingDisconnects: [String] = []
+    /// This run has told a leader that its earlier run's connections are gone.
+    var announcedRestart = false
     /// Replica: client connections that forwarded onDisconnect registrations.
     var registeredOwners: Set<UInt64> = []
+    /// A batch was fenced after its append: no write is taken until the role changes (the log
+    /// is ahead of memory until then).
+    var fencedUntilRoleChange = false
     /// This node's state as its member key shows it (`streaming`, `catching_up`, …).
     var memberState = "candidate"
     /// Leader: a `failover` in progress.

@@ -76,12 +76,13 @@ extension ServerConfiguration {
         case "leaseSeconds": settings.leaseSeconds = try integer(ClusterSettings.leaseSecondsRange)
         case "syncReplicas": settings.syncReplicas = try integer(0...64)
         case "syncTimeoutMs": settings.syncTimeoutMs = try integer(100...600_000)
+        case "peerCA": settings.peerCA = try string()
         case "secret":
             throw ConfigurationError(
                 "\(source): the cluster secret is read from HEARTH_CLUSTER_SECRET only (never a file or a flag)")
         default:
             throw ConfigurationError(
-                "\(source): unknown cluster setting \"\(setting)\" (etcd, name, node, advertise, advertiseHttp, leaseSeconds, syncReplicas, syncTimeoutMs)"
+                "\(source): unknown cluster setting \"\(setting)\" (etcd, name, node, advertise, advertiseHttp, leaseSeconds, syncReplicas, syncTimeoutMs, peerCA)"
             )
         }
         cluster = settings
@@ -97,7 +98,13 @@ extension ServerConfiguration {
         }
         if settings.node.isEmpty { settings.node = Self.hostName() }
         let host = self.host.contains(":") ? "[\(self.host)]" : self.host
-        if settings.advertise.isEmpty { settings.advertise = "\(host):\(tcpPort)" }
+        if settings.advertise.isEmpty {
+            guard !["0.0.0.0", "[::]", "::"].contains(self.host) else {
+                throw ConfigurationError(
+                    "cluster: the node binds \(self.host), which peers cannot dial: set cluster.advertise (--advertise) to host:port")
+            }
+            settings.advertise = "\(host):\(tcpPort)"
+        }
         if settings.advertiseHTTP == nil, let httpPort { settings.advertiseHTTP = "\(host):\(httpPort)" }
         do { try settings.validate() } catch { throw ConfigurationError("cluster: \(error)") }
         if clusterSecret == nil, !isLoopback(self.host) {

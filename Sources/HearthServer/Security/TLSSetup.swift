@@ -44,6 +44,25 @@ final class TLSSetup: Sendable {
         current.withLockedValue { $0 = context }
     }
 
+    /// The client side of a cluster's peer connections when the listeners speak TLS: the leader's
+    /// certificate is verified against `peerCA` (a PEM file; else the client CA, else the
+    /// system's roots) and its address or name, and this node presents its own certificate, so
+    /// that a listener requiring client certificates accepts its peers.
+    func peerClientContext(peerCA: String?) throws(ConfigurationError) -> NIOSSLContext {
+        do {
+            var configuration = TLSConfiguration.makeClientConfiguration()
+            configuration.minimumTLSVersion = .tlsv12
+            if let roots = peerCA ?? files.clientCA {
+                configuration.trustRoots = .certificates(try NIOSSLCertificate.fromPEMFile(roots))
+            }
+            configuration.certificateChain = try NIOSSLCertificate.fromPEMFile(files.certificate).map { .certificate($0) }
+            configuration.privateKey = .privateKey(try NIOSSLPrivateKey(file: files.key, format: .pem))
+            return try NIOSSLContext(configuration: configuration)
+        } catch {
+            throw ConfigurationError("cluster: cannot set up TLS to peers (peerCA \(peerCA ?? "none")): \(error)")
+        }
+    }
+
     private static func makeContext(_ files: Files) throws(ConfigurationError) -> NIOSSLContext {
         do {
             let chain = try NIOSSLCertificate.fromPEMFile(files.certificate)
