@@ -136,9 +136,9 @@ public enum ReplicatedRecord {
         RegistrationPayload.encode(change, into: &buffer)
     }
 
-    /// Decodes a write's payload (the bytes of its JSON) as revision `rev`.
-    public static func decodeWrite(_ bytes: [UInt8], rev: UInt64) throws(StorageError) -> CommittedWrite {
-        do { return try WritePayload.decode(bytes, 0..<bytes.count, rev: rev) } catch {
+    /// Decodes a write's payload, parsed with the line that carried it, as revision `rev`.
+    public static func decodeWrite(_ json: JSONValue, rev: UInt64) throws(StorageError) -> CommittedWrite {
+        do { return try WritePayload.decode(json, rev: rev) } catch {
             throw .invalid("replicated record of rev \(rev): \(error.reason)")
         }
     }

@@ -41,6 +41,11 @@ enum WritePayload {
         do { json = try JSONParser.parse(bytes[range], limits: RecoveryLimits.json) } catch {
             throw FormatError(offset: Int64(error.offset), reason: "record payload is not valid JSON: \(error.message)")
         }
+        return try decode(json, rev: rev, previousPath: previousPath)
+    }
+
+    /// Decodes a payload already parsed (a replicated record, parsed with its line).
+    static func decode(_ json: JSONValue, rev: UInt64, previousPath: Path? = nil) throws(FormatError) -> CommittedWrite {
         guard case .array(let entries) = json else {
             throw FormatError(offset: 0, reason: "record payload is not a JSON array")
         }

@@ -16,6 +16,10 @@ struct FanoutScenario: AsyncParsableCommand {
             "Write over Hearth's line protocol on this port, whatever the subscribers' target (to compare the delivery of events alone, e.g. SSE streams against TCP subscriptions)."
     )
     var writerPort: Int?
+    @Option(
+        name: .customLong("subscriber-ports"),
+        help: "Spread the subscribers over these Hearth ports, round robin (comma-separated: the nodes of a cluster).")
+    var subscriberPorts: String?
 
     func validate() throws {
         guard subscribers > 0, writes > 0, window > 0 else {
@@ -26,8 +30,11 @@ struct FanoutScenario: AsyncParsableCommand {
     func run() async throws {
         try server.checkLoopback()
         var subs: [BenchConnection] = []
-        for _ in 0..<subscribers {
-            let connection = try await server.connect()
+        let ports = subscriberPorts?.split(separator: ",").compactMap { Int($0) } ?? []
+        for index in 0..<subscribers {
+            var subscriberServer = server
+            if !ports.isEmpty { subscriberServer.port = ports[index % ports.count] }
+            let connection = try await subscriberServer.connect()
             try await connection.request(.subscribe(key: ["fan"])).get()
             subs.append(connection)
         }

@@ -174,6 +174,36 @@ final class ReplicationStreamTests: XCTestCase {
         XCTAssertEqual(try onLeader.request(#"{"op":"get","path":"/log/\#(key)"}"#)["value"], .string("entry"))
     }
 
+    func testMetricsShowRolesAndLagAndHealthShowsAReplicaThatDoesNotStream() async throws {
+        let leader = try await startNode("leader", http: true)
+        let replica = try await startNode("replica", http: true)
+        lead(leader, epoch: 6, followers: [replica])
+        let writer = try TestClient(port: leader.server.port)
+        XCTAssertEqual(try writer.request(#"{"op":"set","path":"/m","value":1}"#)["ok"], .bool(true))
+        try waitForValue(replica.server.port, "/m", .int(1))
+        try await Task.sleep(for: .milliseconds(300))  // a cluster tick publishes the gauges
+        let metrics = try HTTPTestClient(port: try XCTUnwrap(leader.server.httpPort))
+            .request("GET", "/.well-known/hearth/metrics")
+        let text = String(decoding: metrics.body, as: UTF8.self)
+        XCTAssertTrue(text.contains("hearth_cluster_leader 1"), text)
+        XCTAssertTrue(text.contains("hearth_cluster_epoch 6"), text)
+        XCTAssertTrue(text.contains(#"hearth_cluster_replica_lag_revs{replica="replica"} 0"#), text)
+        XCTAssertTrue(text.contains("hearth_cluster_streaming_replicas 1"), text)
+        let healthy = try HTTPTestClient(port: try XCTUnwrap(replica.server.httpPort))
+            .request("GET", "/.well-known/hearth/health")
+        XCTAssertEqual(try JSONParser.parse(healthy.body)["status"], .string("ok"))
+        await leader.server.shutdown()
+        var status: JSONValue?
+        for _ in 0..<50 {
+            let health = try HTTPTestClient(port: try XCTUnwrap(replica.server.httpPort))
+                .request("GET", "/.well-known/hearth/health")
+            status = try JSONParser.parse(health.body)["status"]
+            if status == .string("degraded") { break }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        XCTAssertEqual(status, .string("degraded"), "a replica that lost its leader")
+    }
+
     func testAReplicaTooFarBehindGetsASnapshotAndOneThatForkedMovesItsRecordsAside() async throws {
         let leader = try await startNode("leader")
         leader.node.assign(.leader(epoch: 9))

@@ -66,6 +66,9 @@ final class ClusterNode: ClusterHooks, @unchecked Sendable {
                 engine.replication.history = history
             }
             engine.publishPosition(state: "candidate")
+            let metrics = ClusterMetrics(registry: engine.metrics.registry)
+            engine.metrics.cluster.withLockedValue { $0 = metrics }
+            engine.replication.metrics = metrics
         }.get()
         let task = engine.loop.scheduleRepeatedTask(initialDelay: .milliseconds(100), delay: .milliseconds(100)) {
             [weak engine] _ in engine?.submit(.cluster(.tick))

@@ -328,6 +328,8 @@ extension Engine {
             // history describes them (and the epoch it now writes in).
             if let leaderHistory = EpochHistory(json: history) { adoptHistory(leaderHistory) }
             if mode == "snapshot" { replication.incomingSnapshot = (rev, []) }
+            replication.linkStarted = true
+            replication.catchUpTo = rev
             logger.info(
                 "replicating from the leader",
                 metadata: ["leader": "\(link.leader)", "mode": "\(mode)", "fromRev": "\(database.rev)", "leaderRev": "\(rev)"])
@@ -361,6 +363,7 @@ extension Engine {
                 batch.record(decoded)
             }
             advanceConfirmed(to: confirmedRev, batch: &batch)
+            noteCaughtUp()
         case .snapshotChunk(let rev, let data, let done):
             guard var incoming = replication.incomingSnapshot, incoming.rev == rev else { return }
             if let data, let bytes = try? Base64.decode(string: data) { incoming.bytes += bytes }
@@ -368,6 +371,7 @@ extension Engine {
             if done {
                 replication.incomingSnapshot = nil
                 installSnapshot(incoming.bytes, rev: rev, now: now, batch: &batch)
+                noteCaughtUp()
             }
         case .heartbeat(let confirmedRev):
             advanceConfirmed(to: confirmedRev, batch: &batch)
@@ -377,6 +381,7 @@ extension Engine {
         case .goaway:
             link.close()
         case .closed:
+            replication.linkStarted = false
             replication.link = nil
             replication.incomingSnapshot = nil
             linkLost(now: now, batch: &batch)
@@ -399,6 +404,15 @@ extension Engine {
         guard rev > replication.confirmedRev else { return }
         replication.confirmedRev = rev
         releaseHeld(batch: &batch)
+    }
+
+    /// A replica that has every record the leader had when the stream started is streaming.
+    private func noteCaughtUp() {
+        if replication.memberState != "streaming", replication.incomingSnapshot == nil,
+            database.rev >= replication.catchUpTo
+        {
+            publishPosition(state: "streaming")
+        }
     }
 
     /// Replaces the whole state with the leader's snapshot at `rev`.
@@ -564,6 +578,14 @@ extension Engine {
 
     private func clusterTick(now: Int64, batch: inout Batch) {
         publishPosition(state: replication.memberState)
+        replication.metrics?.update(
+            role: replication.role, confirmedRev: replication.confirmedRev,
+            lags: replication.streams.values.map { stream in
+                ClusterMetrics.Lag(
+                    node: stream.node, revs: database.rev - min(database.rev, stream.ackedRev),
+                    ms: stream.ackedRev >= database.rev ? 0 : now - stream.ackedAt)
+            }, recordsStreamed: replication.recordsStreamed, bytesStreamed: replication.bytesStreamed,
+            syncWaitMs: replication.syncWaitMs, streaming: replication.linkStarted)
         switch replication.role {
         case .leader:
             if replication.streams.values.contains(where: { now - $0.sentAt >= 1000 }) {
@@ -621,12 +643,14 @@ extension Engine {
             if !rest.isEmpty { later.append((session, rest)) }
         }
         deliver(now)
-        if !later.isEmpty { replication.held.entries.append((database.rev, later)) }
+        if !later.isEmpty { replication.held.entries.append((database.rev, clock(), later)) }
     }
 
     private func releaseHeld(batch: inout Batch) {
+        let now = clock()
         while let first = replication.held.entries.first, first.needs <= replication.confirmedRev {
             replication.held.entries.removeFirst()
+            replication.syncWaitMs += max(0, now - first.since)
             for (session, items) in first.outputs {
                 for item in items { batch.append(item, for: session) }
             }
@@ -667,6 +691,7 @@ extension Engine {
         let waiting = replication.waitingForReplicas
         replication.waitingForReplicas = []
         for entry in waiting {
+            replication.syncWaitMs += max(0, now - entry.since)
             decrementInFlight(entry.session)
             route(entry.request, session: entry.session, now: now, batch: &batch)
             runDeferredIfIdle(entry.session, batch: &batch)

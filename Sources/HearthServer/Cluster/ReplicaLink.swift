@@ -16,7 +16,7 @@ enum LinkMessage: Sendable {
     case refused(String)
     /// A committed record, its payload JSON as the leader logged it (`kind` `w` a write, `od` an
     /// onDisconnect change).
-    case record(rev: UInt64, epoch: UInt64, write: [UInt8]?, change: [UInt8]?, confirmedRev: UInt64)
+    case record(rev: UInt64, epoch: UInt64, write: JSONValue?, change: [UInt8]?, confirmedRev: UInt64)
     /// A chunk of the snapshot at `rev` (`data` base64), or its end (`done`).
     case snapshotChunk(rev: UInt64, data: String?, done: Bool)
     /// Nothing new; the leader's confirmed revision.
@@ -151,7 +151,10 @@ private final class LinkHandler: ChannelInboundHandler {
             context.close(promise: nil)
             return
         }
-        guard let json = line.withUnsafeReadableBytes({ try? JSONParser.parse($0) }) else {
+        // As deep as any stored value can be (the data limits allow up to 1,000 levels), plus the
+        // record's envelope.
+        guard let json = line.withUnsafeReadableBytes({ try? JSONParser.parse($0, limits: JSONLimits(maxDepth: 4_200)) })
+        else {
             logger.error("the leader sent a line that is not JSON; reconnecting")
             context.close(promise: nil)
             return
@@ -184,12 +187,10 @@ private final class LinkHandler: ChannelInboundHandler {
         if case .string(let event)? = json["event"] {
             switch event {
             case "wal":
-                var write: [UInt8]?
                 var change: [UInt8]?
-                if let w = json["w"] { write = w.serialized }
                 if let od = json["od"] { change = od.serialized }
                 return .record(
-                    rev: rev(json["rev"]), epoch: rev(json["epoch"]), write: write, change: change,
+                    rev: rev(json["rev"]), epoch: rev(json["epoch"]), write: json["w"], change: change,
                     confirmedRev: rev(json["confirmedRev"]))
             case "snapshot":
                 var data: String?

@@ -70,7 +70,7 @@ struct ForwardedRequest {
 /// Outputs that show revisions beyond the confirmed one (replication.md §4, `syncReplicas ≥ 1`):
 /// delivered in order once `confirmedRev` reaches `needs`.
 struct HeldOutputs {
-    var entries: [(needs: UInt64, outputs: [(session: SessionLink, items: [Outbound])])] = []
+    var entries: [(needs: UInt64, since: Int64, outputs: [(session: SessionLink, items: [Outbound])])] = []
     var isEmpty: Bool { entries.isEmpty }
 }
 
@@ -112,6 +112,9 @@ struct ReplicationState {
     var lastHeard: Int64 = 0
     var linkOpenedAt: Int64 = 0
     var nextLinkID: UInt64 = 0
+    /// Replica: the leader took this link's `replicate`, and the revision it had then.
+    var linkStarted = false
+    var catchUpTo: UInt64 = 0
     /// Replica: the next `replicate` asks for a snapshot (after moving divergent records aside).
     var forceSnapshot = false
     /// Leader: replicas' client connections (`<node>/<session>`) with onDisconnect queues here,
@@ -129,6 +132,9 @@ struct ReplicationState {
     /// Elections seen, records and bytes streamed (metrics and status).
     var recordsStreamed: UInt64 = 0
     var bytesStreamed: UInt64 = 0
+    /// Time writes spent waiting for replicas (ms, in total).
+    var syncWaitMs: Int64 = 0
+    var metrics: ClusterMetrics?
 
     var isClustered: Bool { role != .standalone }
 

@@ -45,13 +45,16 @@ struct HealthCheck: Sendable {
                 }
                 let totals = metrics.refresh()
                 let latency = (NIODeadline.now() - started).nanoseconds / 1000
-                promise.succeed(
-                    .json(
-                        .object([
-                            "status": .string("ok"), "server": .string(serverName),
-                            "rev": .int(Int64(clamping: totals.rev)),
-                            "uptimeSeconds": .int(Int64(metrics.uptimeSeconds)), "engineMicros": .int(latency),
-                        ])))
+                // A cluster replica that is not streaming still serves reads: degraded, not down.
+                let degraded = metrics.cluster.withLockedValue { $0 }?.degraded
+                var fields: [JSONMember] = [
+                    JSONMember("status", .string(degraded == nil ? "ok" : "degraded")),
+                    JSONMember("server", .string(serverName)), JSONMember("rev", .int(Int64(clamping: totals.rev))),
+                    JSONMember("uptimeSeconds", .int(Int64(metrics.uptimeSeconds))),
+                    JSONMember("engineMicros", .int(latency)),
+                ]
+                if let degraded { fields.append(JSONMember("reason", .string(degraded))) }
+                promise.succeed(.json(.object(fields)))
             }
         }
         return promise.futureResult

@@ -29,6 +29,8 @@ public final class ServerMetrics: Sendable {
 
     /// The registry every metric of this server lives in.
     public let registry: PrometheusCollectorRegistry
+    /// A cluster node's own metrics (Cluster/ClusterMetrics); nil standalone.
+    let cluster = NIOLockedValueBox<ClusterMetrics?>(nil)
 
     /// A swift-metrics factory over `registry`, for code that wants swift-metrics' types
     /// (`Counter(label:dimensions:factory:)`, `Timer(label:dimensions:factory:)`): what it makes

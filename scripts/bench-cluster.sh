@@ -1,0 +1,200 @@
+#!/usr/bin/env bash
+# The cluster figures of BENCHMARKS.md (replication.md §11), in one run on this machine: write
+# rates of a 3-node cluster under syncReplicas 1 against one standalone node (50 connections
+# unpipelined, and one pipelined connection), replica lag at the leader's full write rate (async
+# cluster), the time from a leader's kill -9 to the first write the new leader acknowledges, and
+# fan-out with subscribers spread over the three nodes against all on one node.
+#
+#   scripts/bench-cluster.sh [--quick] [--out DIR]
+#
+# Needs /usr/bin/etcd (Debian's etcd-server). Every process is on loopback and stopped by its pid.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+source scripts/bench-common.sh
+bench_options scripts/bench-cluster.sh "$@"
+command_line="scripts/bench-cluster.sh$(if $quick; then echo " --quick"; fi)"
+
+swift build -c release --product hearthd >&2
+swift build -c release --product hearth-bench >&2
+bin=.build/release
+[ -x /usr/bin/etcd ] || { echo "etcd is missing: apt-get install etcd-server" >&2; exit 2; }
+
+bench_files bench-cluster
+pids=()
+cleanup() {
+    for pid in "${pids[@]}"; do stop_pid "$pid"; done
+    rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+lease=2
+etcd_port=$(free_port)
+etcd_peer=$(free_port)
+/usr/bin/etcd --name bench --data-dir "$work/etcd" --listen-client-urls "http://127.0.0.1:$etcd_port" \
+    --advertise-client-urls "http://127.0.0.1:$etcd_port" --listen-peer-urls "http://127.0.0.1:$etcd_peer" \
+    --initial-advertise-peer-urls "http://127.0.0.1:$etcd_peer" --initial-cluster "bench=http://127.0.0.1:$etcd_peer" \
+    --log-level error >"$work/etcd.log" 2>&1 &
+pids+=($!)
+wait_for_port "$etcd_port" etcd
+
+# start_node NAME SYNC_REPLICAS CLUSTER(yes|no): starts hearthd, sets `port` and `http` and `pid`.
+start_node() {
+    local name=$1 sync=$2 cluster=$3
+    port=$(free_port)
+    http=$(free_port)
+    local cluster_json=""
+    local args=()
+    if [ "$cluster" = yes ]; then
+        cluster_json=",\"cluster\":{\"leaseSeconds\":$lease,\"syncReplicas\":$sync}"
+        args=(--cluster-etcd "http://127.0.0.1:$etcd_port" --cluster-name "bench$sync" --node "$name")
+    fi
+    echo "{\"maxWritesPerSecondPerConnection\":0$cluster_json}" >"$work/$name.json"
+    HEARTH_CLUSTER_SECRET=bench-secret "$bin/hearthd" --port "$port" --http-port "$http" --data-dir "$work/$name" \
+        --fsync always --log-level warning --config "$work/$name.json" "${args[@]}" 2>>"$work/$name.log" &
+    pid=$!
+    pids+=("$pid")
+    wait_for_port "$port" "hearthd $name"
+}
+
+# The port of the node whose hello says it leads (waits for an election).
+leader_port() {
+    python3 - "$@" <<'PY'
+import json, socket, sys, time
+deadline = time.time() + 30
+while time.time() < deadline:
+    for port in sys.argv[1:]:
+        try:
+            with socket.create_connection(("127.0.0.1", int(port)), timeout=1) as s:
+                hello = json.loads(s.makefile().readline())
+                if hello.get("cluster", {}).get("role") == "leader":
+                    print(port); sys.exit(0)
+        except OSError:
+            pass
+    time.sleep(0.1)
+sys.exit("no leader within 30 s")
+PY
+}
+
+run() { # label, port, then hearth-bench arguments
+    local label=$1 target_port=$2
+    shift 2
+    echo "==> $label: hearth-bench $* --port $target_port" >&2
+    "$bin/hearth-bench" "$@" --target hearth --port "$target_port" | sed "s|^{|{\"label\":\"$label\",|" | tee -a "$results"
+}
+
+writes=$(scale 200000)
+pipelined=$(scale 400000)
+
+# 1. Write rates: standalone, then a 3-node cluster with syncReplicas 1 (writes to its leader).
+start_node solo 0 no
+solo_port=$port
+solo_pid=$pid
+run "standalone, 50 connections" "$solo_port" lean --connections 50 --window 1 --count "$writes" --seconds 60
+run "standalone, pipelined" "$solo_port" lean --connections 1 --window 2000 --count "$pipelined" --seconds 60
+stop_pid "$solo_pid"
+
+ports=()
+for n in 1 2 3; do
+    start_node "s$n" 1 yes
+    ports+=("$port")
+done
+leader=$(leader_port "${ports[@]}")
+sleep 1
+run "syncReplicas 1, 50 connections" "$leader" lean --connections 50 --window 1 --count "$writes" --seconds 60
+run "syncReplicas 1, pipelined" "$leader" lean --connections 1 --window 2000 --count "$pipelined" --seconds 60
+
+# 2. An async cluster: lag at full rate, fan-out, failover.
+async_ports=()
+async_http=()
+async_pids=()
+for n in 1 2 3; do
+    start_node "a$n" 0 yes
+    async_ports+=("$port")
+    async_http+=("$http")
+    async_pids+=("$pid")
+done
+leader=$(leader_port "${async_ports[@]}")
+for i in 0 1 2; do [ "${async_ports[$i]}" = "$leader" ] && leader_http=${async_http[$i]}; done
+sleep 1
+# Sample the leader's replica-lag gauges every 100 ms while a pipelined writer runs flat out.
+python3 - "$leader_http" "$work/lag.txt" <<'PY' &
+import sys, time, urllib.request
+url = f"http://127.0.0.1:{sys.argv[1]}/.well-known/hearth/metrics"
+end = time.time() + 120
+with open(sys.argv[2], "w") as out:
+    while time.time() < end:
+        try:
+            text = urllib.request.urlopen(url, timeout=1).read().decode()
+        except Exception:
+            break
+        for line in text.splitlines():
+            if line.startswith("hearth_cluster_replica_lag_ms{"):
+                out.write(line.rsplit(" ", 1)[1] + "\n")
+        out.flush()
+        time.sleep(0.1)
+PY
+sampler=$!
+pids+=("$sampler")
+run "async cluster, pipelined (lag sampled)" "$leader" lean --connections 1 --window 2000 --count "$pipelined" --seconds 60
+run "async cluster, 50 connections" "$leader" lean --connections 50 --window 1 --count "$writes" --seconds 60
+stop_pid "$sampler"
+python3 - "$work/lag.txt" <<'PY' | tee -a "$results"
+import json, sys
+values = sorted(float(v) for v in open(sys.argv[1]) if v.strip())
+def pct(p): return values[min(len(values) - 1, int(p * len(values)))] if values else None
+print(json.dumps({"label": "replica lag at full write rate (ms, sampled every 100 ms)",
+                  "samples": len(values), "p50": pct(0.5), "p99": pct(0.99), "max": values[-1] if values else None}))
+PY
+
+subscribers=$(scale 300)
+fan_writes=$(scale 20000)
+all=$(IFS=,; echo "${async_ports[*]}")
+run "fan-out, subscribers on the 3 nodes" "$leader" fanout --subscribers "$subscribers" --writes "$fan_writes" \
+    --subscriber-ports "$all" --seconds 60
+run "fan-out, subscribers on 1 node" "$leader" fanout --subscribers "$subscribers" --writes "$fan_writes" --seconds 60
+
+# Failover: a writer on a replica (forwarded, with write ids) writes in a loop; the leader is
+# killed with SIGKILL; the time to the first write acknowledged after that is the failover time.
+replica=""
+for p in "${async_ports[@]}"; do [ "$p" != "$leader" ] && replica=$p && break; done
+leader_pid=""
+for i in 0 1 2; do [ "${async_ports[$i]}" = "$leader" ] && leader_pid=${async_pids[$i]}; done
+python3 - "$replica" "$leader_pid" "$lease" <<'PY' | tee -a "$results"
+import json, os, signal, socket, sys, time
+port, victim, lease = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+s = socket.create_connection(("127.0.0.1", port)); f = s.makefile("rw"); f.readline()
+killed = None; i = 0
+while True:
+    i += 1
+    f.write(json.dumps({"op": "set", "id": i, "path": f"/failover/{i}", "value": i, "wid": f"fo:{i}"}) + "\n"); f.flush()
+    while True:
+        answer = json.loads(f.readline())
+        if answer.get("id") == i: break
+    if answer.get("ok") and killed is not None:
+        print(json.dumps({"label": "failover: leader kill -9 to the first acknowledged write",
+                          "seconds": round(time.time() - killed, 3), "leaseSeconds": lease}))
+        break
+    if i == 200 and killed is None:
+        os.kill(victim, signal.SIGKILL); killed = time.time()
+    if killed and time.time() - killed > 30:
+        print(json.dumps({"label": "failover", "error": "no write acknowledged within 30 s"})); break
+PY
+
+{
+    echo "# Cluster benchmarks, $stamp"
+    echo
+    echo "Command: \`$command_line\` on $(nproc) cores ($(uname -m)); leaseSeconds $lease; fsync always."
+    echo
+    echo "| scenario | result |"
+    echo "|---|---|"
+    python3 - "$results" <<'PY'
+import json, sys
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    rest = {k: v for k, v in r.items() if k != "label"}
+    print(f"| {r['label']} | {json.dumps(rest)} |")
+PY
+} >"$report"
+echo "==> wrote $results and $report" >&2
