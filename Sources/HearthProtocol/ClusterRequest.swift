@@ -44,7 +44,9 @@ extension RequestDecoder {
                 throw DatabaseError(.badRequest, "field \"node\" must be the replica's node name")
             }
             return .cluster(
-                .replicate(node: node, fromRev: try revision(fields, "fromRev"), history: fields.json["history"] ?? .array([])))
+                .replicate(
+                    node: node, fromRev: try revision(fields, "fromRev"), history: fields.json["history"] ?? .array([]))
+            )
         case "replicaAck":
             return .cluster(.replicaAck(rev: try revision(fields, "rev")))
         case "forward":

@@ -261,7 +261,9 @@ final class Engine: @unchecked Sendable {
                 replication.fencedUntilRoleChange = true  // the log is now ahead of memory
                 fence(
                     &batch,
-                    DatabaseError(.unavailable, "outcome unknown: the leader's lease could not be confirmed after logging the write"))
+                    DatabaseError(
+                        .unavailable,
+                        "outcome unknown: the leader's lease could not be confirmed after logging the write"))
                 return
             }
             batch.committed(database)

@@ -78,7 +78,8 @@ public final class HearthServer: Sendable {
         configuration: ServerConfiguration, fileSystem: any FileSystem = PosixFileSystem(), logger: Logger,
         clock: @escaping @Sendable () -> Int64 = wallClockMilliseconds
     ) async throws -> HearthServer {
-        try await start(configuration: configuration, fileSystem: fileSystem, logger: logger, clock: clock, cluster: nil)
+        try await start(
+            configuration: configuration, fileSystem: fileSystem, logger: logger, clock: clock, cluster: nil)
     }
 
     /// `start`, as a member of a cluster when `cluster` is given (Cluster/).

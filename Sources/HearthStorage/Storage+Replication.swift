@@ -53,7 +53,9 @@ extension Storage {
     /// previous state or the new one (the segments go before `MANIFEST` changes, so an older
     /// snapshot is never replayed with records of a forked log), and the replica catches up again.
     /// Engine thread; waits for a running compaction first.
-    public func install(snapshot file: [UInt8], rev: UInt64, onDisconnect registrations: OnDisconnectLog)
+    public func install(
+        snapshot file: [UInt8], rev: UInt64, onDisconnect registrations: OnDisconnectLog
+    )
         throws(StorageError)
     {
         guard isUsable else { throw .invalid("install: the storage of \(directory) is not usable") }
@@ -105,8 +107,9 @@ extension Storage {
             let bytes = try fileSystem.readFile(DataFiles.path(directory, name))
             var offset = WALFormat.segmentHeaderSize
             var previous: Path?
-            while offset < bytes.count, case .record(let rev, let payload, let end, _) = WALFormat.parseRecord(
-                bytes, at: offset)
+            while offset < bytes.count,
+                case .record(let rev, let payload, let end, _) = WALFormat.parseRecord(
+                    bytes, at: offset)
             {
                 offset = end
                 guard rev > after, !RegistrationPayload.isRegistration(bytes, payload) else { continue }

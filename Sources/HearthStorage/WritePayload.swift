@@ -45,7 +45,8 @@ enum WritePayload {
     }
 
     /// Decodes a payload already parsed (a replicated record, parsed with its line).
-    static func decode(_ json: JSONValue, rev: UInt64, previousPath: Path? = nil) throws(FormatError) -> CommittedWrite {
+    static func decode(_ json: JSONValue, rev: UInt64, previousPath: Path? = nil) throws(FormatError) -> CommittedWrite
+    {
         guard case .array(let entries) = json else {
             throw FormatError(offset: 0, reason: "record payload is not a JSON array")
         }

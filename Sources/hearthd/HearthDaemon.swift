@@ -61,7 +61,9 @@ struct HearthDaemon: AsyncParsableCommand {
 
     @Option(
         name: .customLong("cluster-etcd"),
-        help: "etcd endpoints (comma-separated): join a cluster (docs/cluster.md); the secret comes from HEARTH_CLUSTER_SECRET.")
+        help:
+            "etcd endpoints (comma-separated): join a cluster (docs/cluster.md); the secret comes from HEARTH_CLUSTER_SECRET."
+    )
     var clusterEtcd: String?
 
     @Option(name: .customLong("cluster-name"), help: "The cluster's name (default hearth).")
@@ -100,7 +102,8 @@ struct HearthDaemon: AsyncParsableCommand {
             }
             if insecureOpen { settings.insecureOpen = true }
             let clusterFlags: [(String, String, String?)] = [
-                ("etcd", "--cluster-etcd", clusterEtcd), ("name", "--cluster-name", clusterName), ("node", "--node", node),
+                ("etcd", "--cluster-etcd", clusterEtcd), ("name", "--cluster-name", clusterName),
+                ("node", "--node", node),
                 ("advertise", "--advertise", advertise), ("advertiseHttp", "--advertise-http", advertiseHttp),
                 ("syncReplicas", "--sync-replicas", syncReplicas.map(String.init)),
             ]

@@ -1,7 +1,7 @@
 import Foundation
-import HearthTestSupport
 import HearthJSON
 import HearthServer
+import HearthTestSupport
 import Logging
 import XCTest
 

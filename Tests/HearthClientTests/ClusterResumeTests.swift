@@ -23,7 +23,8 @@ final class ClusterResumeTests: XCTestCase {
             configuration.httpPort = nil
             configuration.fsync = .never
             configuration.dataDirectory =
-                FileManager.default.temporaryDirectory.appendingPathComponent("hearth-cluster-\(UUID().uuidString)").path
+                FileManager.default.temporaryDirectory.appendingPathComponent("hearth-cluster-\(UUID().uuidString)")
+                .path
             directories.append(configuration.dataDirectory)
             configuration.cluster = ClusterSettings(
                 etcd: [etcd.clientURL], node: "n\(index)", advertise: "", leaseSeconds: 2)

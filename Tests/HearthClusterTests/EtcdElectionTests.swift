@@ -1,7 +1,7 @@
+import HearthTestSupport
 import XCTest
 
 @testable import HearthCluster
-import HearthTestSupport
 
 /// Three coordinators on a real etcd (lease 2 s): one leader, and a new one with a higher epoch
 /// once the old leader is gone.

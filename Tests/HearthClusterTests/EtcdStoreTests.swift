@@ -1,7 +1,7 @@
+import HearthTestSupport
 import XCTest
 
 @testable import HearthCluster
-import HearthTestSupport
 
 /// `EtcdClusterStore` against a real etcd that each test starts on free loopback ports.
 final class EtcdStoreTests: XCTestCase {

@@ -21,7 +21,8 @@ final class ClusterProcessTests: XCTestCase {
             directory = root + "/" + name
             config = root + "/" + name + ".json"
             log = root + "/" + name + ".log"
-            let settings = #"{"cluster":{"leaseSeconds":\#(leaseSeconds),"syncReplicas":\#(syncReplicas),"syncTimeoutMs":3000}}"#
+            let settings =
+                #"{"cluster":{"leaseSeconds":\#(leaseSeconds),"syncReplicas":\#(syncReplicas),"syncTimeoutMs":3000}}"#
             try settings.write(toFile: config, atomically: true, encoding: .utf8)
         }
 
@@ -74,7 +75,9 @@ final class ClusterProcessTests: XCTestCase {
         if (testRun?.totalFailureCount ?? 0) > 0 {
             for daemon in daemons {
                 let text = (try? String(contentsOfFile: daemon.log, encoding: .utf8)) ?? ""
-                print("---- \(daemon.name) log (last lines) ----\n" + text.split(separator: "\n").suffix(40).joined(separator: "\n"))
+                print(
+                    "---- \(daemon.name) log (last lines) ----\n"
+                        + text.split(separator: "\n").suffix(40).joined(separator: "\n"))
             }
         }
         daemons = []
@@ -108,7 +111,8 @@ final class ClusterProcessTests: XCTestCase {
             }
             Thread.sleep(forTimeInterval: 0.1)
         }
-        XCTFail("no leader within \(timeout) s: \(nodes.map { "\($0.name): \($0.cluster().map { "\($0)" } ?? "down")" })")
+        XCTFail(
+            "no leader within \(timeout) s: \(nodes.map { "\($0.name): \($0.cluster().map { "\($0)" } ?? "down")" })")
         throw XCTSkip("no leader")
     }
 
@@ -180,14 +184,16 @@ final class ClusterProcessTests: XCTestCase {
         }
         let killed = try XCTUnwrap(killedAt)
         let resumed = try XCTUnwrap(firstAfterKill, "no write was acknowledged after the leader died")
-        XCTAssertLessThanOrEqual(resumed.timeIntervalSince(killed), 2 * 2 + 2, "failover within 2 × leaseSeconds (+ slack)")
+        XCTAssertLessThanOrEqual(
+            resumed.timeIntervalSince(killed), 2 * 2 + 2, "failover within 2 × leaseSeconds (+ slack)")
         let newLeader = try waitForLeader(among: replicas, excluding: leader.name)
         let check = try TestClient(port: newLeader.port)
         for n in acknowledged {
             let value = try check.request(#"{"op":"get","path":"/load/\#(n)"}"#)["value"]
             XCTAssertEqual(value, .int(Int64(n)), "acknowledged write \(n) lost on the new leader")
         }
-        try waitForValue(replicas.first { $0 !== newLeader }!, "/load/\(acknowledged.last!)", .int(Int64(acknowledged.last!)))
+        try waitForValue(
+            replicas.first { $0 !== newLeader }!, "/load/\(acknowledged.last!)", .int(Int64(acknowledged.last!)))
         XCTAssertEqual(try rootHash(replicas[0]), try rootHash(replicas[1]), "replicas agree")
     }
 
@@ -209,7 +215,8 @@ final class ClusterProcessTests: XCTestCase {
         let onNew = try TestClient(port: newLeader.port)
         if answer["ok"] == .bool(true) {
             // Acceptable only as a write the new leader took (forwarded after stepping down).
-            XCTAssertEqual(try onNew.request(#"{"op":"get","path":"/f"}"#)["value"], .string("stale leader"), "\(answer)")
+            XCTAssertEqual(
+                try onNew.request(#"{"op":"get","path":"/f"}"#)["value"], .string("stale leader"), "\(answer)")
         } else {
             XCTAssertEqual(answer["error"]?["code"], .string("unavailable"), "\(answer)")
             XCTAssertEqual(try onNew.request(#"{"op":"get","path":"/f"}"#)["value"], .string("new leader"))
@@ -241,7 +248,8 @@ final class ClusterProcessTests: XCTestCase {
         let onLeader = try TestClient(port: leader.port)
         let onReplica = try TestClient(port: replica.port)
         for (client, name) in [(onLeader, "a"), (onReplica, "b")] {
-            XCTAssertEqual(try client.request(#"{"op":"set","path":"/presence/\#(name)","value":"online"}"#)["ok"], .bool(true))
+            XCTAssertEqual(
+                try client.request(#"{"op":"set","path":"/presence/\#(name)","value":"online"}"#)["ok"], .bool(true))
             let registered = try client.request(
                 #"{"op":"onDisconnect","action":"set","path":"/presence/\#(name)","value":"offline"}"#)
             XCTAssertEqual(registered["ok"], .bool(true), "\(registered)")
@@ -250,7 +258,9 @@ final class ClusterProcessTests: XCTestCase {
         let newLeader = try waitForLeader(among: nodes.filter { $0 !== leader }, excluding: leader.name)
         // The lost leader's client goes offline; the replica's client, still connected, does not.
         try waitForValue(newLeader, "/presence/a", .string("offline"), timeout: 2 * 2 + 4)
-        XCTAssertEqual(try TestClient(port: newLeader.port).request(#"{"op":"get","path":"/presence/b"}"#)["value"], .string("online"))
+        XCTAssertEqual(
+            try TestClient(port: newLeader.port).request(#"{"op":"get","path":"/presence/b"}"#)["value"],
+            .string("online"))
         // Its registration survived the change of leader: it runs when that client goes.
         onReplica.close()
         try waitForValue(newLeader, "/presence/b", .string("offline"))
@@ -272,7 +282,9 @@ final class ClusterProcessTests: XCTestCase {
         try waitForLeader(among: nodes)
         try waitForValue(replica, "/while-away", .int(1))
         // The leader's client is still connected: its registration is not run by the replica.
-        XCTAssertEqual(try TestClient(port: replica.port).request(#"{"op":"get","path":"/presence/c"}"#)["value"], .string("online"))
+        XCTAssertEqual(
+            try TestClient(port: replica.port).request(#"{"op":"get","path":"/presence/c"}"#)["value"],
+            .string("online"))
         XCTAssertEqual(try rootHash(replica), try rootHash(leader))
     }
 
@@ -281,7 +293,9 @@ final class ClusterProcessTests: XCTestCase {
         let leader = try waitForLeader(among: nodes)
         let target = nodes.first { $0 !== leader }!
         let writer = try TestClient(port: leader.port)
-        for i in 1...50 { XCTAssertEqual(try writer.request(#"{"op":"set","path":"/s/\#(i)","value":\#(i)}"#)["ok"], .bool(true)) }
+        for i in 1...50 {
+            XCTAssertEqual(try writer.request(#"{"op":"set","path":"/s/\#(i)","value":\#(i)}"#)["ok"], .bool(true))
+        }
         let admin = try TestClient(port: nodes.first { $0 !== leader && $0 !== target }!.port)
         let answer = try admin.request(#"{"op":"failover","to":"\#(target.name)"}"#)
         XCTAssertEqual(answer["ok"], .bool(true), "\(answer)")

@@ -12,7 +12,8 @@ import XCTest
 /// ClusterFailoverTests): the replication stream, forwarding and events between two real servers
 /// over real sockets.
 final class FixedMembership: ClusterMembership, @unchecked Sendable {
-    private let state = NIOLockedValueBox<(leader: (node: String, tcp: String, epoch: UInt64)?, proof: Bool)>((nil, true))
+    private let state = NIOLockedValueBox<(leader: (node: String, tcp: String, epoch: UInt64)?, proof: Bool)>(
+        (nil, true))
 
     func hasLeadershipProof() -> Bool { state.withLockedValue { $0.proof } }
     func publish(state: String, rev: UInt64, lastEpoch: UInt64, confirmedRev: UInt64?, confirmedSeen: UInt64) {}
@@ -170,7 +171,8 @@ final class ReplicationStreamTests: XCTestCase {
         let answer = try await client.request(#"{"op":"set","id":1,"path":"/secure","value":"over TLS"}"#)
         XCTAssertEqual(answer["ok"], .bool(true), "a write forwarded over the TLS peer link: \(answer)")
         let (root, _) = try await leader.server.snapshot()
-        XCTAssertEqual(String(decoding: root.child(at: try Path.parse("/secure")).jsonBytes(), as: UTF8.self), #""over TLS""#)
+        XCTAssertEqual(
+            String(decoding: root.child(at: try Path.parse("/secure")).jsonBytes(), as: UTF8.self), #""over TLS""#)
         await client.close()
     }
 
@@ -239,7 +241,9 @@ final class ReplicationStreamTests: XCTestCase {
         lead(leader, epoch: 9, followers: [stray])
         try waitForValue(stray.server.port, "/a/5", .int(5))
         try waitForValue(stray.server.port, "/stray", .null)
-        let files = try FileManager.default.contentsOfDirectory(atPath: stray.directory).filter { $0.hasPrefix("divergent-") }
+        let files = try FileManager.default.contentsOfDirectory(atPath: stray.directory).filter {
+            $0.hasPrefix("divergent-")
+        }
         XCTAssertEqual(files, ["divergent-2-1.json"])
         let moved = try JSONParser.parse(
             Array(try Data(contentsOf: URL(fileURLWithPath: stray.directory + "/" + files[0]))))

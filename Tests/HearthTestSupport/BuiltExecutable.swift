@@ -15,5 +15,7 @@ public func builtExecutable(_ name: String) throws -> URL {
 /// `builtExecutable` found nothing.
 public struct BuiltExecutableMissing: Error, CustomStringConvertible {
     public let name: String
-    public var description: String { "\(name) was not built beside the tests (swift test builds it; or run `swift build`)" }
+    public var description: String {
+        "\(name) was not built beside the tests (swift test builds it; or run `swift build`)"
+    }
 }

@@ -23,7 +23,8 @@ final class ClusterMetrics: Sendable {
         self.registry = registry
         func gauge(_ name: String, _ help: String) -> Gauge {
             registry.makeGauge(
-                descriptor: MetricNameDescriptor(namespace: "hearth", metricName: "cluster_" + name, unitName: "", helpText: help))
+                descriptor: MetricNameDescriptor(
+                    namespace: "hearth", metricName: "cluster_" + name, unitName: "", helpText: help))
         }
         isLeader = gauge("leader", "1 while this node leads the cluster, else 0.")
         epoch = gauge("epoch", "The epoch (fencing token) of the leadership this node knows.")
@@ -31,7 +32,8 @@ final class ClusterMetrics: Sendable {
         streamingReplicas = gauge("streaming_replicas", "Replicas streaming from this node (leader).")
         recordsStreamed = gauge("streamed_records", "Records sent to replicas since start (leader).")
         bytesStreamed = gauge("streamed_bytes", "Bytes sent to replicas since start (leader).")
-        syncWaitSeconds = gauge("sync_wait_seconds", "Time writes spent waiting for replicas, in total (syncReplicas ≥ 1).")
+        syncWaitSeconds = gauge(
+            "sync_wait_seconds", "Time writes spent waiting for replicas, in total (syncReplicas ≥ 1).")
         elections = gauge("elections_seen", "Distinct leaderships (epochs) this node has seen.")
     }
 
@@ -82,7 +84,9 @@ final class ClusterMetrics: Sendable {
         let degraded: String?
         switch role {
         case .replica(let leader, _) where !streaming:
-            degraded = leader == nil ? "replica without a leader (election under way)" : "replica not streaming from \(leader ?? "")"
+            degraded =
+                leader == nil
+                ? "replica without a leader (election under way)" : "replica not streaming from \(leader ?? "")"
         case .candidate: degraded = "no leader: the cluster is electing one (read-only meanwhile)"
         default: degraded = nil
         }

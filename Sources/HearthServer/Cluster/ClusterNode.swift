@@ -104,7 +104,8 @@ final class ClusterNode: ClusterHooks, @unchecked Sendable {
 
     func hasLeadershipProof() -> Bool { membership.hasLeadershipProof() }
 
-    func openLink(id: UInt64, leader: String, fromRev: UInt64, history: JSONValue, firstLines: [[UInt8]]) -> ReplicaLink {
+    func openLink(id: UInt64, leader: String, fromRev: UInt64, history: JSONValue, firstLines: [[UInt8]]) -> ReplicaLink
+    {
         ReplicaLink.connect(
             id: id, leader: leader, secret: secret, node: node, fromRev: fromRev, history: history,
             firstLines: firstLines, tls: peerTLS,

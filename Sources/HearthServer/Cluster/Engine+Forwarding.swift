@@ -52,7 +52,9 @@ extension Engine {
     func forward(_ request: Request, session: SessionLink, now: Int64, batch: inout Batch) {
         guard let source = request.source else {
             batch.append(
-                .response(request.id, .failure(DatabaseError(.unavailable, "not the leader: this request cannot be forwarded"))),
+                .response(
+                    request.id,
+                    .failure(DatabaseError(.unavailable, "not the leader: this request cannot be forwarded"))),
                 for: session)
             return
         }
@@ -150,7 +152,8 @@ extension Engine {
             let error = object["error"]
             let code = error?["code"]?.stringValue.flatMap(DatabaseError.Code.init(rawValue:)) ?? .internal
             let retry = error?["retryAfterMs"]?.int64Value.map { Int($0) }
-            return .failure(DatabaseError(code, error?["message"]?.stringValue ?? "the leader refused", retryAfterMs: retry))
+            return .failure(
+                DatabaseError(code, error?["message"]?.stringValue ?? "the leader refused", retryAfterMs: retry))
         }
         var body: ResponseBody
         if object["committed"] == .bool(false), let value = object["value"] {
@@ -181,7 +184,8 @@ extension Engine {
             } else {
                 let error = DatabaseError(
                     .unavailable,
-                    "outcome unknown: the connection to the leader was lost before it answered (send writes with a wid to have them retried safely)")
+                    "outcome unknown: the connection to the leader was lost before it answered (send writes with a wid to have them retried safely)"
+                )
                 replication.answeredForwards.append((0, forwarded.session, forwarded.request, .failure(error)))
             }
         }
@@ -213,7 +217,8 @@ extension Engine {
         var kept: [(session: SessionLink, request: Request, since: Int64)] = []
         for entry in replication.unsent {
             if now - entry.since >= replication.syncTimeoutMs {
-                let error = DatabaseError(.unavailable, "no leader: none was reachable within \(replication.syncTimeoutMs) ms")
+                let error = DatabaseError(
+                    .unavailable, "no leader: none was reachable within \(replication.syncTimeoutMs) ms")
                 replication.answeredForwards.append((0, entry.session, entry.request, .failure(error)))
             } else {
                 kept.append(entry)
@@ -273,7 +278,8 @@ extension Engine {
             // Not applied; the client's node answers at once rather than after a wait here.
             let error = DatabaseError(
                 .unavailable,
-                "not enough replicas: \(replication.streams.count) of the \(replication.syncReplicas) required are streaming; the write was not applied")
+                "not enough replicas: \(replication.streams.count) of the \(replication.syncReplicas) required are streaming; the write was not applied"
+            )
             batch.append(.response(id, .failure(error)), for: peer)
             return
         }
@@ -443,7 +449,9 @@ extension Engine {
             batch.append(
                 .response(
                     pending.id,
-                    .failure(DatabaseError(.unavailable, "\(pending.target) did not catch up within \(replication.syncTimeoutMs) ms"))),
+                    .failure(
+                        DatabaseError(
+                            .unavailable, "\(pending.target) did not catch up within \(replication.syncTimeoutMs) ms"))),
                 for: pending.session)
             return
         }

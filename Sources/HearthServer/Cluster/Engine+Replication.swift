@@ -38,7 +38,9 @@ extension Engine {
         case .membersLost(let nodes):
             guard replication.role.isLeader else { return }
             for node in nodes {
-                logger.warning("a member left the cluster; running its clients' onDisconnect operations", metadata: ["member": "\(node)"])
+                logger.warning(
+                    "a member left the cluster; running its clients' onDisconnect operations",
+                    metadata: ["member": "\(node)"])
                 runQueues(ofNode: node, now: now, batch: &batch)
             }
         }
@@ -89,11 +91,15 @@ extension Engine {
             switch op {
             case .replicate(let node, let fromRev, let history):
                 if batch.hasUncommittedRecords { commit(&batch) }
-                startStream(session: session, node: node, fromRev: fromRev, history: history, id: request.id, now: now, batch: &batch)
+                startStream(
+                    session: session, node: node, fromRev: fromRev, history: history, id: request.id, now: now,
+                    batch: &batch)
             case .replicaAck(let rev):
                 replicaAcked(session: session.id, rev: rev, now: now, batch: &batch)
             case .forward(let identity, let stored, let owner, let inner):
-                runForwarded(inner, identity: identity, stored: stored, owner: owner, peer: session, id: request.id, now: now, batch: &batch)
+                runForwarded(
+                    inner, identity: identity, stored: stored, owner: owner, peer: session, id: request.id, now: now,
+                    batch: &batch)
             case .disconnected(let owner):
                 runRemoteOnDisconnect(owner: owner, now: now, batch: &batch)
                 respond(.done)
@@ -124,11 +130,13 @@ extension Engine {
                 metadata: ["replica": "\(node)", "replicaRev": "\(fromRev)", "keepRev": "\(shared)"])
             var error: [UInt8] = []
             ResponseEncoder.writeError(
-                DatabaseError(.diverged, "the replica's log forked from the leader's after rev \(shared)"), into: &error)
-            var members = (try? JSONParser.parse(error)).flatMap { value -> [JSONMember]? in
-                if case .object(let m) = value { return m }
-                return nil
-            } ?? []
+                DatabaseError(.diverged, "the replica's log forked from the leader's after rev \(shared)"), into: &error
+            )
+            var members =
+                (try? JSONParser.parse(error)).flatMap { value -> [JSONMember]? in
+                    if case .object(let m) = value { return m }
+                    return nil
+                } ?? []
             members.append(JSONMember("keepRev", .int(Int64(clamping: shared))))
             respond(.members([JSONMember("ok", .bool(false)), JSONMember("error", .object(members))]))
             return
@@ -151,7 +159,8 @@ extension Engine {
             let window = writeIDs
             batch.append(
                 .computed({
-                    Engine.snapshotLines(root: root, rev: rev, epoch: epoch, onDisconnect: registrations, writeIDs: window.log())
+                    Engine.snapshotLines(
+                        root: root, rev: rev, epoch: epoch, onDisconnect: registrations, writeIDs: window.log())
                 }), for: session)
         }
         var state = sessions[session.id] ?? SessionState(link: session)
@@ -212,10 +221,11 @@ extension Engine {
             return
         case .leader(let epoch):
             var lines: [[UInt8]] = []
-            var rev = records.first.map { record -> UInt64 in
-                if case .write(let write) = record { return write.rev - 1 }
-                return database.rev
-            } ?? database.rev
+            var rev =
+                records.first.map { record -> UInt64 in
+                    if case .write(let write) = record { return write.rev - 1 }
+                    return database.rev
+                } ?? database.rev
             for record in records {
                 var line = Array(#"{"event":"wal","rev":"#.utf8)
                 var isWrite = false
@@ -335,20 +345,25 @@ extension Engine {
             replication.pendingDisconnects = []
             logger.info(
                 "replicating from the leader",
-                metadata: ["leader": "\(link.leader)", "mode": "\(mode)", "fromRev": "\(database.rev)", "leaderRev": "\(rev)"])
+                metadata: [
+                    "leader": "\(link.leader)", "mode": "\(mode)", "fromRev": "\(database.rev)", "leaderRev": "\(rev)",
+                ])
             publishPosition(state: mode == "snapshot" || rev > database.rev ? "catching_up" : "streaming")
         case .diverged(let keepRev):
             moveDivergentRecords(after: keepRev)
             replication.forceSnapshot = true
             link.close()
         case .refused(let reason):
-            logger.error("the leader refused replication", metadata: ["leader": "\(link.leader)", "reason": "\(reason)"])
+            logger.error(
+                "the leader refused replication", metadata: ["leader": "\(link.leader)", "reason": "\(reason)"])
             link.close()
         case .record(let rev, _, let write, let change, let confirmedRev):
             if let write {
                 guard rev == database.rev + 1 else {
                     if rev > database.rev + 1 {
-                        logger.error("a gap in the replication stream; reconnecting", metadata: ["expected": "\(database.rev + 1)", "got": "\(rev)"])
+                        logger.error(
+                            "a gap in the replication stream; reconnecting",
+                            metadata: ["expected": "\(database.rev + 1)", "got": "\(rev)"])
                         link.close()
                     }
                     return
@@ -428,7 +443,8 @@ extension Engine {
             database = Database(root: contents.root, rev: rev, limits: database.limits)
             batch.checkpoint = database
             writeIDs = WriteIDWindow(
-                recovered: contents.writeIDs, capacity: writeIDs.capacity, retentionSeconds: Int(writeIDs.retention / 1000),
+                recovered: contents.writeIDs, capacity: writeIDs.capacity,
+                retentionSeconds: Int(writeIDs.retention / 1000),
                 now: now)
             changeLog = ChangeLog(capacity: changeLog.capacity)
             retained.reset(at: rev)
@@ -470,7 +486,9 @@ extension Engine {
         var byEpoch: [(epoch: UInt64, writes: [CommittedWrite])] = []
         for write in found.writes {
             let epoch = replication.history.epoch(of: write.rev)
-            if byEpoch.last?.epoch == epoch { byEpoch[byEpoch.count - 1].writes.append(write) } else {
+            if byEpoch.last?.epoch == epoch {
+                byEpoch[byEpoch.count - 1].writes.append(write)
+            } else {
                 byEpoch.append((epoch, [write]))
             }
         }
@@ -479,7 +497,8 @@ extension Engine {
             let file = DivergentRecords.encode(epoch: epoch, writes: writes, complete: found.complete)
             let name = "divergent-\(epoch)-\(first.rev).json"
             do { try storage.writeFile(name, file) } catch {
-                logger.error("could not write the divergent records", metadata: ["file": "\(name)", "error": "\(error)"])
+                logger.error(
+                    "could not write the divergent records", metadata: ["file": "\(name)", "error": "\(error)"])
                 continue
             }
             logger.warning(
@@ -532,8 +551,11 @@ extension Engine {
         case .standalone:
             break
         }
-        logger.info("cluster role changed", metadata: ["from": "\(previous.name)", "to": "\(role.name)", "epoch": "\(role.epoch)"])
-        publishPosition(state: role.isLeader ? "leader" : role == .candidate(epoch: role.epoch) ? "candidate" : "catching_up")
+        logger.info(
+            "cluster role changed",
+            metadata: ["from": "\(previous.name)", "to": "\(role.name)", "epoch": "\(role.epoch)"])
+        publishPosition(
+            state: role.isLeader ? "leader" : role == .candidate(epoch: role.epoch) ? "candidate" : "catching_up")
         broadcastClusterEvent(batch: &batch)
     }
 
@@ -546,7 +568,9 @@ extension Engine {
         }
         replication.streams = [:]
         for waiting in replication.waitingForReplicas {
-            batch.append(.response(waiting.request.id, .failure(DatabaseError(.unavailable, "not the leader"))), for: waiting.session)
+            batch.append(
+                .response(waiting.request.id, .failure(DatabaseError(.unavailable, "not the leader"))),
+                for: waiting.session)
         }
         replication.waitingForReplicas = []
         failHeld(
@@ -625,7 +649,8 @@ extension Engine {
         case .replica(let leader?, _):
             if replication.link == nil, now - replication.linkOpenedAt >= 500 {
                 connectLink(to: leader)
-            } else if replication.link != nil, now - replication.lastHeard > 5000, now - replication.linkOpenedAt > 5000 {
+            } else if replication.link != nil, now - replication.lastHeard > 5000, now - replication.linkOpenedAt > 5000
+            {
                 logger.warning("nothing from the leader for 5 s; reconnecting", metadata: ["leader": "\(leader)"])
                 replication.link?.close()
             }
@@ -664,8 +689,8 @@ extension Engine {
         let mustHold = database.rev > replication.confirmedRev || !replication.held.isEmpty
         for (session, items) in outputs {
             // Stream lines and cluster notices go at once: they are how confirmation happens.
-            let immediate = items.filter { if case .line = $0 { return true } else if case .computed = $0 { return true } else if case .close = $0 { return true }; return false }
-            let rest = mustHold ? items.filter { if case .line = $0 { return false } else if case .computed = $0 { return false } else if case .close = $0 { return false }; return true } : []
+            let immediate = items.filter(\.goesUnheld)
+            let rest = mustHold ? items.filter { !$0.goesUnheld } : []
             if !immediate.isEmpty || !mustHold { now.append((session, mustHold ? immediate : items)) }
             if !rest.isEmpty { later.append((session, rest)) }
         }
@@ -762,7 +787,8 @@ extension Engine {
             replication.waitingForReplicas.removeFirst()
             let error = DatabaseError(
                 .unavailable,
-                "not enough replicas: \(replication.streams.count) of the \(replication.syncReplicas) required are streaming; the write was not applied")
+                "not enough replicas: \(replication.streams.count) of the \(replication.syncReplicas) required are streaming; the write was not applied"
+            )
             batch.append(.response(first.request.id, .failure(error)), for: first.session)
             finishedInFlight(first.session, batch: &batch)
         }
@@ -803,5 +829,15 @@ enum DivergentRecords {
         var bytes = Array(JSONValue.object(members).prettyJSONString.utf8)
         bytes.append(UInt8(ascii: "\n"))
         return bytes
+    }
+}
+
+extension Outbound {
+    /// Stream lines, snapshots and closes reach peers at once: they are how confirmation happens.
+    var goesUnheld: Bool {
+        switch self {
+        case .line, .computed, .close: return true
+        case .response, .event, .cancelled, .authRevoked: return false
+        }
     }
 }

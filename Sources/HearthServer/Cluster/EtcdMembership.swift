@@ -63,9 +63,10 @@ final class EtcdMembership: ClusterMembership, Sendable {
         case .candidate: role = .candidate(epoch: view.epoch)
         }
         let names = Set(view.members.map(\.node))
-        let (assign, lostNames, lost) = state.withLockedValue { state -> (
-            (@Sendable (EngineRole) -> Void)?, [String], (@Sendable ([String]) -> Void)?
-        ) in
+        let (assign, lostNames, lost) = state.withLockedValue {
+            state -> (
+                (@Sendable (EngineRole) -> Void)?, [String], (@Sendable ([String]) -> Void)?
+            ) in
             let gone = state.members.subtracting(names).sorted()
             state.members = names
             let changed = state.role != role
@@ -73,7 +74,8 @@ final class EtcdMembership: ClusterMembership, Sendable {
             return (changed ? state.assign : nil, gone, state.lost)
         }
         if view.noEligibleLeader {
-            logger.warning("cluster: no member is eligible to lead without losing an acknowledged write; staying read-only")
+            logger.warning(
+                "cluster: no member is eligible to lead without losing an acknowledged write; staying read-only")
         }
         assign?(role)
         if !lostNames.isEmpty { lost?(lostNames) }
@@ -83,7 +85,9 @@ final class EtcdMembership: ClusterMembership, Sendable {
 
     func hasLeadershipProof() -> Bool { coordinator.hasLeadershipProof() }
 
-    func publish(state memberState: String, rev: UInt64, lastEpoch: UInt64, confirmedRev: UInt64?, confirmedSeen: UInt64) {
+    func publish(
+        state memberState: String, rev: UInt64, lastEpoch: UInt64, confirmedRev: UInt64?, confirmedSeen: UInt64
+    ) {
         state.withLockedValue { state in
             state.position.rev = rev
             state.position.lastEpoch = lastEpoch

@@ -63,8 +63,11 @@ final class ReplicaLink: Sendable {
         }
         var hello: [UInt8] = []
         if let secret {
-            JSONValue.object([JSONMember("op", .string("auth")), JSONMember("id", .string("auth")), JSONMember("token", .string(secret))])
-                .serialize(into: &hello)
+            JSONValue.object([
+                JSONMember("op", .string("auth")), JSONMember("id", .string("auth")),
+                JSONMember("token", .string(secret)),
+            ])
+            .serialize(into: &hello)
             hello.append(UInt8(ascii: "\n"))
         }
         JSONValue.object([
@@ -161,7 +164,8 @@ private final class LinkHandler: ChannelInboundHandler {
         }
         // As deep as any stored value can be (the data limits allow up to 1,000 levels), plus the
         // record's envelope.
-        guard let json = line.withUnsafeReadableBytes({ try? JSONParser.parse($0, limits: JSONLimits(maxDepth: 4_200)) })
+        guard
+            let json = line.withUnsafeReadableBytes({ try? JSONParser.parse($0, limits: JSONLimits(maxDepth: 4_200)) })
         else {
             logger.error("the leader sent a line that is not JSON; reconnecting")
             context.close(promise: nil)
@@ -219,9 +223,12 @@ private final class LinkHandler: ChannelInboundHandler {
         case .string("replicate")?:
             if json["ok"] == .bool(true), case .string(let mode)? = json["mode"] {
                 return .started(
-                    mode: mode, rev: rev(json["rev"]), epoch: rev(json["epoch"]), history: json["history"] ?? .array([]))
+                    mode: mode, rev: rev(json["rev"]), epoch: rev(json["epoch"]), history: json["history"] ?? .array([])
+                )
             }
-            if json["error"]?["code"] == .string("diverged") { return .diverged(keepRev: rev(json["error"]?["keepRev"])) }
+            if json["error"]?["code"] == .string("diverged") {
+                return .diverged(keepRev: rev(json["error"]?["keepRev"]))
+            }
             return .refused(json["error"]?["message"]?.stringValue ?? "replicate was refused")
         case .string(let text)? where text.hasPrefix("f"):
             guard let forward = UInt64(text.dropFirst()), case .object(let members) = json else { return nil }

@@ -27,13 +27,16 @@ extension ServerConfiguration {
     }
 
     /// Applies one cluster setting given as text (environment variables and flags).
-    public mutating func apply(clusterSetting setting: String, text: String, source: String) throws(ConfigurationError) {
+    public mutating func apply(clusterSetting setting: String, text: String, source: String) throws(ConfigurationError)
+    {
         switch setting {
         case "etcd":
             let endpoints = text.split(separator: ",").map { String($0).trimmingSpaces }.filter { !$0.isEmpty }
             try apply(clusterSetting: setting, value: .array(endpoints.map { .string($0) }), source: source)
         case "leaseSeconds", "syncReplicas", "syncTimeoutMs":
-            guard let number = Int64(text) else { throw ConfigurationError("\(source): \"\(text)\" is not a whole number") }
+            guard let number = Int64(text) else {
+                throw ConfigurationError("\(source): \"\(text)\" is not a whole number")
+            }
             try apply(clusterSetting: setting, value: .int(number), source: source)
         default:
             try apply(clusterSetting: setting, value: .string(text), source: source)
@@ -51,7 +54,8 @@ extension ServerConfiguration {
         func integer(_ range: ClosedRange<Int>) throws(ConfigurationError) -> Int {
             guard let number = value.int64Value, range.contains(Int(number)) else {
                 throw ConfigurationError(
-                    "\(source): \"cluster.\(setting)\" must be a whole number in \(range.lowerBound)...\(range.upperBound)")
+                    "\(source): \"cluster.\(setting)\" must be a whole number in \(range.lowerBound)...\(range.upperBound)"
+                )
             }
             return Int(number)
         }
@@ -101,7 +105,8 @@ extension ServerConfiguration {
         if settings.advertise.isEmpty {
             guard !["0.0.0.0", "[::]", "::"].contains(self.host) else {
                 throw ConfigurationError(
-                    "cluster: the node binds \(self.host), which peers cannot dial: set cluster.advertise (--advertise) to host:port")
+                    "cluster: the node binds \(self.host), which peers cannot dial: set cluster.advertise (--advertise) to host:port"
+                )
             }
             settings.advertise = "\(host):\(tcpPort)"
         }

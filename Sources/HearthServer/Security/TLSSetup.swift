@@ -55,7 +55,9 @@ final class TLSSetup: Sendable {
             if let roots = peerCA ?? files.clientCA {
                 configuration.trustRoots = .certificates(try NIOSSLCertificate.fromPEMFile(roots))
             }
-            configuration.certificateChain = try NIOSSLCertificate.fromPEMFile(files.certificate).map { .certificate($0) }
+            configuration.certificateChain = try NIOSSLCertificate.fromPEMFile(files.certificate).map {
+                .certificate($0)
+            }
             configuration.privateKey = .privateKey(try NIOSSLPrivateKey(file: files.key, format: .pem))
             return try NIOSSLContext(configuration: configuration)
         } catch {
