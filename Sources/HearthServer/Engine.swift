@@ -249,7 +249,7 @@ final class Engine: @unchecked Sendable {
         }
         if isFenced {
             // Replication.md §5: nothing of this batch is logged or acknowledged.
-            fence(&batch, DatabaseError(.unavailable, "not the leader: its lease could not be confirmed"))
+            rollBack(&batch, answering: DatabaseError(.unavailable, "not the leader: its lease could not be confirmed"))
             return
         }
         let records = replication.isClustered ? batch.logged : []
@@ -259,11 +259,12 @@ final class Engine: @unchecked Sendable {
                 // The proof ran out during the append (a stalled disk, a paused process): the
                 // batch stays in this node's log only, to be moved aside when it rejoins.
                 replication.fencedUntilRoleChange = true  // the log is now ahead of memory
-                fence(
+                rollBack(
                     &batch,
-                    DatabaseError(
-                        .unavailable,
-                        "outcome unknown: the leader's lease could not be confirmed after logging the write"))
+                    answering:
+                        DatabaseError(
+                            .unavailable,
+                            "outcome unknown: the leader's lease could not be confirmed after logging the write"))
                 return
             }
             batch.committed(database)
@@ -271,14 +272,20 @@ final class Engine: @unchecked Sendable {
             if !records.isEmpty { replicationCommitted(records, now: clock(), batch: &batch) }
         } catch {
             storageFailed(error)
-            let failedRoot = database.root
-            database = batch.checkpoint
-            writeIDs.forget(after: database.rev)
-            changeLog.drop(after: database.rev)
-            views.resync(from: failedRoot, to: database.root, rev: database.rev)
-            batch.rolledBack(unavailable)
-            tally.acknowledgementsRefused()
+            rollBack(&batch, answering: unavailable)
         }
+    }
+
+    /// Undoes the batch's uncommitted writes in memory and answers them with `error` (their events
+    /// are dropped): the log failed, or a leader could not prove its lease.
+    func rollBack(_ batch: inout Batch, answering error: DatabaseError) {
+        let refusedRoot = database.root
+        database = batch.checkpoint
+        writeIDs.forget(after: database.rev)
+        changeLog.drop(after: database.rev)
+        views.resync(from: refusedRoot, to: database.root, rev: database.rev)
+        batch.rolledBack(error)
+        tally.acknowledgementsRefused()
     }
 
     private var unavailable: DatabaseError {

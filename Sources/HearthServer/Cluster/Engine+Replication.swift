@@ -227,25 +227,9 @@ extension Engine {
                     return database.rev
                 } ?? database.rev
             for record in records {
-                var line = Array(#"{"event":"wal","rev":"#.utf8)
-                var isWrite = false
-                switch record {
-                case .write(let write):
-                    rev = write.rev
-                    isWrite = true
-                    JSONWriter.writeInt(Int64(clamping: rev), into: &line)
-                    line += #","epoch":"#.utf8
-                    JSONWriter.writeInt(Int64(clamping: epoch), into: &line)
-                    line += #","w":"#.utf8
-                    ReplicatedRecord.encode(write, into: &line)
-                case .onDisconnect(let change):
-                    JSONWriter.writeInt(Int64(clamping: rev), into: &line)
-                    line += #","epoch":"#.utf8
-                    JSONWriter.writeInt(Int64(clamping: epoch), into: &line)
-                    line += #","od":"#.utf8
-                    ReplicatedRecord.encode(change, into: &line)
-                }
-                retained.append(rev: rev, isWrite: isWrite, line: line)
+                if case .write(let write) = record { rev = write.rev }
+                let line = Self.walLine(record, rev: rev, epoch: epoch)
+                retained.append(rev: rev, isWrite: record.isWrite, line: line)
                 lines.append(line)
             }
             if replication.syncReplicas == 0 { replication.confirmedRev = database.rev }
@@ -264,33 +248,39 @@ extension Engine {
             // if it is elected.
             var rev = database.rev
             for record in records {
-                switch record {
-                case .write(let write):
-                    rev = write.rev
-                    var line = Array(#"{"event":"wal","rev":"#.utf8)
-                    JSONWriter.writeInt(Int64(clamping: rev), into: &line)
-                    line += #","epoch":"#.utf8
-                    JSONWriter.writeInt(Int64(clamping: replication.history.epoch(of: rev)), into: &line)
-                    line += #","w":"#.utf8
-                    ReplicatedRecord.encode(write, into: &line)
-                    retained.append(rev: rev, isWrite: true, line: line)
-                case .onDisconnect(let change):
-                    var line = Array(#"{"event":"wal","rev":"#.utf8)
-                    JSONWriter.writeInt(Int64(clamping: rev), into: &line)
-                    line += #","epoch":"#.utf8
-                    JSONWriter.writeInt(Int64(clamping: replication.history.epoch(of: rev)), into: &line)
-                    line += #","od":"#.utf8
-                    ReplicatedRecord.encode(change, into: &line)
-                    retained.append(rev: rev, isWrite: false, line: line)
-                }
+                if case .write(let write) = record { rev = write.rev }
+                let line = Self.walLine(record, rev: rev, epoch: replication.history.epoch(of: rev))
+                retained.append(rev: rev, isWrite: record.isWrite, line: line)
             }
-            if let link = replication.link {
-                var ack = Array(#"{"op":"replicaAck","rev":"#.utf8)
-                JSONWriter.writeInt(Int64(clamping: database.rev), into: &ack)
-                ack += "}\n".utf8
-                link.send(ack)
-            }
+            sendAck(database.rev)
         }
+    }
+
+    /// A record's `wal` line, without its end: `{"event":"wal","rev":N,"epoch":E,"w"|"od":…` (the
+    /// stream adds `confirmedRev`).
+    static func walLine(_ record: LogRecord, rev: UInt64, epoch: UInt64) -> [UInt8] {
+        var line = Array(#"{"event":"wal","rev":"#.utf8)
+        JSONWriter.writeInt(Int64(clamping: rev), into: &line)
+        line += #","epoch":"#.utf8
+        JSONWriter.writeInt(Int64(clamping: epoch), into: &line)
+        switch record {
+        case .write(let write):
+            line += #","w":"#.utf8
+            ReplicatedRecord.encode(write, into: &line)
+        case .onDisconnect(let change):
+            line += #","od":"#.utf8
+            ReplicatedRecord.encode(change, into: &line)
+        }
+        return line
+    }
+
+    /// Replica: tells the leader that everything up to `rev` is in this node's log.
+    private func sendAck(_ rev: UInt64) {
+        guard let link = replication.link else { return }
+        var ack = Array(#"{"op":"replicaAck","rev":"#.utf8)
+        JSONWriter.writeInt(Int64(clamping: rev), into: &ack)
+        ack += "}\n".utf8
+        link.send(ack)
     }
 
     private func replicaAcked(session: UInt64, rev: UInt64, now: Int64, batch: inout Batch) {
@@ -452,12 +442,7 @@ extension Engine {
             views.apply(write: nil, paths: [.root], before: before, after: database.root, rev: rev, batch: &batch)
             try storage?.saveHistory(replication.history)
             logger.info("installed the leader's snapshot", metadata: ["rev": "\(rev)", "bytes": "\(file.count)"])
-            if let link = replication.link {
-                var ack = Array(#"{"op":"replicaAck","rev":"#.utf8)
-                JSONWriter.writeInt(Int64(clamping: rev), into: &ack)
-                ack += "}\n".utf8
-                link.send(ack)
-            }
+            sendAck(rev)
         } catch {
             logger.error("could not install the leader's snapshot", metadata: ["error": "\(error)"])
             replication.link?.close()
@@ -582,17 +567,6 @@ extension Engine {
     var isFenced: Bool {
         guard replication.role.isLeader, let hooks = clusterHooks else { return false }
         return replication.fencedUntilRoleChange || !hooks.hasLeadershipProof()
-    }
-
-    /// Undoes the batch's writes in memory and answers them with `error`.
-    func fence(_ batch: inout Batch, _ error: DatabaseError) {
-        let refusedRoot = database.root
-        database = batch.checkpoint
-        writeIDs.forget(after: database.rev)
-        changeLog.drop(after: database.rev)
-        views.resync(from: refusedRoot, to: database.root, rev: database.rev)
-        batch.rolledBack(error)
-        tally.acknowledgementsRefused()
     }
 
     /// The log may hold records the in-memory state dropped (a batch refused after the proof of
@@ -839,5 +813,12 @@ extension Outbound {
         case .line, .computed, .close: return true
         case .response, .event, .cancelled, .authRevoked: return false
         }
+    }
+}
+
+extension LogRecord {
+    var isWrite: Bool {
+        if case .write = self { return true }
+        return false
     }
 }
