@@ -212,9 +212,9 @@ extension Engine {
         return line
     }
 
-    /// After the log took a batch: a leader retains its records and sends them to every stream;
-    /// a replica acknowledges them. (Records go out after the append, before the leader's own
-    /// answers, so replicas flush in parallel with nothing acknowledged early.)
+    /// After the log took a batch (under `fsync: always`, after its fsync): a leader retains its
+    /// records and sends them to every stream, in the same delivery as its own answers (which
+    /// under `syncReplicas ≥ 1` wait for the replicas); a replica acknowledges them.
     func replicationCommitted(_ records: [LogRecord], now: Int64, batch: inout Batch) {
         switch replication.role {
         case .standalone:
@@ -523,16 +523,14 @@ extension Engine {
         case .replica(let leader, _):
             stepDown(from: previous, batch: &batch)
             if let leader, replication.link?.leader != leader {
-                replication.link?.close()
+                dropLink(now: now, batch: &batch)
                 connectLink(to: leader)
             } else if leader == nil {
-                replication.link?.close()
-                replication.link = nil
+                dropLink(now: now, batch: &batch)
             }
         case .candidate:
             stepDown(from: previous, batch: &batch)
-            replication.link?.close()
-            replication.link = nil
+            dropLink(now: now, batch: &batch)
         case .standalone:
             break
         }
@@ -584,6 +582,18 @@ extension Engine {
             afterWrite(applied, before: before, rev: write.rev, now: now, batch: &batch)
         }
         batch.checkpoint = database
+    }
+
+    /// Closes the link to a leader this node no longer follows. Its later `.closed` is ignored (an
+    /// earlier link's), so what was in flight on it is settled here: sent again on the next link,
+    /// or answered "outcome unknown".
+    private func dropLink(now: Int64, batch: inout Batch) {
+        guard let link = replication.link else { return }
+        link.close()
+        replication.link = nil
+        replication.linkStarted = false
+        replication.incomingSnapshot = nil
+        linkLost(now: now, batch: &batch)
     }
 
     func connectLink(to leader: String) {
