@@ -209,6 +209,8 @@ final class Engine: @unchecked Sendable {
             }
         }
         commit(&batch)
+        // Counted before anything is delivered: a client that saw an answer sees it in the metrics.
+        finishTurn(turn, batch: batch, submissions: items.count, storage: storage)
         deliverOrHold(Array(batch.outputs.values))
         for promise in batch.barriers { promise.succeed() }
         if let storage, storageFailure == nil, storage.wantsCompaction, !storage.isCompacting {
@@ -216,7 +218,6 @@ final class Engine: @unchecked Sendable {
             let window = writeIDs
             storage.compact(root: database.root, rev: database.rev) { window.log() }
         }
-        finishTurn(turn, batch: batch, submissions: items.count, storage: storage)
     }
 
     /// Hands each connection its outputs, with one task per event loop rather than one per

@@ -14,7 +14,8 @@ extension Engine {
         TurnStart(time: .now, rev: database.rev)
     }
 
-    /// Call last thing in a turn, once `batch` has been committed and delivered. The writes
+    /// Call at the end of a turn, once `batch` has been committed and before its outputs are
+    /// delivered (so that what a client was answered is already counted). The writes
     /// committed are the revisions gained (a write the log refused was undone, revision and all);
     /// the events are those `batch` handed out.
     func finishTurn(_ start: TurnStart, batch: Batch, submissions: Int, storage: Storage?) {
