@@ -439,7 +439,7 @@ final class Engine: @unchecked Sendable {
                 return
             }
             let change = register(
-                action, session: session.id, identity: identity, connection: connectionName(session.id))
+                action, session: session.id, identity: identity, connection: registeringConnection(session.id))
             if change.isEmpty {
                 respond(.done)
             } else {

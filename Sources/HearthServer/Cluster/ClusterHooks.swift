@@ -8,8 +8,6 @@ import NIOCore
 protocol ClusterHooks: AnyObject, Sendable {
     /// The shared secret peers authenticate with (nil: none, loopback only).
     var secret: String? { get }
-    /// This node's name.
-    var node: String { get }
     /// True while this node leads and its lease is provably alive (replication.md §5).
     func hasLeadershipProof() -> Bool
     /// Opens a peer connection to `leader` replicating from `fromRev`; its messages come back as

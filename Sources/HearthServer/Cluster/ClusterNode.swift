@@ -36,7 +36,6 @@ final class ClusterNode: ClusterHooks, @unchecked Sendable {
     /// Set once, before the engine takes requests.
     private let engineBox = NIOLockedValueBox<Engine?>(nil)
     private var engine: Engine? { engineBox.withLockedValue { $0 } }
-    private let position = NIOLockedValueBox<(role: String, rev: UInt64, epoch: UInt64)>(("replica", 0, 0))
     private let tick = NIOLockedValueBox<RepeatedTask?>(nil)
 
     init(
@@ -117,7 +116,6 @@ final class ClusterNode: ClusterHooks, @unchecked Sendable {
     }
 
     func positionChanged(role: EngineRole, rev: UInt64, lastEpoch: UInt64, confirmedRev: UInt64, state: String) {
-        position.withLockedValue { $0 = (role.name, rev, role.epoch) }
         membership.publish(
             state: state, rev: rev, lastEpoch: lastEpoch, confirmedRev: role.isLeader ? confirmedRev : nil,
             confirmedSeen: confirmedRev)
@@ -136,7 +134,7 @@ final class ClusterNode: ClusterHooks, @unchecked Sendable {
         let leader = membership.leader()
         return .object([
             JSONMember("name", .string(name)), JSONMember("node", .string(node)),
-            JSONMember("role", .string(role.isLeader ? "leader" : role.name == "candidate" ? "candidate" : "replica")),
+            JSONMember("role", .string(role.name)),
             JSONMember("leader", leader.map { .string($0.tcp) } ?? .null),
             JSONMember("epoch", .int(Int64(clamping: leader?.epoch ?? role.epoch))),
             JSONMember("rev", .int(Int64(clamping: rev))),

@@ -337,8 +337,9 @@ extension Engine {
         }
     }
 
-    /// `<node>/<session>` in a cluster (what registrations record), nil standalone.
-    func connectionName(_ session: UInt64) -> String? {
+    /// Notes that `session` has an onDisconnect queue (so its end is reported to whichever node
+    /// leads) and returns its name for the registrations, `<node>/<session>`; nil standalone.
+    func registeringConnection(_ session: UInt64) -> String? {
         guard replication.isClustered else { return nil }
         replication.registeredOwners.insert(session)
         return "\(replication.node)/\(session)"

@@ -128,17 +128,12 @@ extension Engine {
             logger.warning(
                 "a replica's log forked from this leader's",
                 metadata: ["replica": "\(node)", "replicaRev": "\(fromRev)", "keepRev": "\(shared)"])
-            var error: [UInt8] = []
-            ResponseEncoder.writeError(
-                DatabaseError(.diverged, "the replica's log forked from the leader's after rev \(shared)"), into: &error
-            )
-            var members =
-                (try? JSONParser.parse(error)).flatMap { value -> [JSONMember]? in
-                    if case .object(let m) = value { return m }
-                    return nil
-                } ?? []
-            members.append(JSONMember("keepRev", .int(Int64(clamping: shared))))
-            respond(.members([JSONMember("ok", .bool(false)), JSONMember("error", .object(members))]))
+            let error: JSONValue = .object([
+                JSONMember("code", .string(DatabaseError.Code.diverged.rawValue)),
+                JSONMember("message", .string("the replica's log forked from the leader's after rev \(shared)")),
+                JSONMember("keepRev", .int(Int64(clamping: shared))),
+            ])
+            respond(.members([JSONMember("ok", .bool(false)), JSONMember("error", error)]))
             return
         }
         var answer: [JSONMember] = [
@@ -167,7 +162,7 @@ extension Engine {
         state.isPeer = true
         sessions[session.id] = state
         replication.streams[session.id] = ReplicaStream(
-            session: session, node: node, sentRev: database.rev, ackedRev: fromRev, ackedAt: now, sentAt: now)
+            session: session, node: node, ackedRev: fromRev, ackedAt: now, sentAt: now)
         logger.info(
             "a replica is streaming",
             metadata: [
@@ -239,7 +234,6 @@ extension Engine {
                     replication.bytesStreamed += UInt64(full.count)
                     batch.append(.line(full), for: stream.session)
                 }
-                replication.streams[id]?.sentRev = database.rev
                 replication.streams[id]?.sentAt = now
             }
             replication.recordsStreamed += UInt64(lines.count * replication.streams.count)
@@ -646,6 +640,11 @@ extension Engine {
 
     func publishPosition(state: String) {
         replication.memberState = state
+        // The tick calls this every 100 ms: only a change is published.
+        let position = PublishedPosition(
+            role: replication.role, rev: database.rev, state: state, confirmedRev: replication.confirmedRev)
+        guard position != replication.published else { return }
+        replication.published = position
         if let hooks = clusterHooks {
             publishClusterObject(hooks.clusterObject(role: replication.role, rev: database.rev))
         }
@@ -785,17 +784,17 @@ enum DivergentRecords {
     static func encode(epoch: UInt64, writes: [CommittedWrite], complete: Bool) -> [UInt8] {
         var records: [JSONValue] = []
         for write in writes {
-            func json(_ node: Node) -> JSONValue {
-                (try? JSONParser.parse(node.jsonBytes(format: .export))) ?? .null
-            }
             if write.overwrites.count == 1, let only = write.overwrites.first {
                 records.append(
                     .object([
                         JSONMember("rev", .int(Int64(clamping: write.rev))), JSONMember("op", .string("set")),
-                        JSONMember("path", .string(only.path.description)), JSONMember("value", json(only.node)),
+                        JSONMember("path", .string(only.path.description)),
+                        JSONMember("value", only.node.jsonValue(format: .export)),
                     ]))
             } else {
-                let values = write.overwrites.map { JSONMember(String($0.path.description.dropFirst()), json($0.node)) }
+                let values = write.overwrites.map {
+                    JSONMember(String($0.path.description.dropFirst()), $0.node.jsonValue(format: .export))
+                }
                 records.append(
                     .object([
                         JSONMember("rev", .int(Int64(clamping: write.rev))), JSONMember("op", .string("update")),

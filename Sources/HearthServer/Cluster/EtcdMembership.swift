@@ -27,14 +27,13 @@ final class EtcdMembership: ClusterMembership, Sendable {
             throw ConfigurationError("cluster: \(error)")
         }
         let state = self.state
-        var onChange: (@Sendable (ClusterView) -> Void)?
+        // The coordinator is made before `self` exists: it reaches `viewChanged` through a box.
         let box = NIOLockedValueBox<(@Sendable (ClusterView) -> Void)?>(nil)
         coordinator = ClusterCoordinator(
             settings: settings, store: store, logger: logger,
             position: { state.withLockedValue { $0.position } },
             onChange: { view in box.withLockedValue { $0 }?(view) })
-        onChange = { [weak self] view in self?.viewChanged(view) }
-        box.withLockedValue { $0 = onChange }
+        box.withLockedValue { $0 = { [weak self] view in self?.viewChanged(view) } }
     }
 
     /// Starts taking part; `assign` hears each role, `lost` the members that left (lease expired).

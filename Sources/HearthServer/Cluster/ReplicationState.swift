@@ -45,12 +45,18 @@ enum EngineRole: Sendable, Equatable {
     }
 }
 
+/// A node's position as last published (role, revision, member state, confirmed revision).
+struct PublishedPosition: Equatable {
+    let role: EngineRole
+    let rev: UInt64
+    let state: String
+    let confirmedRev: UInt64
+}
+
 /// One replica following this leader over a peer connection.
 struct ReplicaStream {
     let session: SessionLink
     let node: String
-    /// The last revision sent to it.
-    var sentRev: UInt64
     /// The last revision it acknowledged as durable.
     var ackedRev: UInt64
     /// When it last acknowledged (ms), for its lag.
@@ -132,6 +138,8 @@ struct ReplicationState {
     var fencedUntilRoleChange = false
     /// This node's state as its member key shows it (`streaming`, `catching_up`, …).
     var memberState = "candidate"
+    /// What was last published to the member key and `hello`.
+    var published: PublishedPosition?
     /// Leader: a `failover` in progress.
     var switchover: PendingSwitchover?
     /// Snapshot bytes being received from the leader, with the revision they are at.
