@@ -14,6 +14,9 @@ struct Batch {
     /// Recorded since the last commit, in order: writes (in revision order) and onDisconnect
     /// changes.
     private(set) var logged: [LogRecord] = []
+    /// The payloads of replicated records as the leader encoded them, by index in `logged` (a
+    /// replica logs those bytes rather than encoding the records again).
+    private var receivedPayloads: [Int: [UInt8]] = [:]
     /// Whether `logged` holds a write (a read must then commit first; onDisconnect changes show
     /// no data and need not).
     private(set) var hasUncommittedWrites = false
@@ -48,6 +51,23 @@ struct Batch {
         hasUncommittedWrites = true
     }
 
+    /// Records a write replicated from the leader with the payload it came in.
+    mutating func record(_ write: CommittedWrite, payload: [UInt8]) {
+        receivedPayloads[logged.count] = payload
+        record(write)
+    }
+
+    /// The recorded records with their payloads: received ones as they came, others encoded now.
+    func encodedRecords() -> [EncodedRecord] {
+        logged.enumerated().map { index, record in
+            receivedPayloads[index].map { EncodedRecord(record, payload: $0) } ?? EncodedRecord(record)
+        }
+    }
+
+    /// Whether output for `session` waits in this batch (what is sent to it before the batch
+    /// ends must not overtake that).
+    func hasOutputs(for session: UInt64) -> Bool { outputs[session]?.items.isEmpty == false }
+
     /// Records a change to the onDisconnect registrations; its acknowledgement must be
     /// provisional like a write's.
     mutating func record(_ change: OnDisconnectChange) {
@@ -58,6 +78,7 @@ struct Batch {
     /// The log took the writes: their outputs stand.
     mutating func committed(_ database: Database) {
         logged.removeAll(keepingCapacity: true)
+        if !receivedPayloads.isEmpty { receivedPayloads = [:] }
         hasUncommittedWrites = false
         provisional.removeAll(keepingCapacity: true)
         checkpoint = database
@@ -77,6 +98,7 @@ struct Batch {
             for index in indices.sorted(by: >) { outputs[session]?.items.remove(at: index) }
         }
         logged.removeAll(keepingCapacity: true)
+        if !receivedPayloads.isEmpty { receivedPayloads = [:] }
         hasUncommittedWrites = false
         provisional.removeAll(keepingCapacity: true)
     }

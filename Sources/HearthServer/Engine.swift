@@ -238,11 +238,15 @@ final class Engine: @unchecked Sendable {
     /// anything they produced leaves; if the log fails, undoes the writes and refuses writes and
     /// registrations from now on. (The onDisconnect queues are not undone: after a failure no
     /// queue runs or changes again in this process, and the log keeps what it had.)
+    ///
+    /// In a cluster each record is encoded once, for the log and the replication stream; a
+    /// leader under `syncReplicas ≥ 1` sends the records to its replicas between its log's write
+    /// and its fsync, so that both flush at once (replication.md §3).
     func commit(_ batch: inout Batch) {
         guard batch.hasUncommittedRecords else { return }
         defer { tally.acknowledgementsSettled() }
+        let records = replication.isClustered ? batch.encodedRecords() : []
         guard let storage else {
-            let records = replication.isClustered ? batch.logged : []
             batch.committed(database)
             writeIDs.settle()
             if !records.isEmpty { replicationCommitted(records, now: clock(), batch: &batch) }
@@ -253,13 +257,18 @@ final class Engine: @unchecked Sendable {
             rollBack(&batch, answering: DatabaseError(.unavailable, "not the leader: its lease could not be confirmed"))
             return
         }
-        let records = replication.isClustered ? batch.logged : []
+        var streamed: StreamedEarly?
         do {
-            try storage.append(batch.logged)
+            if records.isEmpty {
+                try storage.append(batch.logged)
+            } else {
+                try storage.append(records) { streamed = streamBeforeSync(records, batch: batch) }
+            }
             if isFenced {
                 // The proof ran out during the append (a stalled disk, a paused process): the
                 // batch stays in this node's log only, to be moved aside when it rejoins.
                 replication.fencedUntilRoleChange = true  // the log is now ahead of memory
+                if streamed != nil { endStreams(batch: &batch) }
                 rollBack(
                     &batch,
                     answering:
@@ -270,9 +279,10 @@ final class Engine: @unchecked Sendable {
             }
             batch.committed(database)
             writeIDs.settle()
-            if !records.isEmpty { replicationCommitted(records, now: clock(), batch: &batch) }
+            if !records.isEmpty { replicationCommitted(records, streamed: streamed, now: clock(), batch: &batch) }
         } catch {
             storageFailed(error)
+            if streamed != nil { endStreams(batch: &batch) }
             rollBack(&batch, answering: unavailable)
         }
     }

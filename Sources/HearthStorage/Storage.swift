@@ -242,10 +242,33 @@ public final class Storage: @unchecked Sendable {
     /// write and (under `fsync: always`) one fsync, and the whole batch is recovered or none of
     /// it. `onDisconnect` takes the changes once they are in the log.
     public func append(_ records: [LogRecord]) throws(StorageError) {
+        try append(
+            records, record: { $0 }, beforeSync: {},
+            encode: { record, rev, continues, buffer throws(StorageError) in
+                try WALFormat.appendRecord(record, rev: rev, continues: continues, to: &buffer)
+            })
+    }
+
+    /// Appends one batch of records whose payloads are already encoded, as `append(_:)` does,
+    /// and calls `beforeSync` once the batch is written and before its fsync (a leader sends the
+    /// records to its replicas there, so that both flush at once; replication.md §3).
+    public func append(_ records: [EncodedRecord], beforeSync: () -> Void) throws(StorageError) {
+        try append(
+            records, record: \.record, beforeSync: beforeSync,
+            encode: { encoded, rev, continues, buffer throws(StorageError) in
+                try WALFormat.appendRecord(rev: rev, continues: continues, to: &buffer) { $0 += encoded.payload }
+            })
+    }
+
+    private func append<Item>(
+        _ items: [Item], record: (Item) -> LogRecord, beforeSync: () -> Void,
+        encode: (Item, UInt64, Bool, inout [UInt8]) throws(StorageError) -> Void
+    ) throws(StorageError) {
         try checkUsable()
-        guard !records.isEmpty, let segment else { return }
+        guard !items.isEmpty, let segment else { return }
         var rev = lastRev
-        for case .write(let write) in records {
+        for item in items {
+            guard case .write(let write) = record(item) else { continue }
             guard write.rev == rev + 1 else {
                 throw .invalid("append: got rev \(write.rev) where rev \(rev + 1) was expected")
             }
@@ -253,22 +276,25 @@ public final class Storage: @unchecked Sendable {
         }
         encodeBuffer.removeAll(keepingCapacity: true)
         rev = lastRev
-        for (index, record) in records.enumerated() {
-            if case .write(let write) = record { rev = write.rev }
-            try WALFormat.appendRecord(record, rev: rev, continues: index < records.count - 1, to: &encodeBuffer)
+        for (index, item) in items.enumerated() {
+            if case .write(let write) = record(item) { rev = write.rev }
+            try encode(item, rev, index < items.count - 1, &encodeBuffer)
         }
         let start = segmentEnd
         do { try fileSystem.write(segment, encodeBuffer, at: start) } catch {
             throw fail(error, truncatingTo: start)
         }
         unsynced = true
+        beforeSync()
         if options.fsync == .always {
             do { try timedFsync(segment) } catch { throw fail(error, truncatingTo: start) }
             unsynced = false
         }
         segmentEnd = start + Int64(encodeBuffer.count)
         lastRev = rev
-        for case .onDisconnect(let change) in records { onDisconnect.apply(change) }
+        for item in items {
+            if case .onDisconnect(let change) = record(item) { onDisconnect.apply(change) }
+        }
         if encodeBuffer.capacity > 16 * 1024 * 1024 { encodeBuffer = [] }
     }
 

@@ -63,12 +63,22 @@ enum WALFormat {
     static func appendRecord(
         _ record: LogRecord, rev: UInt64, continues: Bool, to buffer: inout [UInt8]
     ) throws(StorageError) {
+        try appendRecord(rev: rev, continues: continues, to: &buffer) { buffer in
+            switch record {
+            case .write(let write): WritePayload.encode(write, into: &buffer)
+            case .onDisconnect(let change): RegistrationPayload.encode(change, into: &buffer)
+            }
+        }
+    }
+
+    /// Appends a record whose payload `writePayload` appends (encoding it, or copying bytes
+    /// encoded before).
+    static func appendRecord(
+        rev: UInt64, continues: Bool, to buffer: inout [UInt8], payload writePayload: (inout [UInt8]) -> Void
+    ) throws(StorageError) {
         let start = buffer.count
         buffer.append(contentsOf: repeatElement(0, count: recordHeaderSize))
-        switch record {
-        case .write(let write): WritePayload.encode(write, into: &buffer)
-        case .onDisconnect(let change): RegistrationPayload.encode(change, into: &buffer)
-        }
+        writePayload(&buffer)
         let length = buffer.count - start - recordHeaderSize
         guard length < Int(continuesFlag) else {
             buffer.removeSubrange(start...)

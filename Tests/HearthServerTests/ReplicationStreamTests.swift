@@ -12,10 +12,17 @@ import XCTest
 /// ClusterFailoverTests): the replication stream, forwarding and events between two real servers
 /// over real sockets.
 final class FixedMembership: ClusterMembership, @unchecked Sendable {
-    private let state = NIOLockedValueBox<(leader: (node: String, tcp: String, epoch: UInt64)?, proof: Bool)>(
-        (nil, true))
+    private let state = NIOLockedValueBox<
+        (leader: (node: String, tcp: String, epoch: UInt64)?, proof: Bool, checksLeft: Int?)
+    >((nil, true, nil))
 
-    func hasLeadershipProof() -> Bool { state.withLockedValue { $0.proof } }
+    func hasLeadershipProof() -> Bool {
+        state.withLockedValue { state in
+            guard let left = state.checksLeft else { return state.proof }
+            state.checksLeft = max(0, left - 1)
+            return left > 0
+        }
+    }
     func publish(state: String, rev: UInt64, lastEpoch: UInt64, confirmedRev: UInt64?, confirmedSeen: UInt64) {}
     func members() -> [JSONValue] { [] }
     func leader() -> (node: String, tcp: String, epoch: UInt64)? { state.withLockedValue { $0.leader } }
@@ -25,6 +32,8 @@ final class FixedMembership: ClusterMembership, @unchecked Sendable {
 
     func set(leader: (node: String, tcp: String, epoch: UInt64)?) { state.withLockedValue { $0.leader = leader } }
     func set(proof: Bool) { state.withLockedValue { $0.proof = proof } }
+    /// The proof holds for the next `checks` checks, then runs out.
+    func set(proofForChecks checks: Int) { state.withLockedValue { $0.checksLeft = checks } }
 }
 
 final class ReplicationStreamTests: XCTestCase {
@@ -266,6 +275,41 @@ final class ReplicationStreamTests: XCTestCase {
         let refused = try client.request(#"{"op":"set","path":"/x","value":2}"#)
         XCTAssertEqual(refused["error"]?["code"], .string("unavailable"), "\(refused)")
         XCTAssertEqual(try client.request(#"{"op":"get","path":"/x"}"#)["value"], .int(1))
+    }
+
+    /// Under syncReplicas a leader sends a batch to its replicas before its own fsync; when its
+    /// proof of leadership runs out during that append, the write is "outcome unknown", the
+    /// streams end, and the replica that got the batch moves it aside when it comes back.
+    func testABatchStreamedBeforeAFsyncThatDidNotCountEndsUpAsideOnTheReplica() async throws {
+        let leader = try await startNode("leader", syncReplicas: 1)
+        let replica = try await startNode("replica", syncReplicas: 1)
+        lead(leader, epoch: 6, followers: [replica])
+        let client = try TestClient(port: leader.server.port)
+        var answer = try client.request(#"{"op":"set","path":"/x","value":1}"#)
+        for _ in 0..<100 where answer["ok"] != .bool(true) {  // until the replica streams
+            try await Task.sleep(for: .milliseconds(50))
+            answer = try client.request(#"{"op":"set","path":"/x","value":1}"#)
+        }
+        XCTAssertEqual(answer["ok"], .bool(true), "\(answer)")
+        let rev = try XCTUnwrap(answer["rev"]?.int64Value)
+
+        // Checked when the request is routed and before the append; not after it.
+        leader.membership.set(proofForChecks: 2)
+        let unknown = try client.request(#"{"op":"set","path":"/x","value":2}"#)
+        XCTAssertEqual(unknown["error"]?["code"], .string("unavailable"), "\(unknown)")
+        XCTAssertTrue(unknown["error"]?["message"]?.stringValue?.contains("outcome unknown") == true, "\(unknown)")
+
+        let name = "divergent-6-\(rev + 1).json"
+        let path = replica.directory + "/" + name
+        let deadline = Date().addingTimeInterval(10)
+        while !FileManager.default.fileExists(atPath: path), Date() < deadline {
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        let moved = try JSONParser.parse(Array(try Data(contentsOf: URL(fileURLWithPath: path))))
+        guard case .array(let records)? = moved["records"] else { return XCTFail("no records in \(moved)") }
+        XCTAssertEqual(records.first?["path"], .string("/x"))
+        XCTAssertEqual(records.first?["value"], .int(2))
+        try waitForValue(replica.server.port, "/x", .int(1))
     }
 
     func testUnderSyncReplicasAWriteWaitsForAReplicaOrFailsUnapplied() async throws {

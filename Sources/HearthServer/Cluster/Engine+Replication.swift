@@ -207,32 +207,50 @@ extension Engine {
         return line
     }
 
+    /// A leader's records sent to its replicas before its own fsync: their lines, and the
+    /// streams that got them.
+    struct StreamedEarly {
+        let lines: [[UInt8]]
+        let sessions: Set<UInt64>
+    }
+
+    /// Between the log's write and its fsync: a leader under `syncReplicas ≥ 1` sends the records
+    /// to its replicas now, so that they flush while it does (replication.md §3). A stream with
+    /// output waiting in this batch (its `replicate` answer, say) gets them after it, with the
+    /// batch. Nil when nothing was sent.
+    func streamBeforeSync(_ records: [EncodedRecord], batch: Batch) -> StreamedEarly? {
+        guard case .leader(let epoch) = replication.role, replication.syncReplicas > 0 else { return nil }
+        let ready = replication.streams.values.filter { !batch.hasOutputs(for: $0.session.id) }
+        guard !ready.isEmpty else { return nil }
+        let lines = walLines(records, epoch: epoch)
+        var outputs: [(session: SessionLink, items: [Outbound])] = []
+        for stream in ready {
+            outputs.append((stream.session, lines.map { .line(streamLine($0)) }))
+        }
+        deliver(outputs)
+        return StreamedEarly(lines: lines, sessions: Set(ready.map(\.session.id)))
+    }
+
     /// After the log took a batch (under `fsync: always`, after its fsync): a leader retains its
-    /// records and sends them to every stream, in the same delivery as its own answers (which
-    /// under `syncReplicas ≥ 1` wait for the replicas); a replica acknowledges them.
-    func replicationCommitted(_ records: [LogRecord], now: Int64, batch: inout Batch) {
+    /// records and sends them to every stream that did not get them before the fsync, in the
+    /// same delivery as its own answers (which under `syncReplicas ≥ 1` wait for the replicas);
+    /// a replica acknowledges them.
+    func replicationCommitted(
+        _ records: [EncodedRecord], streamed: StreamedEarly? = nil, now: Int64, batch: inout Batch
+    ) {
         switch replication.role {
         case .standalone:
             return
         case .leader(let epoch):
-            var lines: [[UInt8]] = []
-            var rev =
-                records.first.map { record -> UInt64 in
-                    if case .write(let write) = record { return write.rev - 1 }
-                    return database.rev
-                } ?? database.rev
-            for record in records {
-                if case .write(let write) = record { rev = write.rev }
-                let line = Self.walLine(record, rev: rev, epoch: epoch)
-                retained.append(rev: rev, isWrite: record.isWrite, line: line)
-                lines.append(line)
-            }
+            let lines = streamed?.lines ?? walLines(records, epoch: epoch)
+            retain(lines, of: records)
             if replication.syncReplicas == 0 { replication.confirmedRev = database.rev }
             for (id, stream) in replication.streams {
+                let early = streamed?.sessions.contains(id) == true
                 for line in lines {
-                    let full = streamLine(line)
-                    replication.bytesStreamed += UInt64(full.count)
-                    batch.append(.line(full), for: stream.session)
+                    let full = early ? nil : streamLine(line)
+                    replication.bytesStreamed += UInt64(full?.count ?? line.count)
+                    if let full { batch.append(.line(full), for: stream.session) }
                 }
                 replication.streams[id]?.sentAt = now
             }
@@ -240,31 +258,52 @@ extension Engine {
         case .replica, .candidate:
             // Records of a replica come from its leader; retained so that it can serve streams
             // if it is elected.
-            var rev = database.rev
+            var rev = database.rev - UInt64(records.count { $0.record.isWrite })
+            var lines: [[UInt8]] = []
+            lines.reserveCapacity(records.count)
             for record in records {
-                if case .write(let write) = record { rev = write.rev }
-                let line = Self.walLine(record, rev: rev, epoch: replication.history.epoch(of: rev))
-                retained.append(rev: rev, isWrite: record.isWrite, line: line)
+                if record.record.isWrite { rev += 1 }
+                lines.append(Self.walLine(record, rev: rev, epoch: replication.history.epoch(of: rev)))
             }
+            retain(lines, of: records)
             sendAck(database.rev)
         }
     }
 
+    /// The `wal` lines of a batch the leader just committed (its writes end at `database.rev`).
+    private func walLines(_ records: [EncodedRecord], epoch: UInt64) -> [[UInt8]] {
+        var rev = database.rev - UInt64(records.count { $0.record.isWrite })
+        return records.map { record in
+            if record.record.isWrite { rev += 1 }
+            return Self.walLine(record, rev: rev, epoch: epoch)
+        }
+    }
+
+    private func retain(_ lines: [[UInt8]], of records: [EncodedRecord]) {
+        var rev = database.rev - UInt64(records.count { $0.record.isWrite })
+        for (line, record) in zip(lines, records) {
+            if record.record.isWrite { rev += 1 }
+            retained.append(rev: rev, isWrite: record.record.isWrite, line: line)
+        }
+    }
+
+    /// Ends every stream (its replica reconnects and compares histories): records were sent
+    /// before a fsync that then did not count.
+    func endStreams(batch: inout Batch) {
+        for stream in replication.streams.values { batch.append(.close, for: stream.session) }
+        replication.streams = [:]
+    }
+
     /// A record's `wal` line, without its end: `{"event":"wal","rev":N,"epoch":E,"w"|"od":…` (the
-    /// stream adds `confirmedRev`).
-    static func walLine(_ record: LogRecord, rev: UInt64, epoch: UInt64) -> [UInt8] {
+    /// stream adds `confirmedRev`). An onDisconnect record takes the rev of the write before it.
+    static func walLine(_ record: EncodedRecord, rev: UInt64, epoch: UInt64) -> [UInt8] {
         var line = Array(#"{"event":"wal","rev":"#.utf8)
+        line.reserveCapacity(48 + record.payload.count)
         JSONWriter.writeInt(Int64(clamping: rev), into: &line)
         line += #","epoch":"#.utf8
         JSONWriter.writeInt(Int64(clamping: epoch), into: &line)
-        switch record {
-        case .write(let write):
-            line += #","w":"#.utf8
-            ReplicatedRecord.encode(write, into: &line)
-        case .onDisconnect(let change):
-            line += #","od":"#.utf8
-            ReplicatedRecord.encode(change, into: &line)
-        }
+        line += record.record.isWrite ? #","w":"#.utf8 : #","od":"#.utf8
+        line += record.payload
         return line
     }
 
@@ -341,8 +380,8 @@ extension Engine {
             logger.error(
                 "the leader refused replication", metadata: ["leader": "\(link.leader)", "reason": "\(reason)"])
             link.close()
-        case .record(let rev, _, let write, let change, let confirmedRev):
-            if let write {
+        case .record(let rev, _, let write, let payload, let isWrite, let confirmedRev):
+            if isWrite, let write {
                 guard rev == database.rev + 1 else {
                     if rev > database.rev + 1 {
                         logger.error(
@@ -354,14 +393,14 @@ extension Engine {
                 }
                 do {
                     let committed = try ReplicatedRecord.decodeWrite(write, rev: rev)
-                    applyReplicated(committed, now: now, batch: &batch)
+                    applyReplicated(committed, payload: payload, now: now, batch: &batch)
                 } catch {
                     logger.error("an invalid record from the leader; reconnecting", metadata: ["error": "\(error)"])
                     link.close()
                     return
                 }
-            } else if let change {
-                guard let decoded = try? ReplicatedRecord.decodeChange(change) else { return }
+            } else if !isWrite {
+                guard let decoded = try? ReplicatedRecord.decodeChange(payload) else { return }
                 batch.record(decoded)
             }
             advanceConfirmed(to: confirmedRev, batch: &batch)
@@ -392,11 +431,11 @@ extension Engine {
 
     /// Applies a write the leader committed, exactly as the leader did: same revision, same log
     /// record, same events.
-    private func applyReplicated(_ committed: CommittedWrite, now: Int64, batch: inout Batch) {
+    private func applyReplicated(_ committed: CommittedWrite, payload: [UInt8], now: Int64, batch: inout Batch) {
         let before = database.root
         database.replay(committed)
         if let tag = committed.tag { writeIDs.remember(tag, rev: committed.rev, pushKey: committed.pushKey) }
-        batch.record(committed)
+        batch.record(committed, payload: payload)
         let write = Write.overwrites(committed.overwrites.map { ($0.path, PreparedValue(node: $0.node)) })
         afterWrite(write, before: before, rev: committed.rev, now: now, batch: &batch)
         releaseAnsweredForwards(batch: &batch)
@@ -424,6 +463,7 @@ extension Engine {
             let contents = try Storage.decodeSnapshotFile(file, rev: rev)
             try storage?.install(snapshot: file, rev: rev, onDisconnect: contents.onDisconnect)
             let before = database.root
+            dropHeld(above: rev)
             database = Database(root: contents.root, rev: rev, limits: database.limits)
             batch.checkpoint = database
             writeIDs = WriteIDWindow(
@@ -724,8 +764,26 @@ extension Engine {
     }
 
     private func failHeld(_ error: DatabaseError) {
+        let entries = replication.held.entries
+        replication.held = HeldOutputs()
+        fail(entries, error)
+    }
+
+    /// Outputs held for revisions above `rev`, which this node no longer has (its records after
+    /// `rev` were moved aside and replaced by the leader's snapshot), are never delivered: their
+    /// answers fail and their events are dropped. Left held, they would hold every later output.
+    private func dropHeld(above rev: UInt64) {
+        let stale = replication.held.entries.filter { $0.needs > rev }
+        guard !stale.isEmpty else { return }
+        replication.held.entries.removeAll { $0.needs > rev }
+        fail(
+            stale,
+            DatabaseError(.unavailable, "the records this answer showed were replaced by the leader's; try again"))
+    }
+
+    private func fail(_ entries: [HeldOutputs.Entry], _ error: DatabaseError) {
         var outputs: [(session: SessionLink, items: [Outbound])] = []
-        for entry in replication.held.entries {
+        for entry in entries {
             for (session, items) in entry.outputs {
                 let answers = items.compactMap { item -> Outbound? in
                     if case .response(let id, _) = item { return .response(id, .failure(error)) }
@@ -734,7 +792,6 @@ extension Engine {
                 if !answers.isEmpty { outputs.append((session, answers)) }
             }
         }
-        replication.held = HeldOutputs()
         deliver(outputs)
     }
 

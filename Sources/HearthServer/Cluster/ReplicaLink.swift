@@ -15,9 +15,9 @@ enum LinkMessage: Sendable {
     case diverged(keepRev: UInt64)
     /// The leader refused (`reason`): the link closes and is retried.
     case refused(String)
-    /// A committed record, its payload JSON as the leader logged it (`kind` `w` a write, `od` an
-    /// onDisconnect change).
-    case record(rev: UInt64, epoch: UInt64, write: JSONValue?, change: [UInt8]?, confirmedRev: UInt64)
+    /// A committed record: a write (its payload parsed, and its bytes as the leader logged them)
+    /// or an onDisconnect change (its payload's bytes).
+    case record(rev: UInt64, epoch: UInt64, write: JSONValue?, payload: [UInt8], isWrite: Bool, confirmedRev: UInt64)
     /// A chunk of the snapshot at `rev` (`data` base64), or its end (`done`).
     case snapshotChunk(rev: UInt64, data: String?, done: Bool)
     /// Nothing new; the leader's confirmed revision.
@@ -143,7 +143,7 @@ final class ReplicaLink: Sendable {
 }
 
 /// Parses the leader's lines for a `ReplicaLink`.
-private final class LinkHandler: ChannelInboundHandler {
+final class LinkHandler: ChannelInboundHandler {
     typealias InboundIn = LineFrame
 
     private let link: ReplicaLink
@@ -162,16 +162,21 @@ private final class LinkHandler: ChannelInboundHandler {
             context.close(promise: nil)
             return
         }
-        // As deep as any stored value can be (the data limits allow up to 1,000 levels), plus the
-        // record's envelope.
-        guard
-            let json = line.withUnsafeReadableBytes({ try? JSONParser.parse($0, limits: JSONLimits(maxDepth: 4_200)) })
-        else {
+        if let record = line.withUnsafeReadableBytes({ Self.walRecord($0) }) {
+            guard case .record(_, _, let write, _, let isWrite, _) = record, write != nil || !isWrite else {
+                logger.error("the leader sent a record that is not JSON; reconnecting")
+                context.close(promise: nil)
+                return
+            }
+            deliver(link, record)
+            return
+        }
+        guard let json = line.withUnsafeReadableBytes({ try? JSONParser.parse($0, limits: Self.limits) }) else {
             logger.error("the leader sent a line that is not JSON; reconnecting")
             context.close(promise: nil)
             return
         }
-        guard let message = Self.message(json, line: line) else { return }
+        guard let message = Self.message(json) else { return }
         if case .goaway = message {
             context.close(promise: nil)
             return
@@ -189,21 +194,50 @@ private final class LinkHandler: ChannelInboundHandler {
         context.close(promise: nil)
     }
 
+    /// As deep as any stored value can be (the data limits allow up to 1,000 levels), plus the
+    /// record's envelope.
+    private static let limits = JSONLimits(maxDepth: 4_200)
+
+    /// A `wal` line read by position, as its leader writes it —
+    /// `{"event":"wal","rev":N,"epoch":E,"w"|"od":<payload>,"confirmedRev":C}` — so that the
+    /// payload's bytes are kept as they are (the replica logs them) and only the payload is parsed.
+    /// Nil for any other line; a record whose payload is not JSON has a nil `write`.
+    static func walRecord(_ bytes: UnsafeRawBufferPointer) -> LinkMessage? {
+        var reader = LineReader(bytes: bytes)
+        guard reader.skip(#"{"event":"wal","rev":"#), let rev = reader.number(), reader.skip(#","epoch":"#),
+            let epoch = reader.number()
+        else { return nil }
+        let isWrite: Bool
+        if reader.skip(#","w":"#) {
+            isWrite = true
+        } else if reader.skip(#","od":"#) {
+            isWrite = false
+        } else {
+            return nil
+        }
+        guard let (confirmedRev, payloadEnd) = reader.trailingConfirmedRev() else { return nil }
+        let payload = UnsafeRawBufferPointer(rebasing: bytes[reader.offset..<payloadEnd])
+        let write = isWrite ? try? JSONParser.parse(payload, limits: limits) : nil
+        return .record(
+            rev: rev, epoch: epoch, write: write, payload: Array(payload), isWrite: isWrite, confirmedRev: confirmedRev)
+    }
+
     private static func rev(_ value: JSONValue?) -> UInt64 {
         guard let value = value?.int64Value, value >= 0 else { return 0 }
         return UInt64(value)
     }
 
     /// The message a line carries; nil for lines a replica ignores (`hello`, other events).
-    static func message(_ json: JSONValue, line: ByteBuffer) -> LinkMessage? {
+    static func message(_ json: JSONValue) -> LinkMessage? {
         if case .string(let event)? = json["event"] {
             switch event {
             case "wal":
-                var change: [UInt8]?
-                if let od = json["od"] { change = od.serialized }
+                // Written in another order than a leader writes it (walRecord reads those).
+                let isWrite = json["w"] != nil
+                guard let payload = json[isWrite ? "w" : "od"] else { return nil }
                 return .record(
-                    rev: rev(json["rev"]), epoch: rev(json["epoch"]), write: json["w"], change: change,
-                    confirmedRev: rev(json["confirmedRev"]))
+                    rev: rev(json["rev"]), epoch: rev(json["epoch"]), write: isWrite ? payload : nil,
+                    payload: payload.serialized, isWrite: isWrite, confirmedRev: rev(json["confirmedRev"]))
             case "snapshot":
                 var data: String?
                 if case .string(let text)? = json["data"] { data = text }
@@ -242,4 +276,51 @@ private final class LinkHandler: ChannelInboundHandler {
 extension ReplicaLink {
     /// Whether the connection is up (requests sent before are queued until it is).
     var isReady: Bool { channel.withLockedValue { $0 != nil } }
+}
+
+/// Reads a line the leader wrote, by position.
+private struct LineReader {
+    let bytes: UnsafeRawBufferPointer
+    private(set) var offset = 0
+
+    init(bytes: UnsafeRawBufferPointer) { self.bytes = bytes }
+
+    /// Skips `text` if the line continues with it.
+    mutating func skip(_ text: StaticString) -> Bool {
+        let count = text.utf8CodeUnitCount
+        guard bytes.count - offset >= count else { return false }
+        for index in 0..<count where bytes[offset + index] != text.utf8Start[index] { return false }
+        offset += count
+        return true
+    }
+
+    /// A non-negative integer of at most 18 digits.
+    mutating func number() -> UInt64? {
+        var value: UInt64 = 0
+        let start = offset
+        while offset < bytes.count, offset - start < 18, (48...57).contains(bytes[offset]) {
+            value = value * 10 + UInt64(bytes[offset] - 48)
+            offset += 1
+        }
+        return offset > start ? value : nil
+    }
+
+    /// The line's end, `,"confirmedRev":C}`: C, and where that end starts.
+    func trailingConfirmedRev() -> (UInt64, Int)? {
+        let suffix: StaticString = #","confirmedRev":"#
+        var end = bytes.count
+        guard end > offset, bytes[end - 1] == UInt8(ascii: "}") else { return nil }
+        end -= 1
+        var digitsStart = end
+        while digitsStart > offset, end - digitsStart < 18, (48...57).contains(bytes[digitsStart - 1]) {
+            digitsStart -= 1
+        }
+        guard digitsStart < end else { return nil }
+        let suffixStart = digitsStart - suffix.utf8CodeUnitCount
+        guard suffixStart > offset else { return nil }
+        var reader = LineReader(bytes: bytes)
+        reader.offset = suffixStart
+        guard reader.skip(suffix), let value = reader.number(), reader.offset == end else { return nil }
+        return (value, suffixStart)
+    }
 }

@@ -76,7 +76,9 @@ struct ForwardedRequest {
 /// Outputs that show revisions beyond the confirmed one (replication.md §4, `syncReplicas ≥ 1`):
 /// delivered in order once `confirmedRev` reaches `needs`.
 struct HeldOutputs {
-    var entries: [(needs: UInt64, since: Int64, outputs: [(session: SessionLink, items: [Outbound])])] = []
+    /// Outputs that show revisions up to `needs`, held since `since`.
+    typealias Entry = (needs: UInt64, since: Int64, outputs: [(session: SessionLink, items: [Outbound])])
+    var entries: [Entry] = []
     var isEmpty: Bool { entries.isEmpty }
 }
 

@@ -1,0 +1,25 @@
+/// A log record with its payload already encoded (docs/STORAGE.md "Record payloads"): a leader
+/// encodes each record once for its log and for its replication stream, and a replica logs the
+/// bytes its leader sent rather than encoding them again.
+public struct EncodedRecord: Sendable {
+    public let record: LogRecord
+    /// The payload, byte for byte what the WAL stores and the `wal` line carries.
+    public let payload: [UInt8]
+
+    /// Encodes `record`'s payload.
+    public init(_ record: LogRecord) {
+        var payload: [UInt8] = []
+        switch record {
+        case .write(let write): WritePayload.encode(write, into: &payload)
+        case .onDisconnect(let change): RegistrationPayload.encode(change, into: &payload)
+        }
+        self.init(record, payload: payload)
+    }
+
+    /// A record with the payload it was decoded from (a replicated record): the caller
+    /// guarantees that the two agree.
+    public init(_ record: LogRecord, payload: [UInt8]) {
+        self.record = record
+        self.payload = payload
+    }
+}

@@ -1,0 +1,68 @@
+import HearthCore
+import HearthJSON
+import HearthStorage
+import XCTest
+
+@testable import HearthServer
+
+/// A replica reads its leader's `wal` lines by position and keeps the payload's bytes as they
+/// came (it logs them); any other spelling of the line still reads, through the JSON parser.
+final class WalLineTests: XCTestCase {
+    private func line(_ record: EncodedRecord, rev: UInt64, epoch: UInt64, confirmedRev: UInt64) -> [UInt8] {
+        Engine.walLine(record, rev: rev, epoch: epoch) + Array(#","confirmedRev":\#(confirmedRev)}"#.utf8)
+    }
+
+    private func read(_ bytes: [UInt8]) -> LinkMessage? { bytes.withUnsafeBytes { LinkHandler.walRecord($0) } }
+
+    func testALeadersWriteLineKeepsItsPayloadBytes() throws {
+        let write = CommittedWrite(
+            rev: 12, overwrites: [(Path([Key("a"), Key("b")]), Node.leaf(.string("x,\"confirmedRev\":1}")))])
+        let record = EncodedRecord(.write(write))
+        let message = try XCTUnwrap(read(line(record, rev: 12, epoch: 3, confirmedRev: 11)))
+        guard case .record(let rev, let epoch, let json, let payload, let isWrite, let confirmedRev) = message else {
+            return XCTFail("\(message)")
+        }
+        XCTAssertEqual([rev, epoch, confirmedRev], [12, 3, 11])
+        XCTAssertTrue(isWrite)
+        XCTAssertEqual(payload, record.payload)
+        XCTAssertEqual(json, try JSONParser.parse(record.payload))
+        let decoded = try ReplicatedRecord.decodeWrite(try XCTUnwrap(json), rev: rev)
+        XCTAssertEqual(decoded.overwrites.map(\.path), write.overwrites.map(\.path))
+        XCTAssertEqual(decoded.overwrites.map(\.node), write.overwrites.map(\.node))
+    }
+
+    func testAnOnDisconnectLineKeepsItsPayloadBytes() throws {
+        let record = EncodedRecord(.write(CommittedWrite(rev: 1, overwrites: [])), payload: Array("[]".utf8))
+        let bytes = Array(#"{"event":"wal","rev":4,"epoch":2,"od":{"add":[]},"confirmedRev":0}"#.utf8)
+        guard case .record(4, 2, nil, let payload, false, 0)? = read(bytes) else {
+            return XCTFail("\(String(describing: read(bytes)))")
+        }
+        XCTAssertEqual(payload, Array(#"{"add":[]}"#.utf8))
+        XCTAssertEqual(record.payload, Array("[]".utf8))
+    }
+
+    func testOtherSpellingsAreLeftToTheJSONParser() throws {
+        for text in [
+            #"{"rev":4,"event":"wal","epoch":2,"w":[],"confirmedRev":0}"#,  // another order
+            #"{"event":"wal","rev":4,"epoch":2,"w":[],"confirmedRev":0} "#,  // a trailing space
+            #"{"event":"wal","rev":4,"epoch":2,"w":[]}"#,  // no confirmedRev
+            #"{"event":"heartbeat","rev":4,"confirmedRev":0}"#,
+        ] {
+            XCTAssertNil(read(Array(text.utf8)), text)
+        }
+        let json = try JSONParser.parse(#"{"rev":4,"event":"wal","epoch":2,"w":[],"confirmedRev":3}"#)
+        let message = LinkHandler.message(json)
+        guard case .record(4, 2, let write, let payload, true, 3)? = message else {
+            return XCTFail("\(String(describing: message))")
+        }
+        XCTAssertEqual(write, .array([]))
+        XCTAssertEqual(payload, Array("[]".utf8))
+    }
+
+    func testAPayloadThatIsNotJSONHasNoWrite() {
+        let bytes = Array(#"{"event":"wal","rev":4,"epoch":2,"w":[["/a",],"confirmedRev":0}"#.utf8)
+        guard case .record(4, 2, nil, _, true, 0)? = read(bytes) else {
+            return XCTFail("\(String(describing: read(bytes)))")
+        }
+    }
+}

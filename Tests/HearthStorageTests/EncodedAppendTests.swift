@@ -1,0 +1,65 @@
+import HearthCore
+import HearthStorage
+import XCTest
+
+/// Appending records with payloads encoded before (a leader encodes each record once for its log
+/// and its replication stream; a replica logs its leader's bytes).
+final class EncodedAppendTests: XCTestCase {
+    let logs = LogCapture()
+
+    func testPreEncodedRecordsAreLoggedByteForByteAsEncodedOnes() throws {
+        let plain = TestDirectory()
+        let encoded = TestDirectory()
+        defer {
+            plain.remove()
+            encoded.remove()
+        }
+        var workload = Workload(seed: 7)
+        let batches = (0..<5).map { _ in workload.batch(4).map(LogRecord.write) }
+        let first = try Storage.open(directory: plain.path, logger: logs.logger).storage
+        let second = try Storage.open(directory: encoded.path, logger: logs.logger).storage
+        for batch in batches {
+            try first.append(batch)
+            try second.append(batch.map(EncodedRecord.init)) {}
+        }
+        try first.close()
+        try second.close()
+        let segment = try XCTUnwrap(plain.segments().last)
+        XCTAssertEqual(plain.read(segment), encoded.read(segment))
+        let (reopened, recovered) = try Storage.open(directory: encoded.path, logger: logs.logger)
+        try reopened.close()
+        XCTAssertEqual(recovered.rev, 20)
+        XCTAssertEqual(recovered.root, workload.database.root)
+    }
+
+    func testBeforeSyncRunsOnceTheBatchIsWrittenAndBeforeItsFsync() throws {
+        let dir = TestDirectory()
+        defer { dir.remove() }
+        let plan = FaultPlan()
+        var workload = Workload(seed: 11)
+        let storage = try Storage.open(
+            directory: dir.path, fileSystem: FaultyFileSystem(plan: plan), logger: logs.logger
+        ).storage
+        try storage.append(workload.batch(2))
+        let segment = try XCTUnwrap(dir.segments().last)
+        let before = dir.read(segment).count
+
+        var sizeSeen: Int?
+        try storage.append(workload.batch(3).map { EncodedRecord(.write($0)) }) { sizeSeen = dir.read(segment).count }
+        XCTAssertGreaterThan(try XCTUnwrap(sizeSeen), before, "the batch is written when beforeSync runs")
+
+        // The fsync comes after: when it fails, beforeSync has run and the batch is cut away.
+        let size = dir.read(segment).count
+        plan.failNth(.fsync, 1)
+        var called = false
+        XCTAssertThrowsError(try storage.append(workload.batch(1).map { EncodedRecord(.write($0)) }) { called = true })
+        XCTAssertTrue(called)
+        XCTAssertEqual(plan.failures, [.fsync])
+        XCTAssertEqual(dir.read(segment).count, size)
+        plan.disarm()
+        try? storage.close()
+        let (reopened, recovered) = try Storage.open(directory: dir.path, logger: logs.logger)
+        try reopened.close()
+        XCTAssertEqual(recovered.rev, 5)
+    }
+}
