@@ -110,8 +110,8 @@ final class ClusterNode: ClusterHooks, @unchecked Sendable {
             firstLines: firstLines, tls: peerTLS,
             group: group,
             maxLineBytes: maxLineBytes, logger: logger
-        ) { [weak self] link, message in
-            self?.engine?.submit(.cluster(.link(link, message)))
+        ) { [weak self] link, messages in
+            self?.engine?.submit(messages.map { .cluster(.link(link, $0)) })
         }
     }
 

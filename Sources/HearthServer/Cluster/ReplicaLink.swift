@@ -35,7 +35,7 @@ enum LinkMessage: Sendable {
 /// the engine, and the replica's acknowledgements and forwarded requests to the leader.
 ///
 /// `send` may be called from any thread. Messages reach `deliver` on the link's event loop, in
-/// order.
+/// order, a read burst at a time.
 final class ReplicaLink: Sendable {
     /// Tells this link's messages apart from those of an earlier link.
     let id: UInt64
@@ -53,12 +53,12 @@ final class ReplicaLink: Sendable {
     static func connect(
         id: UInt64, leader: String, secret: String?, node: String, fromRev: UInt64, history: JSONValue,
         firstLines: [[UInt8]] = [], tls: NIOSSLContext?, group: any EventLoopGroup, maxLineBytes: Int, logger: Logger,
-        deliver: @escaping @Sendable (ReplicaLink, LinkMessage) -> Void
+        deliver: @escaping @Sendable (ReplicaLink, [LinkMessage]) -> Void
     ) -> ReplicaLink {
         let link = ReplicaLink(id: id, leader: leader)
         guard let (host, port) = splitAddress(leader) else {
             logger.error("the leader's advertised address is not host:port", metadata: ["leader": "\(leader)"])
-            group.next().execute { deliver(link, .closed) }
+            group.next().execute { deliver(link, [.closed]) }
             return link
         }
         var hello: [UInt8] = []
@@ -110,7 +110,7 @@ final class ReplicaLink: Sendable {
                 case .failure(let error):
                     logger.warning(
                         "could not connect to the leader", metadata: ["leader": "\(leader)", "error": "\(error)"])
-                    group.next().execute { deliver(link, .closed) }
+                    group.next().execute { deliver(link, [.closed]) }
                 }
             }
         return link
@@ -148,9 +148,12 @@ final class LinkHandler: ChannelInboundHandler {
 
     private let link: ReplicaLink
     private let logger: Logger
-    private let deliver: @Sendable (ReplicaLink, LinkMessage) -> Void
+    private let deliver: @Sendable (ReplicaLink, [LinkMessage]) -> Void
+    /// Messages read since the last read burst ended: handed to the engine together, one
+    /// submission (and one wakeup of its thread) per burst rather than per line.
+    private var pending: [LinkMessage] = []
 
-    init(link: ReplicaLink, logger: Logger, deliver: @escaping @Sendable (ReplicaLink, LinkMessage) -> Void) {
+    init(link: ReplicaLink, logger: Logger, deliver: @escaping @Sendable (ReplicaLink, [LinkMessage]) -> Void) {
         self.link = link
         self.logger = logger
         self.deliver = deliver
@@ -168,7 +171,7 @@ final class LinkHandler: ChannelInboundHandler {
                 context.close(promise: nil)
                 return
             }
-            deliver(link, record)
+            pending.append(record)
             return
         }
         guard let json = line.withUnsafeReadableBytes({ try? JSONParser.parse($0, limits: Self.limits) }) else {
@@ -181,12 +184,24 @@ final class LinkHandler: ChannelInboundHandler {
             context.close(promise: nil)
             return
         }
-        deliver(link, message)
+        pending.append(message)
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        flush()
+        context.fireChannelReadComplete()
     }
 
     func channelInactive(context: ChannelHandlerContext) {
-        deliver(link, .closed)
+        pending.append(.closed)
+        flush()
         context.fireChannelInactive()
+    }
+
+    private func flush() {
+        guard !pending.isEmpty else { return }
+        deliver(link, pending)
+        pending = []
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
