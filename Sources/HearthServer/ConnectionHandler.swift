@@ -188,15 +188,10 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
         guard !closing, !closeWhenIdle else { return }
         switch unwrapInboundIn(data) {
         case .tooLarge:
-            let error = DatabaseError(
-                .tooLarge, "line exceeds the maximum message size of \(configuration.maxMessageBytes) bytes")
-            var bytes: [UInt8] = []
-            ResponseEncoder.encode(id: .null, .failure(error), into: &bytes)
-            engine.metrics.requestRejected(errorCode: error.code)
-            enqueueReady(bytes, context: context)
-            submitBatch()
-            flushOutbox(context: context)
-            closeAfterPendingResponses(context: context)
+            refuseTooLarge(context: context)
+        case .line(let line) where line.readableBytes > configuration.maxMessageBytes && !isPeer:
+            // Only a clustered listener frames lines this long: they are for peers.
+            refuseTooLarge(context: context)
         case .line(let line):
             let result = line.withUnsafeReadableBytes { decoder.decode($0) }
             switch result.flatMap(admit) {
@@ -218,6 +213,19 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
                 enqueueReady(bytes, context: context)
             }
         }
+    }
+
+    /// A line over `maxMessageBytes`: answered `too_large`, and the connection closed.
+    private func refuseTooLarge(context: ChannelHandlerContext) {
+        let error = DatabaseError(
+            .tooLarge, "line exceeds the maximum message size of \(configuration.maxMessageBytes) bytes")
+        var bytes: [UInt8] = []
+        ResponseEncoder.encode(id: .null, .failure(error), into: &bytes)
+        engine.metrics.requestRejected(errorCode: error.code)
+        enqueueReady(bytes, context: context)
+        submitBatch()
+        flushOutbox(context: context)
+        closeAfterPendingResponses(context: context)
     }
 
     /// What this connection settles before the engine sees a request: tokens are verified here,

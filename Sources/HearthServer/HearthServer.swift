@@ -140,6 +140,12 @@ public final class HearthServer: Sendable {
         }
         var clusterNode: ClusterNode?
         let maxPeerLine = max(64 << 20, configuration.maxMessageBytes * 4)
+        // A replica's forwarded request wraps a client's line (up to maxMessageBytes) with the
+        // client's identity (its token, itself up to maxMessageBytes): a clustered listener frames
+        // lines up to that, and each connection holds its clients to maxMessageBytes.
+        let inboundLineLimit =
+            cluster == nil && configuration.cluster == nil
+            ? configuration.maxMessageBytes : configuration.maxMessageBytes * 2 + 64 * 1024
         if let cluster {
             let node = ClusterNode(
                 node: cluster.node, name: cluster.name, secret: cluster.secret, membership: cluster.membership,
@@ -169,7 +175,7 @@ public final class HearthServer: Sendable {
                         try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: tls.context))
                     }
                     try channel.pipeline.syncOperations.addHandler(
-                        ByteToMessageHandler(LineFrameDecoder(maxLength: configuration.maxMessageBytes)))
+                        ByteToMessageHandler(LineFrameDecoder(maxLength: inboundLineLimit)))
                     try channel.pipeline.syncOperations.addHandler(handler)
                 }
             }

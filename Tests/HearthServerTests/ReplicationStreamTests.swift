@@ -65,9 +65,11 @@ final class ReplicationStreamTests: XCTestCase {
     }
 
     func startNode(
-        _ name: String, directory: String? = nil, syncReplicas: Int = 0, http: Bool = false, pki: TestPKI? = nil
+        _ name: String, directory: String? = nil, syncReplicas: Int = 0, http: Bool = false, pki: TestPKI? = nil,
+        maxMessageBytes: Int? = nil
     ) async throws -> Node {
         var configuration = ServerConfiguration()
+        if let maxMessageBytes { configuration.maxMessageBytes = maxMessageBytes }
         configuration.host = "127.0.0.1"
         configuration.port = 0
         configuration.httpPort = http ? 0 : nil
@@ -183,6 +185,32 @@ final class ReplicationStreamTests: XCTestCase {
         XCTAssertEqual(
             String(decoding: root.child(at: try Path.parse("/secure")).jsonBytes(), as: UTF8.self), #""over TLS""#)
         await client.close()
+    }
+
+    /// The forward envelope makes a request at the size limit longer than the limit: the leader
+    /// takes it from its peer, and still holds its own clients to the limit.
+    func testARequestAtTheSizeLimitIsForwardedWhole() async throws {
+        let limit = 4096
+        let leader = try await startNode("leader", maxMessageBytes: limit)
+        let replica = try await startNode("replica", maxMessageBytes: limit)
+        lead(leader, epoch: 3, followers: [replica])
+        let prefix = #"{"op":"set","id":1,"path":"/big","value":""#
+        func line(_ length: Int) -> String {
+            prefix + String(repeating: "x", count: length - prefix.utf8.count - 2) + #""}"#
+        }
+        XCTAssertEqual(line(limit).utf8.count, limit)
+        let client = try TestClient(port: replica.server.port)
+        let answer = try client.request(line(limit))
+        XCTAssertEqual(answer["ok"], .bool(true), "\(answer)")
+        let stored = try TestClient(port: leader.server.port).request(#"{"op":"get","path":"/big"}"#)["value"]
+        XCTAssertEqual(stored?.stringValue?.count, limit - prefix.utf8.count - 2)
+        // The link survived: a later write through the replica is answered at once.
+        XCTAssertEqual(try client.request(#"{"op":"set","path":"/after","value":1}"#)["ok"], .bool(true))
+
+        let direct = try TestClient(port: leader.server.port)
+        let refused = try direct.request(line(limit + 1))
+        XCTAssertEqual(refused["error"]?["code"], .string("too_large"), "\(refused)")
+        XCTAssertTrue(direct.waitForClose())
     }
 
     func testAnHTTPWriteToAReplicaIsForwardedAndAnsweredWithTheStoredValue() async throws {
