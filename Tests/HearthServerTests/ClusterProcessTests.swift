@@ -156,6 +156,14 @@ final class ClusterProcessTests: XCTestCase {
         XCTAssertEqual(values, Array(1...30).map(Int64.init), "the leader's order, on another replica")
         try waitForValue(leader, "/chat/m1030", .int(30))
         XCTAssertEqual(try rootHash(replicas[0]), try rootHash(leader))
+        // The leader's status shows each replica streaming from it with its lag as it sees it.
+        let status = try TestClient(port: leader.port).request(#"{"op":"clusterStatus"}"#)
+        guard case .array(let members)? = status["members"] else { return XCTFail("\(status)") }
+        let names = Set(replicas.map(\.name))
+        let lags = members.filter { names.contains($0["node"]?.stringValue ?? "") }.compactMap {
+            $0["lagMs"]?.int64Value
+        }
+        XCTAssertEqual(lags.count, 2, "\(status)")
     }
 
     func testKillNineOfTheLeaderUnderLoadLosesNoAcknowledgedWrite() async throws {
