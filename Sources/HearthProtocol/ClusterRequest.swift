@@ -6,8 +6,8 @@ public import HearthJSON
 /// `clusterStatus` and `failover`.
 public enum ClusterRequest: Sendable {
     /// A replica asks to follow the leader from `fromRev`, with its epoch history
-    /// (`[[epoch, firstRev], …]`, as JSON: the server checks it).
-    case replicate(node: String, fromRev: UInt64, history: JSONValue)
+    /// (`[[epoch, firstRev], …]`, as JSON: the server checks it) and its log's origin.
+    case replicate(node: String, fromRev: UInt64, history: JSONValue, origin: String?)
     /// A replica holds every record up to `rev` durably.
     case replicaAck(rev: UInt64)
     /// A request a replica's client sent, to run on the leader as that client (`identity`, in the
@@ -45,8 +45,8 @@ extension RequestDecoder {
             }
             return .cluster(
                 .replicate(
-                    node: node, fromRev: try revision(fields, "fromRev"), history: fields.json["history"] ?? .array([]))
-            )
+                    node: node, fromRev: try revision(fields, "fromRev"), history: fields.json["history"] ?? .array([]),
+                    origin: try fields.string("origin")))
         case "replicaAck":
             return .cluster(.replicaAck(rev: try revision(fields, "rev")))
         case "forward":

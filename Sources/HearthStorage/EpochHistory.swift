@@ -5,9 +5,14 @@ public import HearthJSON
 /// history. A replica adopts its leader's history; a new leader appends `[epoch, rev + 1]`.
 /// Comparing two histories tells the last revision both logs share (replication.md §6).
 ///
-/// Kept in the data directory as `HISTORY` (`[[epoch,firstRev],…]`, written atomically); a
-/// directory without it (a standalone server's) has the empty history, whose records belong to
-/// epoch 0.
+/// Kept in the data directory as `HISTORY` (`{"origin":"…","epochs":[[epoch,firstRev],…]}`,
+/// written atomically; the bare list of earlier versions still reads); a directory without it (a
+/// standalone server's) has the empty history, whose records belong to epoch 0.
+///
+/// `origin` names the log the records come from: a node makes one up when it first joins a
+/// cluster, and a replica takes its leader's. Records of epoch 0 (written before any leadership)
+/// are the same on two nodes only when their origins are: two directories that each started
+/// with their own data share nothing.
 public struct EpochHistory: Sendable, Equatable {
     public struct Entry: Sendable, Equatable {
         public let epoch: UInt64
@@ -21,8 +26,22 @@ public struct EpochHistory: Sendable, Equatable {
 
     /// In increasing order of epoch and of first revision.
     public private(set) var entries: [Entry]
+    /// The log these records come from; nil until the node first joins a cluster.
+    public var origin: String?
 
-    public init(_ entries: [Entry] = []) { self.entries = entries }
+    public init(_ entries: [Entry] = [], origin: String? = nil) {
+        self.entries = entries
+        self.origin = origin
+    }
+
+    /// A new origin: 128 random bits in hex.
+    public static func newOrigin() -> String {
+        var generator = SystemRandomNumberGenerator()
+        return [generator.next(), generator.next()].map { (value: UInt64) in
+            let hex = String(value, radix: 16)
+            return String(repeating: "0", count: 16 - hex.count) + hex
+        }.joined()
+    }
 
     /// The epoch of the last leadership (0 when none).
     public var lastEpoch: UInt64 { entries.last?.epoch ?? 0 }
@@ -64,6 +83,26 @@ public struct EpochHistory: Sendable, Equatable {
         .array(entries.map { .array([.int(Int64(clamping: $0.epoch)), .int(Int64(clamping: $0.firstRev))]) })
     }
 
+    /// `HISTORY`'s content: `{"origin":"…","epochs":[[epoch,firstRev],…]}`.
+    public var fileJSON: JSONValue {
+        var members = [JSONMember("epochs", json)]
+        if let origin { members.insert(JSONMember("origin", .string(origin)), at: 0) }
+        return .object(members)
+    }
+
+    /// Parses `HISTORY`: the object `fileJSON` writes, or the bare list of earlier versions (no
+    /// origin).
+    public init?(fileJSON: JSONValue) {
+        guard case .object = fileJSON else {
+            self.init(json: fileJSON)
+            return
+        }
+        guard let epochs = fileJSON["epochs"], let history = EpochHistory(json: epochs) else { return nil }
+        let origin = fileJSON["origin"]
+        guard origin == nil || origin?.stringValue?.isEmpty == false else { return nil }
+        self.init(history.entries, origin: origin?.stringValue)
+    }
+
     /// Parses `[[epoch,firstRev],…]`; nil when it is not that shape or not in increasing order.
     public init?(json: JSONValue) {
         guard case .array(let items) = json else { return nil }
@@ -76,5 +115,6 @@ public struct EpochHistory: Sendable, Equatable {
             entries.append(Entry(epoch: UInt64(epoch), firstRev: UInt64(first)))
         }
         self.entries = entries
+        self.origin = nil
     }
 }

@@ -13,9 +13,10 @@ extension Storage {
         let path = DataFiles.path(directory, Storage.historyName)
         guard fileSystem.fileExists(path) else { return EpochHistory() }
         let bytes = try fileSystem.readFile(path)
-        guard let json = try? JSONParser.parse(bytes), let history = EpochHistory(json: json) else {
+        guard let json = try? JSONParser.parse(bytes), let history = EpochHistory(fileJSON: json) else {
             throw .corrupt(
-                file: path, offset: 0, reason: "HISTORY is not a list of [epoch, firstRev] pairs", directory: directory)
+                file: path, offset: 0,
+                reason: "HISTORY is not {\"origin\":…,\"epochs\":[[epoch, firstRev], …]}", directory: directory)
         }
         return history
     }
@@ -23,7 +24,7 @@ extension Storage {
     /// Replaces `HISTORY` atomically (write, fsync, rename, fsync of the directory).
     public func saveHistory(_ history: EpochHistory) throws(StorageError) {
         try fileSystem.writeAtomically(
-            history.json.serialized, to: DataFiles.path(directory, Storage.historyName), directory: directory)
+            history.fileJSON.serialized, to: DataFiles.path(directory, Storage.historyName), directory: directory)
     }
 
     /// A snapshot file of `root` at `rev` (the last appended revision) with the registrations and

@@ -294,6 +294,64 @@ final class ReplicationStreamTests: XCTestCase {
         try waitForValue(stray.server.port, "/after", .bool(true))
     }
 
+    /// A directory with data of its own (written by a standalone server) that joins a cluster
+    /// shares nothing with the leader, whatever the revisions: its records, or its whole data when
+    /// a compaction folded them, go aside, and it takes the leader's data.
+    func testADirectoryWithDataOfItsOwnSharesNothingWithTheLeader() async throws {
+        func standalone(_ writes: [(String, String)], compacting: Bool) async throws -> String {
+            var configuration = ServerConfiguration()
+            configuration.host = "127.0.0.1"
+            configuration.port = 0
+            configuration.dataDirectory = temporaryDataDirectory()
+            configuration.fsync = .never
+            if compacting {
+                configuration.compactionMinBytes = 1
+                configuration.compactionRatio = 0.01
+            }
+            let server = try await HearthServer.start(configuration: configuration, logger: quietLogger)
+            let client = try TestClient(port: server.port)
+            for (path, value) in writes {
+                XCTAssertEqual(
+                    try client.request(#"{"op":"set","path":"\#(path)","value":"\#(value)"}"#)["ok"], .bool(true))
+                if compacting { try await Task.sleep(for: .milliseconds(100)) }
+            }
+            await server.shutdown()
+            return configuration.dataDirectory
+        }
+        let theirs = try await standalone((1...5).map { ("/b/\($0)", "theirs") }, compacting: false)
+        let mine = try await standalone((1...3).map { ("/a/\($0)", "mine") }, compacting: false)
+        let folded = try await standalone((1...4).map { ("/c/\($0)", "folded") }, compacting: true)
+        let leader = try await startNode("leader", directory: theirs)
+        let replica = try await startNode("replica", directory: mine)
+        let compacted = try await startNode("compacted", directory: folded)
+        lead(leader, epoch: 4, followers: [replica, compacted])
+        for node in [replica, compacted] {
+            try waitForValue(node.server.port, "/b/5", .string("theirs"))
+            XCTAssertEqual(
+                try TestClient(port: node.server.port).request(#"{"op":"get","path":"/"}"#)["value"]?["a"], nil)
+        }
+        let files = try FileManager.default.contentsOfDirectory(atPath: replica.directory).filter {
+            $0.hasPrefix("divergent-")
+        }
+        XCTAssertEqual(files, ["divergent-0-1.json"])
+        let file = try XCTUnwrap(files.first)
+        let moved = try JSONParser.parse(
+            Array(try Data(contentsOf: URL(fileURLWithPath: replica.directory + "/" + file))))
+        guard case .array(let records)? = moved["records"] else { return XCTFail("no records in \(moved)") }
+        XCTAssertEqual(records.map { $0["path"] }, (1...3).map { .string("/a/\($0)") })
+
+        let aside = try FileManager.default.contentsOfDirectory(atPath: compacted.directory).filter {
+            $0.hasPrefix("divergent-data-")
+        }
+        XCTAssertEqual(aside, ["divergent-data-4.json"])
+        let dataFile = try XCTUnwrap(aside.first)
+        let data = try JSONParser.parse(
+            Array(try Data(contentsOf: URL(fileURLWithPath: compacted.directory + "/" + dataFile))))
+        XCTAssertEqual(data["data"]?["c"]?["4"], .string("folded"))
+        XCTAssertEqual(
+            try TestClient(port: compacted.server.port).request(#"{"op":"get","path":"/c"}"#)["value"], .null)
+    }
+
     func testALeaderWithoutProofOfItsLeaseAcknowledgesNothing() async throws {
         let leader = try await startNode("leader")
         leader.node.assign(.leader(epoch: 4))

@@ -1,5 +1,6 @@
 import HearthCore
 import HearthJSON
+import HearthStorage
 import NIOCore
 
 /// What the engine asks of the cluster node it belongs to (`ClusterNode`): the leadership proof
@@ -13,7 +14,9 @@ protocol ClusterHooks: AnyObject, Sendable {
     /// Opens a peer connection to `leader` replicating from `fromRev`; its messages come back as
     /// `Submission.cluster(.link(…))`.
     /// `firstLines` go right after `replicate`, before anything else on the link.
-    func openLink(id: UInt64, leader: String, fromRev: UInt64, history: JSONValue, firstLines: [[UInt8]]) -> ReplicaLink
+    func openLink(
+        id: UInt64, leader: String, fromRev: UInt64, history: EpochHistory, firstLines: [[UInt8]]
+    ) -> ReplicaLink
     /// The engine's position changed (role, rev, confirmed rev): published to the member key.
     func positionChanged(role: EngineRole, rev: UInt64, lastEpoch: UInt64, confirmedRev: UInt64, state: String)
     /// The members as the coordinator last saw them, for `clusterStatus`.

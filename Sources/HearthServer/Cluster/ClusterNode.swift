@@ -1,5 +1,6 @@
 import HearthCore
 import HearthJSON
+import HearthStorage
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore
@@ -68,6 +69,13 @@ final class ClusterNode: ClusterHooks, @unchecked Sendable {
             if let storage = engine.storage, let history = try? storage.loadHistory() {
                 engine.replication.history = history
             }
+            if engine.replication.history.origin == nil {
+                // The first time this directory joins a cluster: its records (if any) are its own.
+                engine.replication.history.origin = EpochHistory.newOrigin()
+                do { try engine.storage?.saveHistory(engine.replication.history) } catch {
+                    engine.logger.error("could not save the epoch history", metadata: ["error": "\(error)"])
+                }
+            }
             engine.publishPosition(state: "candidate")
             let metrics = ClusterMetrics(registry: engine.metrics.registry)
             engine.metrics.cluster.withLockedValue { $0 = metrics }
@@ -103,8 +111,9 @@ final class ClusterNode: ClusterHooks, @unchecked Sendable {
 
     func hasLeadershipProof() -> Bool { membership.hasLeadershipProof() }
 
-    func openLink(id: UInt64, leader: String, fromRev: UInt64, history: JSONValue, firstLines: [[UInt8]]) -> ReplicaLink
-    {
+    func openLink(
+        id: UInt64, leader: String, fromRev: UInt64, history: EpochHistory, firstLines: [[UInt8]]
+    ) -> ReplicaLink {
         ReplicaLink.connect(
             id: id, leader: leader, secret: secret, node: node, fromRev: fromRev, history: history,
             firstLines: firstLines, tls: peerTLS,

@@ -89,11 +89,11 @@ extension Engine {
                 return
             }
             switch op {
-            case .replicate(let node, let fromRev, let history):
+            case .replicate(let node, let fromRev, let history, let origin):
                 if batch.hasUncommittedRecords { commit(&batch) }
                 startStream(
-                    session: session, node: node, fromRev: fromRev, history: history, id: request.id, now: now,
-                    batch: &batch)
+                    session: session, node: node, fromRev: fromRev, history: history, origin: origin, id: request.id,
+                    now: now, batch: &batch)
             case .replicaAck(let rev):
                 replicaAcked(session: session.id, rev: rev, now: now, batch: &batch)
             case .forward(let identity, let stored, let owner, let inner):
@@ -125,8 +125,8 @@ extension Engine {
     // MARK: Leader: streams
 
     private func startStream(
-        session: SessionLink, node: String, fromRev: UInt64, history json: JSONValue, id: RequestID, now: Int64,
-        batch: inout Batch
+        session: SessionLink, node: String, fromRev: UInt64, history json: JSONValue, origin: String?, id: RequestID,
+        now: Int64, batch: inout Batch
     ) {
         func respond(_ body: ResponseBody) { batch.append(.response(id, body), for: session) }
         guard case .leader(let epoch) = replication.role else {
@@ -137,14 +137,23 @@ extension Engine {
             respond(.failure(DatabaseError(.badRequest, "field \"history\" must be [[epoch, firstRev], …] in order")))
             return
         }
-        let shared = replication.history.sharedRev(lastRev: database.rev, with: theirs, otherLastRev: fromRev)
+        // Records from another origin (a directory that started with its own data) share nothing.
+        let sameOrigin = origin != nil && origin == replication.history.origin
+        let shared =
+            sameOrigin ? replication.history.sharedRev(lastRev: database.rev, with: theirs, otherLastRev: fromRev) : 0
         if shared < fromRev {
+            let reason =
+                sameOrigin
+                ? "the replica's log forked from the leader's after rev \(shared)"
+                : "the replica's data has another origin than the leader's (it started with data of its own)"
             logger.warning(
                 "a replica's log forked from this leader's",
-                metadata: ["replica": "\(node)", "replicaRev": "\(fromRev)", "keepRev": "\(shared)"])
+                metadata: [
+                    "replica": "\(node)", "replicaRev": "\(fromRev)", "keepRev": "\(shared)", "reason": "\(reason)",
+                ])
             let error: JSONValue = .object([
                 JSONMember("code", .string(DatabaseError.Code.diverged.rawValue)),
-                JSONMember("message", .string("the replica's log forked from the leader's after rev \(shared)")),
+                JSONMember("message", .string(reason)),
                 JSONMember("keepRev", .int(Int64(clamping: shared))),
             ])
             respond(.members([JSONMember("ok", .bool(false)), JSONMember("error", error)]))
@@ -155,6 +164,7 @@ extension Engine {
             JSONMember("rev", .int(Int64(clamping: database.rev))), JSONMember("epoch", .int(Int64(clamping: epoch))),
             JSONMember("history", replication.history.json),
         ]
+        if let origin = replication.history.origin { answer.append(JSONMember("origin", .string(origin))) }
         let lines = fromRev == 0 && database.rev > 0 ? nil : retained.lines(after: fromRev)
         if let lines {
             respond(.members(answer))
@@ -370,10 +380,13 @@ extension Engine {
     private func handleLink(_ link: ReplicaLink, _ message: LinkMessage, now: Int64, batch: inout Batch) {
         replication.lastHeard = now
         switch message {
-        case .started(let mode, let rev, _, let history):
+        case .started(let mode, let rev, _, let history, let origin):
             // The records this node keeps agree with the leader's up to here, so the leader's
-            // history describes them (and the epoch it now writes in).
-            if let leaderHistory = EpochHistory(json: history) { adoptHistory(leaderHistory) }
+            // history (and origin) describes them, and the epoch it now writes in.
+            if var leaderHistory = EpochHistory(json: history) {
+                leaderHistory.origin = origin ?? replication.history.origin
+                adoptHistory(leaderHistory)
+            }
             if mode == "snapshot" { replication.incomingSnapshot = (rev, []) }
             replication.linkStarted = true
             replication.announcedRestart = true
@@ -541,10 +554,25 @@ extension Engine {
                     "toRev": "\(last.rev)", "complete": "\(found.complete)",
                 ])
         }
-        if found.writes.isEmpty, storage.lastRev > keepRev {
+        if !found.complete, database.rev > keepRev {
+            // Some records were folded into a snapshot: the whole data as this node has it goes
+            // aside too, so that nothing the snapshot from the leader replaces is lost.
+            let name = "divergent-data-\(database.rev).json"
+            var members = [
+                JSONMember("rev", .int(Int64(clamping: database.rev))),
+                JSONMember("afterRev", .int(Int64(clamping: keepRev))),
+            ]
+            if let origin = replication.history.origin { members.append(JSONMember("origin", .string(origin))) }
+            members.append(JSONMember("data", database.root.jsonValue(format: .export)))
+            do { try storage.writeFile(name, JSONValue.object(members).serialized) } catch {
+                logger.error("could not write the divergent data", metadata: ["file": "\(name)", "error": "\(error)"])
+                return
+            }
             logger.warning(
-                "records of an abandoned epoch were folded into a snapshot and cannot be moved aside one by one",
-                metadata: ["afterRev": "\(keepRev)", "lastRev": "\(storage.lastRev)"])
+                "records of an abandoned epoch were folded into a snapshot: moved this node's whole data aside; it is not in the data",
+                metadata: [
+                    "file": "\(storage.directory)/\(name)", "afterRev": "\(keepRev)", "rev": "\(database.rev)",
+                ])
         }
     }
 
@@ -656,7 +684,7 @@ extension Engine {
         // this node are gone (their onDisconnect queues run), before anything this run sends.
         let first = replication.announcedRestart ? [] : [Self.disconnectedLine("\(replication.node)/*")]
         replication.link = hooks.openLink(
-            id: replication.nextLinkID, leader: leader, fromRev: fromRev, history: history.json, firstLines: first)
+            id: replication.nextLinkID, leader: leader, fromRev: fromRev, history: history, firstLines: first)
         replication.linkOpenedAt = clock()
     }
 

@@ -1,5 +1,6 @@
 import HearthJSON
 import HearthProtocol
+import HearthStorage
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore
@@ -10,7 +11,7 @@ import NIOSSL
 enum LinkMessage: Sendable {
     /// The leader took the `replicate`: `mode` is `stream` or `snapshot`, at the leader's `rev`,
     /// with its epoch history.
-    case started(mode: String, rev: UInt64, epoch: UInt64, history: JSONValue)
+    case started(mode: String, rev: UInt64, epoch: UInt64, history: JSONValue, origin: String?)
     /// The replica's log forked from the leader's after `keepRev` (replication.md §6).
     case diverged(keepRev: UInt64)
     /// The leader refused (`reason`): the link closes and is retried.
@@ -51,7 +52,7 @@ final class ReplicaLink: Sendable {
     /// Connects to `leader` (`host:port`) and starts replicating. `deliver` hears every message,
     /// `.closed` last (also when the connection could not be made).
     static func connect(
-        id: UInt64, leader: String, secret: String?, node: String, fromRev: UInt64, history: JSONValue,
+        id: UInt64, leader: String, secret: String?, node: String, fromRev: UInt64, history: EpochHistory,
         firstLines: [[UInt8]] = [], tls: NIOSSLContext?, group: any EventLoopGroup, maxLineBytes: Int, logger: Logger,
         deliver: @escaping @Sendable (ReplicaLink, [LinkMessage]) -> Void
     ) -> ReplicaLink {
@@ -70,11 +71,13 @@ final class ReplicaLink: Sendable {
             .serialize(into: &hello)
             hello.append(UInt8(ascii: "\n"))
         }
-        JSONValue.object([
+        var replicate = [
             JSONMember("op", .string("replicate")), JSONMember("id", .string("replicate")),
             JSONMember("node", .string(node)), JSONMember("fromRev", .int(Int64(clamping: fromRev))),
-            JSONMember("history", history),
-        ]).serialize(into: &hello)
+            JSONMember("history", history.json),
+        ]
+        if let origin = history.origin { replicate.append(JSONMember("origin", .string(origin))) }
+        JSONValue.object(replicate).serialize(into: &hello)
         hello.append(UInt8(ascii: "\n"))
         for line in firstLines { hello += line }
         let first = hello
@@ -272,8 +275,9 @@ final class LinkHandler: ChannelInboundHandler {
         case .string("replicate")?:
             if json["ok"] == .bool(true), case .string(let mode)? = json["mode"] {
                 return .started(
-                    mode: mode, rev: rev(json["rev"]), epoch: rev(json["epoch"]), history: json["history"] ?? .array([])
-                )
+                    mode: mode, rev: rev(json["rev"]), epoch: rev(json["epoch"]),
+                    history: json["history"] ?? .array([]),
+                    origin: json["origin"]?.stringValue)
             }
             if json["error"]?["code"] == .string("diverged") {
                 return .diverged(keepRev: rev(json["error"]?["keepRev"]))
