@@ -29,12 +29,14 @@ extension Engine {
         return .rulesReplaced(warning: warning)
     }
 
-    /// Puts `ruleSet` in force between two requests and re-checks every subscription.
+    /// Puts `ruleSet` in force between two requests and re-checks every subscription. A leader's
+    /// rules are its cluster's: they go to every replica too.
     func install(_ ruleSet: RuleSet, now: Int64, batch: inout Batch) {
         rules = ruleSet
         indexRules = ruleSet.indexRules
         security.setOpen(false)
         recheckAllGrants(now: now, batch: &batch)
+        if replication.role.isLeader { sendRules(to: replication.streams.values.map(\.session), batch: &batch) }
     }
 
     /// What the rules decide for `operation` performed as `identity`, without performing it.

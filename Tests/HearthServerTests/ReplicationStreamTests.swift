@@ -66,9 +66,10 @@ final class ReplicationStreamTests: XCTestCase {
 
     func startNode(
         _ name: String, directory: String? = nil, syncReplicas: Int = 0, http: Bool = false, pki: TestPKI? = nil,
-        maxMessageBytes: Int? = nil
+        maxMessageBytes: Int? = nil, rulesFile: String? = nil
     ) async throws -> Node {
         var configuration = ServerConfiguration()
+        configuration.rulesFile = rulesFile
         if let maxMessageBytes { configuration.maxMessageBytes = maxMessageBytes }
         configuration.host = "127.0.0.1"
         configuration.port = 0
@@ -350,6 +351,36 @@ final class ReplicationStreamTests: XCTestCase {
         XCTAssertEqual(data["data"]?["c"]?["4"], .string("folded"))
         XCTAssertEqual(
             try TestClient(port: compacted.server.port).request(#"{"op":"get","path":"/c"}"#)["value"], .null)
+    }
+
+    /// The leader's rules are the cluster's: `setRules` sent to a replica runs on the leader, and
+    /// every replica — one streaming now, one that joins later — enforces them, and keeps them in
+    /// its rules file.
+    func testRulesSetThroughAReplicaAreInForceOnEveryNode() async throws {
+        let leader = try await startNode("leader")
+        let rulesFile = temporaryDataDirectory() + ".rules.json"
+        try Data(#"{"rules":{".read":true,".write":true}}"#.utf8).write(to: URL(fileURLWithPath: rulesFile))
+        defer { try? FileManager.default.removeItem(atPath: rulesFile) }
+        let replica = try await startNode("replica", rulesFile: rulesFile)
+        lead(leader, epoch: 2, followers: [replica])
+        let client = try TestClient(port: replica.server.port)
+        XCTAssertEqual(try client.request(#"{"op":"set","path":"/secret","value":"s"}"#)["ok"], .bool(true))
+        let rules = #"{"rules":{".write":true,"public":{".read":true}}}"#
+        let answer = try client.request(#"{"op":"setRules","rules":\#(rules)}"#)
+        XCTAssertEqual(answer["ok"], .bool(true), "\(answer)")
+
+        let late = try await startNode("late")
+        lead(leader, epoch: 2, followers: [replica, late])
+        try waitForValue(late.server.port, "/public", .null)
+        for node in [leader, replica, late] {
+            let reader = try TestClient(port: node.server.port)
+            let denied = try reader.request(#"{"op":"get","path":"/secret"}"#)
+            XCTAssertEqual(denied["error"]?["code"], .string("permission_denied"), "\(node.address): \(denied)")
+            XCTAssertEqual(try reader.request(#"{"op":"get","path":"/public"}"#)["ok"], .bool(true))
+        }
+        // In the replica's rules file too: a restart keeps them.
+        let written = try JSONParser.parse(Array(try Data(contentsOf: URL(fileURLWithPath: rulesFile))))
+        XCTAssertEqual(written, try JSONParser.parse(rules))
     }
 
     func testALeaderWithoutProofOfItsLeaseAcknowledgesNothing() async throws {

@@ -147,7 +147,11 @@ extension Engine {
     /// The leader's answer as this node's: a committed write's revision and push key, a stale
     /// transaction's value, an error.
     private func relayedBody(_ object: JSONValue, request: Request, rev: UInt64) -> ResponseBody {
-        if case .cluster = request.operation, case .object(let members) = object { return .members(members) }
+        switch request.operation {
+        case .cluster, .setRules:
+            if case .object(let members) = object { return .members(members) }
+        default: break
+        }
         guard object["ok"] == .bool(true) else {
             let error = object["error"]
             let code = error?["code"]?.stringValue.flatMap(DatabaseError.Code.init(rawValue:)) ?? .internal
@@ -272,6 +276,10 @@ extension Engine {
         }
         guard clusterHooks?.hasLeadershipProof() ?? true, replication.switchover == nil else {
             batch.append(.response(id, .failure(DatabaseError(.unavailable, "not the leader"))), for: peer)
+            return
+        }
+        if case .setRules = inner.operation {
+            handle(request, session: peer, now: now, batch: &batch)
             return
         }
         if replication.syncReplicas > 0, replication.streams.count < replication.syncReplicas {
@@ -489,10 +497,11 @@ struct PendingSwitchover {
 }
 
 extension HearthProtocol.Operation {
-    /// Whether only the leader may run it: writes and onDisconnect registrations.
+    /// Whether only the leader may run it: writes, onDisconnect registrations, and the rules
+    /// (the leader's are the cluster's).
     var needsLeader: Bool {
         switch self {
-        case .write, .push, .onDisconnect: return true
+        case .write, .push, .onDisconnect, .setRules: return true
         default: return false
         }
     }

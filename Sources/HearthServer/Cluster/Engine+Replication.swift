@@ -182,6 +182,7 @@ extension Engine {
                         root: root, rev: rev, epoch: epoch, onDisconnect: registrations, writeIDs: window.log())
                 }), for: session)
         }
+        sendRules(to: [session], batch: &batch)
         var state = sessions[session.id] ?? SessionState(link: session)
         state.isPeer = true
         sessions[session.id] = state
@@ -220,6 +221,37 @@ extension Engine {
         done += "\n".utf8
         lines.append(done)
         return lines
+    }
+
+    /// The leader's rules (when it has any: a leader without rules leaves each replica its own)
+    /// to replicas: when a stream starts, and whenever they change.
+    func sendRules(to sessions: [SessionLink], batch: inout Batch) {
+        guard let rules, !sessions.isEmpty else { return }
+        var line: [UInt8] = []
+        JSONValue.object([JSONMember("event", .string("rules")), JSONMember("rules", rules.document)])
+            .serialize(into: &line)
+        line.append(UInt8(ascii: "\n"))
+        for session in sessions { batch.append(.line(line), for: session) }
+    }
+
+    /// A replica takes its leader's rules: written to its rules file (as `setRules` does, so that
+    /// a restart loads them) and in force from the next request on.
+    private func adoptRules(_ document: JSONValue, now: Int64, batch: inout Batch) {
+        guard rules?.document != document else { return }
+        let ruleSet: RuleSet
+        do { ruleSet = try RuleSet(document: document) } catch {
+            logger.error("the leader's rules do not compile here; the old rules stay", metadata: ["error": "\(error)"])
+            return
+        }
+        if let rulesFile {
+            do { try RulesFileWriter.write(document, to: rulesFile) } catch {
+                logger.error(
+                    "could not write the leader's rules to the rules file; they are in force until restart",
+                    metadata: ["file": "\(rulesFile)", "error": "\(error)"])
+            }
+        }
+        install(ruleSet, now: now, batch: &batch)
+        logger.notice("took the leader's rules", metadata: ["file": "\(rulesFile ?? "(memory)")"])
     }
 
     /// A retained record line (without its end) finished with the current `confirmedRev`.
@@ -444,6 +476,8 @@ extension Engine {
         case .heartbeat(let confirmedRev):
             advanceConfirmed(to: confirmedRev, batch: &batch)
             if replication.role != .standalone, database.rev >= confirmedRev { publishPosition(state: "streaming") }
+        case .rules(let document):
+            adoptRules(document, now: now, batch: &batch)
         case .forwardAnswer(let forward, let members):
             forwardAnswered(forward, members: members, now: now, batch: &batch)
         case .goaway:

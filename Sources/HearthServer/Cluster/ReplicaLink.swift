@@ -23,6 +23,8 @@ enum LinkMessage: Sendable {
     case snapshotChunk(rev: UInt64, data: String?, done: Bool)
     /// Nothing new; the leader's confirmed revision.
     case heartbeat(confirmedRev: UInt64)
+    /// The leader's rules document, in force on this node from now on.
+    case rules(JSONValue)
     /// The answer to forwarded request `forward` (its members after `id`).
     case forwardAnswer(forward: UInt64, members: [JSONMember])
     /// The leader is shutting down: the link closes.
@@ -262,6 +264,8 @@ final class LinkHandler: ChannelInboundHandler {
                 return .snapshotChunk(rev: rev(json["rev"]), data: data, done: json["done"] == .bool(true))
             case "heartbeat":
                 return .heartbeat(confirmedRev: rev(json["confirmedRev"]))
+            case "rules":
+                return json["rules"].map(LinkMessage.rules)
             case "goaway":
                 return .goaway
             default:
