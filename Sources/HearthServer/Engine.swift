@@ -209,6 +209,9 @@ final class Engine: @unchecked Sendable {
             }
         }
         commit(&batch)
+        if replication.confirmationUnsent {
+            sendConfirmationIfIdle(now: now, inboxIsEmpty: inbox.withLockedValue { $0.items.isEmpty }, batch: &batch)
+        }
         // Counted before anything is delivered: a client that saw an answer sees it in the metrics.
         finishTurn(turn, batch: batch, submissions: items.count, storage: storage)
         deliverOrHold(Array(batch.outputs.values))

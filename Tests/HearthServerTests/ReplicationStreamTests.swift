@@ -439,10 +439,18 @@ final class ReplicationStreamTests: XCTestCase {
         XCTAssertEqual(try client.request(#"{"op":"get","path":"/x"}"#)["value"], .null, "nothing applied")
         let replica = try await startNode("replica", syncReplicas: 1)
         lead(leader, epoch: 5, followers: [replica])
+        try waitForValue(replica.server.port, "/", .null)
+        let subscriber = try TestClient(port: replica.server.port)
+        XCTAssertEqual(try subscriber.request(#"{"op":"subscribe","path":"/x","events":["value"]}"#)["ok"], .bool(true))
         let answer = try client.request(#"{"op":"set","path":"/x","value":2}"#)
         XCTAssertEqual(answer["ok"], .bool(true), "\(answer)")
         // Acknowledged only once the replica holds it.
         let onReplica = try TestClient(port: replica.server.port)
         XCTAssertEqual(try onReplica.request(#"{"op":"get","path":"/x"}"#)["value"], .int(2))
+        // The replica's subscriber gets the event once the replica hears the confirmation, which no
+        // later write carries here: the leader sends it when idle.
+        var event = try subscriber.readJSON()
+        while event["value"] == .null, event["event"] != nil { event = try subscriber.readJSON() }
+        XCTAssertEqual(event["value"], .int(2), "\(event)")
     }
 }
