@@ -40,11 +40,17 @@ struct ClusterStatusCommand: AsyncParsableCommand {
         }
         let lines = [header] + rows
         let widths = header.indices.map { column in lines.map { $0[column].count }.max() ?? 0 }
-        return lines.map { line in
-            line.enumerated().map { column, cell in
-                column == line.count - 1 ? cell : cell + String(repeating: " ", count: widths[column] - cell.count + 2)
-            }.joined()
-        }.joined(separator: "\n") + "\n"
+        let table =
+            lines.map { line in
+                line.enumerated().map { column, cell in
+                    column == line.count - 1
+                        ? cell : cell + String(repeating: " ", count: widths[column] - cell.count + 2)
+                }.joined()
+            }.joined(separator: "\n") + "\n"
+        guard status.noEligibleLeader else { return table }
+        return table
+            + "no member may lead without losing an acknowledged write: the cluster stays without a leader"
+            + " (see the operator runbook in docs/cluster.md)\n"
     }
 
     private static func text(_ number: Int64?) -> String { number.map(String.init) ?? "-" }

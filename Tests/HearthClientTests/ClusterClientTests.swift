@@ -155,6 +155,16 @@ final class ClusterClientTests: XCTestCase {
         XCTAssertEqual(status.members[1].lagMs, 12)
         XCTAssertNil(status.members[0].http)
         XCTAssertEqual(status.json["members"], members)
+        XCTAssertFalse(status.noEligibleLeader)
+        node.state.withLockedValue {
+            guard case .object(var fields) = cluster else { return }
+            fields.append(JSONMember("noEligibleLeader", .bool(true)))
+            $0.clusterStatus = .object([
+                JSONMember("ok", .bool(true)), JSONMember("cluster", .object(fields)), JSONMember("members", members),
+            ])
+        }
+        let leaderless = try await db.clusterStatus()
+        XCTAssertTrue(leaderless.noEligibleLeader)
 
         let result = try await db.failover(to: "n2")
         XCTAssertEqual(result, FailoverResult(leader: "n2", epoch: 13))

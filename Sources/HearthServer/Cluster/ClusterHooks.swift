@@ -21,6 +21,8 @@ protocol ClusterHooks: AnyObject, Sendable {
     func positionChanged(role: EngineRole, rev: UInt64, lastEpoch: UInt64, confirmedRev: UInt64, state: String)
     /// The members as the coordinator last saw them, for `clusterStatus`.
     func members() -> [JSONValue]
+    /// True while no live member may lead without losing an acknowledged write.
+    var noEligibleLeader: Bool { get }
     /// Sends `line` to every line-protocol connection of this node (not to peers).
     func broadcast(_ line: [UInt8])
     /// The names of the members whose leases are alive.

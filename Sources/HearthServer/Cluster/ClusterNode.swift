@@ -20,6 +20,13 @@ protocol ClusterMembership: AnyObject, Sendable {
     func leader() -> (node: String, tcp: String, epoch: UInt64)?
     /// Releases leadership so that `target` takes it; hears the new epoch.
     func resign(to target: String, done: @escaping @Sendable (Result<UInt64, DatabaseError>) -> Void)
+    /// True while the cluster stays without a leader because no live member may lead without
+    /// losing an acknowledged write.
+    var noEligibleLeader: Bool { get }
+}
+
+extension ClusterMembership {
+    var noEligibleLeader: Bool { false }
 }
 
 /// A server's place in a cluster: turns the membership's decisions into engine roles, opens the
@@ -131,6 +138,8 @@ final class ClusterNode: ClusterHooks, @unchecked Sendable {
     }
 
     func members() -> [JSONValue] { membership.members() }
+
+    var noEligibleLeader: Bool { membership.noEligibleLeader }
 
     func broadcast(_ line: [UInt8]) { broadcaster.withLockedValue { $0 }?(line) }
 

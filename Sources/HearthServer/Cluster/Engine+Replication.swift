@@ -68,10 +68,15 @@ extension Engine {
                 respond(.failure(DatabaseError(.badRequest, "this server is not part of a cluster")))
                 return
             }
+            var cluster = hooks.clusterObject(role: replication.role, rev: database.rev)
+            if hooks.noEligibleLeader, case .object(var members) = cluster {
+                members.append(JSONMember("noEligibleLeader", .bool(true)))
+                cluster = .object(members)
+            }
             respond(
                 .members([
                     JSONMember("ok", .bool(true)),
-                    JSONMember("cluster", hooks.clusterObject(role: replication.role, rev: database.rev)),
+                    JSONMember("cluster", cluster),
                     JSONMember("members", .array(hooks.members().map { withStreamLag($0, now: now) })),
                 ]))
         case .failover(let target):

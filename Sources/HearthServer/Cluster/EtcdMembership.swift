@@ -109,6 +109,8 @@ final class EtcdMembership: ClusterMembership, Sendable {
         }
     }
 
+    var noEligibleLeader: Bool { coordinator.view.noEligibleLeader }
+
     func leader() -> (node: String, tcp: String, epoch: UInt64)? {
         let view = coordinator.view
         return view.leader.map { ($0.node, $0.tcp, view.epoch) }
