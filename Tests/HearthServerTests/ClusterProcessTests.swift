@@ -129,6 +129,17 @@ final class ClusterProcessTests: XCTestCase {
         XCTFail("\(path) on \(daemon.name) is \(last), expected \(expected)")
     }
 
+    /// Polls `daemon`'s hello until its role is `role` (a node may show the new leader a moment
+    /// before it has taken its own role under it).
+    func waitForRole(_ daemon: Daemon, _ role: String, timeout: Double = 10) {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if daemon.cluster()?["role"] == .string(role) { return }
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        XCTFail("\(daemon.name) is \(daemon.cluster().map { "\($0)" } ?? "down"), expected role \(role)")
+    }
+
     func rootHash(_ daemon: Daemon) throws -> JSONValue? {
         try TestClient(port: daemon.port).request(#"{"op":"get","path":"/","hash":true}"#)["hash"]
     }
@@ -137,6 +148,7 @@ final class ClusterProcessTests: XCTestCase {
         let nodes = try startCluster()
         let leader = try waitForLeader(among: nodes)
         let replicas = nodes.filter { $0 !== leader }
+        waitForRole(replicas[0], "replica")
         let subscriber = try TestClient(port: replicas[0].port)
         XCTAssertEqual(subscriber.hello["cluster"]?["role"], .string("replica"))
         let subscribed = try subscriber.request(#"{"op":"subscribe","path":"/chat","events":["child_added"]}"#)
@@ -192,8 +204,10 @@ final class ClusterProcessTests: XCTestCase {
         }
         let killed = try XCTUnwrap(killedAt)
         let resumed = try XCTUnwrap(firstAfterKill, "no write was acknowledged after the leader died")
+        // Bounded, with room for a debug build on a busy machine; scripts/bench-cluster.sh measures
+        // the failover time itself (BENCHMARKS.md).
         XCTAssertLessThanOrEqual(
-            resumed.timeIntervalSince(killed), 2 * 2 + 2, "failover within 2 × leaseSeconds (+ slack)")
+            resumed.timeIntervalSince(killed), 2 * 2 + 6, "failover within 2 × leaseSeconds (+ slack)")
         let newLeader = try waitForLeader(among: replicas, excluding: leader.name)
         let check = try TestClient(port: newLeader.port)
         for n in acknowledged {
@@ -231,7 +245,7 @@ final class ClusterProcessTests: XCTestCase {
         }
         // The old leader rejoins as a replica and converges.
         try waitForLeader(among: nodes, excluding: leader.name)
-        XCTAssertEqual(leader.cluster()?["role"], .string("replica"))
+        waitForRole(leader, "replica")
         let expected = try onNew.request(#"{"op":"get","path":"/f"}"#)["value"] ?? .null
         try waitForValue(leader, "/f", expected)
     }
