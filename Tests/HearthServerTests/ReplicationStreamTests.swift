@@ -97,6 +97,14 @@ final class ReplicationStreamTests: XCTestCase {
         for follower in followers { follower.node.assign(.replica(leader: leader.address, epoch: epoch)) }
     }
 
+    /// The files of `directory` whose names start with `prefix`, in order, and the JSON of the first.
+    func filesAside(in directory: String, prefix: String) throws -> (names: [String], first: JSONValue?) {
+        let names = try FileManager.default.contentsOfDirectory(atPath: directory).filter { $0.hasPrefix(prefix) }
+            .sorted()
+        guard let name = names.first else { return (names, nil) }
+        return (names, try JSONParser.parse(Array(try Data(contentsOf: URL(fileURLWithPath: directory + "/" + name)))))
+    }
+
     /// Polls `get` on `port` until `path` holds `expected`.
     func waitForValue(_ port: Int, _ path: String, _ expected: JSONValue, timeout: Double = 10) throws {
         let client = try TestClient(port: port)
@@ -279,15 +287,13 @@ final class ReplicationStreamTests: XCTestCase {
         lead(leader, epoch: 9, followers: [stray])
         try waitForValue(stray.server.port, "/a/5", .int(5))
         try waitForValue(stray.server.port, "/stray", .null)
-        let files = try FileManager.default.contentsOfDirectory(atPath: stray.directory).filter {
-            $0.hasPrefix("divergent-")
-        }
+        let (files, moved) = try filesAside(in: stray.directory, prefix: "divergent-")
         XCTAssertEqual(files, ["divergent-2-1.json"])
-        let moved = try JSONParser.parse(
-            Array(try Data(contentsOf: URL(fileURLWithPath: stray.directory + "/" + files[0]))))
-        XCTAssertEqual(moved["fromRev"], .int(1))
-        XCTAssertEqual(moved["toRev"], .int(3))
-        guard case .array(let records)? = moved["records"] else { return XCTFail("no records in \(moved)") }
+        XCTAssertEqual(moved?["fromRev"], .int(1))
+        XCTAssertEqual(moved?["toRev"], .int(3))
+        guard case .array(let records)? = moved?["records"] else {
+            return XCTFail("no records in \(String(describing: moved))")
+        }
         XCTAssertEqual(records.count, 3)
         XCTAssertEqual(records.first?["path"], .string("/stray/1"))
         // The former stray now follows: later writes arrive.
@@ -331,24 +337,16 @@ final class ReplicationStreamTests: XCTestCase {
             XCTAssertEqual(
                 try TestClient(port: node.server.port).request(#"{"op":"get","path":"/"}"#)["value"]?["a"], nil)
         }
-        let files = try FileManager.default.contentsOfDirectory(atPath: replica.directory).filter {
-            $0.hasPrefix("divergent-")
-        }
+        let (files, moved) = try filesAside(in: replica.directory, prefix: "divergent-")
         XCTAssertEqual(files, ["divergent-0-1.json"])
-        let file = try XCTUnwrap(files.first)
-        let moved = try JSONParser.parse(
-            Array(try Data(contentsOf: URL(fileURLWithPath: replica.directory + "/" + file))))
-        guard case .array(let records)? = moved["records"] else { return XCTFail("no records in \(moved)") }
+        guard case .array(let records)? = moved?["records"] else {
+            return XCTFail("no records in \(String(describing: moved))")
+        }
         XCTAssertEqual(records.map { $0["path"] }, (1...3).map { .string("/a/\($0)") })
 
-        let aside = try FileManager.default.contentsOfDirectory(atPath: compacted.directory).filter {
-            $0.hasPrefix("divergent-data-")
-        }
+        let (aside, data) = try filesAside(in: compacted.directory, prefix: "divergent-data-")
         XCTAssertEqual(aside, ["divergent-data-4.json"])
-        let dataFile = try XCTUnwrap(aside.first)
-        let data = try JSONParser.parse(
-            Array(try Data(contentsOf: URL(fileURLWithPath: compacted.directory + "/" + dataFile))))
-        XCTAssertEqual(data["data"]?["c"]?["4"], .string("folded"))
+        XCTAssertEqual(data?["data"]?["c"]?["4"], .string("folded"))
         XCTAssertEqual(
             try TestClient(port: compacted.server.port).request(#"{"op":"get","path":"/c"}"#)["value"], .null)
     }
