@@ -29,6 +29,9 @@ final class WireProxy: Sendable {
         let box = NIOLockedValueBox<WireProxy?>(nil)
         let listener = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            // The client may send before the connection to the server is up: nothing is read from
+            // it until its Forwarder is in place, so no byte is dropped.
+            .childChannelOption(.autoRead, value: false)
             .childChannelInitializer { inbound in
                 ClientBootstrap(group: inbound.eventLoop)
                     .channelInitializer { outbound in
@@ -43,6 +46,7 @@ final class WireProxy: Sendable {
                         try inbound.pipeline.syncOperations.addHandler(
                             Forwarder(partner: outbound, toClient: false, proxy: box.withLockedValue { $0 }))
                     }
+                    .flatMap { inbound.setOption(.autoRead, value: true) }
             }
             .bind(host: "127.0.0.1", port: 0).get()
         let proxy = WireProxy(listener: listener, port: listener.localAddress?.port ?? 0)
