@@ -13,6 +13,9 @@ final class WireProxy: Sendable {
         /// A request containing this text cuts the connection once the server has it.
         var cutMarker: String?
         var connections: [any Channel] = []
+        /// The client channels being cut: the server's bytes to them are dropped. Per proxy, and
+        /// forgotten once closed, since a later channel may reuse a closed one's identifier.
+        var cutting: Set<ObjectIdentifier> = []
     }
 
     private let state = NIOLockedValueBox(State())
@@ -120,8 +123,6 @@ private final class Forwarder: ChannelInboundHandler, @unchecked Sendable {
     private let partner: any Channel
     private let toClient: Bool
     private let proxy: WireProxy?
-    /// After a cut: nothing more is forwarded.
-    private var cutting = false
 
     init(partner: any Channel, toClient: Bool, proxy: WireProxy?) {
         self.partner = partner
@@ -157,18 +158,18 @@ private final class Forwarder: ChannelInboundHandler, @unchecked Sendable {
 }
 
 extension WireProxy {
-    private static let cutting = NIOLockedValueBox<Set<ObjectIdentifier>>([])
-
     fileprivate func isCutting(_ client: any Channel) -> Bool {
-        Self.cutting.withLockedValue { $0.contains(ObjectIdentifier(client)) }
+        state.withLockedValue { $0.cutting.contains(ObjectIdentifier(client)) }
     }
 
     /// Drops the server's bytes to `client` from now on and closes both sides shortly after.
     fileprivate func startCut(client: any Channel, server: any Channel) {
-        _ = Self.cutting.withLockedValue { $0.insert(ObjectIdentifier(client)) }
+        let id = ObjectIdentifier(client)
+        _ = state.withLockedValue { $0.cutting.insert(id) }
         client.eventLoop.scheduleTask(in: .milliseconds(300)) {
             client.close(promise: nil)
             server.close(promise: nil)
         }
+        client.closeFuture.whenComplete { _ in _ = self.state.withLockedValue { $0.cutting.remove(id) } }
     }
 }
