@@ -9,10 +9,7 @@ public struct EncodedRecord: Sendable {
     /// Encodes `record`'s payload.
     public init(_ record: LogRecord) {
         var payload: [UInt8] = []
-        switch record {
-        case .write(let write): WritePayload.encode(write, into: &payload)
-        case .onDisconnect(let change): RegistrationPayload.encode(change, into: &payload)
-        }
+        record.encodePayload(into: &payload)
         self.init(record, payload: payload)
     }
 

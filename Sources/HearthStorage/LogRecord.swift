@@ -7,4 +7,12 @@ public import HearthCore
 public enum LogRecord: Sendable {
     case write(CommittedWrite)
     case onDisconnect(OnDisconnectChange)
+
+    /// Appends the record's payload (docs/STORAGE.md "Record payloads").
+    func encodePayload(into buffer: inout [UInt8]) {
+        switch self {
+        case .write(let write): WritePayload.encode(write, into: &buffer)
+        case .onDisconnect(let change): RegistrationPayload.encode(change, into: &buffer)
+        }
+    }
 }

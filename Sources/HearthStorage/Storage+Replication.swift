@@ -130,16 +130,6 @@ extension Storage {
 /// A log record as the replication stream carries it: the same JSON as the WAL's payload
 /// (docs/STORAGE.md "Record payloads"), so a replica logs exactly what its leader logged.
 public enum ReplicatedRecord {
-    /// The payload JSON of a write.
-    public static func encode(_ write: CommittedWrite, into buffer: inout [UInt8]) {
-        WritePayload.encode(write, into: &buffer)
-    }
-
-    /// The payload JSON of an onDisconnect change.
-    public static func encode(_ change: OnDisconnectChange, into buffer: inout [UInt8]) {
-        RegistrationPayload.encode(change, into: &buffer)
-    }
-
     /// Decodes a write's payload, parsed with the line that carried it, as revision `rev`.
     public static func decodeWrite(_ json: JSONValue, rev: UInt64) throws(StorageError) -> CommittedWrite {
         do { return try WritePayload.decode(json, rev: rev) } catch {

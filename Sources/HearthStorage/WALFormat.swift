@@ -63,12 +63,7 @@ enum WALFormat {
     static func appendRecord(
         _ record: LogRecord, rev: UInt64, continues: Bool, to buffer: inout [UInt8]
     ) throws(StorageError) {
-        try appendRecord(rev: rev, continues: continues, to: &buffer) { buffer in
-            switch record {
-            case .write(let write): WritePayload.encode(write, into: &buffer)
-            case .onDisconnect(let change): RegistrationPayload.encode(change, into: &buffer)
-            }
-        }
+        try appendRecord(rev: rev, continues: continues, to: &buffer) { record.encodePayload(into: &$0) }
     }
 
     /// Appends a record whose payload `writePayload` appends (encoding it, or copying bytes

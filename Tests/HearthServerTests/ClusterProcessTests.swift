@@ -140,6 +140,14 @@ final class ClusterProcessTests: XCTestCase {
         XCTFail("\(daemon.name) is \(daemon.cluster().map { "\($0)" } ?? "down"), expected role \(role)")
     }
 
+    /// Sets `path` to "online" through `client` and registers "offline" for when it goes.
+    func goOnline(_ client: TestClient, _ path: String) throws {
+        XCTAssertEqual(try client.request(#"{"op":"set","path":"\#(path)","value":"online"}"#)["ok"], .bool(true))
+        let registered = try client.request(
+            #"{"op":"onDisconnect","action":"set","path":"\#(path)","value":"offline"}"#)
+        XCTAssertEqual(registered["ok"], .bool(true), "\(registered)")
+    }
+
     func rootHash(_ daemon: Daemon) throws -> JSONValue? {
         try TestClient(port: daemon.port).request(#"{"op":"get","path":"/","hash":true}"#)["hash"]
     }
@@ -255,10 +263,7 @@ final class ClusterProcessTests: XCTestCase {
         let leader = try waitForLeader(among: nodes)
         let replica = nodes.first { $0 !== leader }!
         let client = try TestClient(port: replica.port)
-        XCTAssertEqual(try client.request(#"{"op":"set","path":"/presence/ada","value":"online"}"#)["ok"], .bool(true))
-        let registered = try client.request(
-            #"{"op":"onDisconnect","action":"set","path":"/presence/ada","value":"offline"}"#)
-        XCTAssertEqual(registered["ok"], .bool(true), "\(registered)")
+        try goOnline(client, "/presence/ada")
         replica.signal(SIGKILL)
         try waitForValue(leader, "/presence/ada", .string("offline"), timeout: 2 * 2 + 4)
     }
@@ -269,13 +274,7 @@ final class ClusterProcessTests: XCTestCase {
         let replica = nodes.first { $0 !== leader }!
         let onLeader = try TestClient(port: leader.port)
         let onReplica = try TestClient(port: replica.port)
-        for (client, name) in [(onLeader, "a"), (onReplica, "b")] {
-            XCTAssertEqual(
-                try client.request(#"{"op":"set","path":"/presence/\#(name)","value":"online"}"#)["ok"], .bool(true))
-            let registered = try client.request(
-                #"{"op":"onDisconnect","action":"set","path":"/presence/\#(name)","value":"offline"}"#)
-            XCTAssertEqual(registered["ok"], .bool(true), "\(registered)")
-        }
+        for (client, name) in [(onLeader, "a"), (onReplica, "b")] { try goOnline(client, "/presence/\(name)") }
         leader.signal(SIGKILL)
         let newLeader = try waitForLeader(among: nodes.filter { $0 !== leader }, excluding: leader.name)
         // The lost leader's client goes offline; the replica's client, still connected, does not.
@@ -293,10 +292,7 @@ final class ClusterProcessTests: XCTestCase {
         let leader = try waitForLeader(among: nodes)
         let replica = nodes.first { $0 !== leader }!
         let onLeader = try TestClient(port: leader.port)
-        XCTAssertEqual(try onLeader.request(#"{"op":"set","path":"/presence/c","value":"online"}"#)["ok"], .bool(true))
-        XCTAssertEqual(
-            try onLeader.request(#"{"op":"onDisconnect","action":"set","path":"/presence/c","value":"offline"}"#)["ok"],
-            .bool(true))
+        try goOnline(onLeader, "/presence/c")
         try waitForValue(replica, "/presence/c", .string("online"))
         replica.signal(SIGTERM)
         XCTAssertEqual(try onLeader.request(#"{"op":"set","path":"/while-away","value":1}"#)["ok"], .bool(true))

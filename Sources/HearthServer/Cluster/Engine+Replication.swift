@@ -268,10 +268,17 @@ extension Engine {
         return line
     }
 
+    /// A batch's `wal` lines, as retained (without their end) and as streamed now (with the
+    /// current `confirmedRev`), the same for every stream.
+    struct WalLines {
+        let retained: [[UInt8]]
+        let streamed: [[UInt8]]
+    }
+
     /// A leader's records sent to its replicas before its own fsync: their lines, and the
     /// streams that got them.
     struct StreamedEarly {
-        let lines: [[UInt8]]
+        let lines: WalLines
         let sessions: Set<UInt64>
     }
 
@@ -283,12 +290,9 @@ extension Engine {
         guard case .leader(let epoch) = replication.role, replication.syncReplicas > 0 else { return nil }
         let ready = replication.streams.values.filter { !batch.hasOutputs(for: $0.session.id) }
         guard !ready.isEmpty else { return nil }
-        let lines = walLines(records, epoch: epoch)
-        var outputs: [(session: SessionLink, items: [Outbound])] = []
-        for stream in ready {
-            outputs.append((stream.session, lines.map { .line(streamLine($0)) }))
-        }
-        deliver(outputs)
+        let lines = walLines(records, revisions: revisions(of: records), epoch: epoch)
+        let items = lines.streamed.map(Outbound.line)
+        deliver(ready.map { ($0.session, items) })
         return StreamedEarly(lines: lines, sessions: Set(ready.map(\.session.id)))
     }
 
@@ -303,49 +307,52 @@ extension Engine {
         case .standalone:
             return
         case .leader(let epoch):
-            let lines = streamed?.lines ?? walLines(records, epoch: epoch)
-            retain(lines, of: records)
+            // Before the lines are made: they carry it.
             if replication.syncReplicas == 0 { replication.confirmedRev = database.rev }
+            let revisions = revisions(of: records)
+            let lines = streamed?.lines ?? walLines(records, revisions: revisions, epoch: epoch)
+            retain(lines.retained, of: records, revisions: revisions)
+            let bytes = lines.streamed.reduce(0) { $0 + $1.count }
             for (id, stream) in replication.streams {
-                let early = streamed?.sessions.contains(id) == true
-                for line in lines {
-                    let full = early ? nil : streamLine(line)
-                    replication.bytesStreamed += UInt64(full?.count ?? line.count)
-                    if let full { batch.append(.line(full), for: stream.session) }
+                if streamed?.sessions.contains(id) != true {
+                    for line in lines.streamed { batch.append(.line(line), for: stream.session) }
                 }
+                replication.bytesStreamed += UInt64(bytes)
                 replication.streams[id]?.sentAt = now
             }
-            replication.recordsStreamed += UInt64(lines.count * replication.streams.count)
+            replication.recordsStreamed += UInt64(records.count * replication.streams.count)
             replication.confirmationUnsent = false
         case .replica, .candidate:
             // Records of a replica come from its leader; retained so that it can serve streams
             // if it is elected.
-            var rev = database.rev - UInt64(records.count { $0.record.isWrite })
-            var lines: [[UInt8]] = []
-            lines.reserveCapacity(records.count)
-            for record in records {
-                if record.record.isWrite { rev += 1 }
-                lines.append(Self.walLine(record, rev: rev, epoch: replication.history.epoch(of: rev)))
+            let revisions = revisions(of: records)
+            let retained = zip(records, revisions).map { record, rev in
+                Self.walLine(record, rev: rev, epoch: replication.history.epoch(of: rev))
             }
-            retain(lines, of: records)
+            retain(retained, of: records, revisions: revisions)
             sendAck(database.rev)
         }
     }
 
-    /// The `wal` lines of a batch the leader just committed (its writes end at `database.rev`).
-    private func walLines(_ records: [EncodedRecord], epoch: UInt64) -> [[UInt8]] {
+    /// Each record's revision, for a batch just committed (its writes end at `database.rev`): a
+    /// write's own, an onDisconnect record's that of the write before it.
+    private func revisions(of records: [EncodedRecord]) -> [UInt64] {
         var rev = database.rev - UInt64(records.count { $0.record.isWrite })
         return records.map { record in
             if record.record.isWrite { rev += 1 }
-            return Self.walLine(record, rev: rev, epoch: epoch)
+            return rev
         }
     }
 
-    private func retain(_ lines: [[UInt8]], of records: [EncodedRecord]) {
-        var rev = database.rev - UInt64(records.count { $0.record.isWrite })
-        for (line, record) in zip(lines, records) {
-            if record.record.isWrite { rev += 1 }
-            retained.append(rev: rev, isWrite: record.record.isWrite, line: line)
+    /// A leader's lines for a batch it writes in `epoch`.
+    private func walLines(_ records: [EncodedRecord], revisions: [UInt64], epoch: UInt64) -> WalLines {
+        let retained = zip(records, revisions).map { Self.walLine($0, rev: $1, epoch: epoch) }
+        return WalLines(retained: retained, streamed: retained.map(streamLine))
+    }
+
+    private func retain(_ lines: [[UInt8]], of records: [EncodedRecord], revisions: [UInt64]) {
+        for index in records.indices {
+            retained.append(rev: revisions[index], isWrite: records[index].record.isWrite, line: lines[index])
         }
     }
 
