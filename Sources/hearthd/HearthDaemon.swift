@@ -3,6 +3,7 @@ import Dispatch
 import HearthCore
 import HearthServer
 import Logging
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -11,8 +12,13 @@ import Darwin
 #endif
 
 /// `hearthd`: runs the Hearth database server.
+///
+/// The entry point is synchronous: the main thread blocks until the server has shut down while
+/// the server runs on its event loops. (An `async` entry point parks the main thread in
+/// `dispatch_main`, which valgrind cannot follow, and `scripts/callgrind.sh` runs hearthd under
+/// valgrind's callgrind to count instructions per request.)
 @main
-struct HearthDaemon: AsyncParsableCommand {
+struct HearthDaemon: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "hearthd",
         abstract: "Hearth: a realtime JSON database server.",
@@ -83,7 +89,25 @@ struct HearthDaemon: AsyncParsableCommand {
         help: "Replicas that must hold a write before it is acknowledged (default 0).")
     var syncReplicas: Int?
 
-    func run() async throws {
+    func run() throws {
+        let outcome = Mutex<Result<Void, any Error>?>(nil)
+        let finished = DispatchSemaphore(value: 0)
+        let command = self
+        Task {
+            do {
+                try await command.serve()
+                outcome.withLock { $0 = .success(()) }
+            } catch {
+                outcome.withLock { $0 = .failure(error) }
+            }
+            finished.signal()
+        }
+        finished.wait()
+        try outcome.withLock { $0 }?.get()
+    }
+
+    /// Starts the server, then serves until SIGTERM or SIGINT.
+    func serve() async throws {
         let environment = Self.environment()
         var settings = ServerConfiguration()
         do {

@@ -1,0 +1,141 @@
+#!/usr/bin/env bash
+# Where the instructions of one write go, in hearthd and in Redis 7, counted by valgrind's
+# callgrind (deterministic, unlike wall time on a shared machine). For each scenario it starts the
+# server under callgrind with instrumentation off, warms it up, switches instrumentation on, sends
+# a fixed number of writes with `hearth-bench lean` (`set` to Hearth, `SET` to Redis), switches it
+# off and stops the server by its pid. It then reports user-space instructions per write, in all
+# and inclusive of the functions that do each stage (parse, apply, log, answer, ...). The kernel's
+# share (system calls, TCP) is not counted by callgrind and is the same kind of work in both.
+#
+# valgrind 3.19 cannot read Swift 6.3's DWARF, so hearthd runs from a copy without debug
+# information (symbols come from the symbol table); names are demangled with `swift demangle`.
+#
+# Usage: scripts/callgrind.sh [--writes N] [--out DIR]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+writes=20000
+out=bench-results
+while [ $# -gt 0 ]; do
+    case $1 in
+        --writes) writes=$2; shift ;;
+        --out) out=$2; shift ;;
+        *) echo "usage: scripts/callgrind.sh [--writes N] [--out DIR]" >&2; exit 2 ;;
+    esac
+    shift
+done
+
+source scripts/bench-common.sh
+quick=false
+for tool in valgrind redis-server; do
+    command -v "$tool" >/dev/null || {
+        echo "==> installing $tool from the distribution's packages" >&2
+        apt-get install -y "$tool" >&2 || { apt-get update >&2 && apt-get install -y "$tool" >&2; }
+    }
+done
+swift build -c release --product hearthd >&2
+swift build -c release --product hearth-bench >&2
+bench_files callgrind
+server_pid=""
+cleanup() {
+    stop_pid "$server_pid"
+    rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+objcopy --strip-debug .build/release/hearthd "$work/hearthd"
+echo '{"maxWritesPerSecondPerConnection": 0}' >"$work/hearth.json"
+
+measure() { # target (hearth | redis), label, connections, window
+    local target=$1 label=$2 connections=$3 window=$4
+    local port profile="$work/$target-$connections-$window.out"
+    port=$(free_port)
+    rm -rf "$work/data" && mkdir -p "$work/data"
+    local server=("$work/hearthd" --port "$port" --data-dir "$work/data" --fsync never --log-level warning
+        --config "$work/hearth.json")
+    [ "$target" = redis ] && server=(redis-server --bind 127.0.0.1 --port "$port" --dir "$work/data" --save ""
+        --appendonly no --daemonize no --logfile "$work/data/redis.log")
+    valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$profile" "${server[@]}" \
+        2>"$work/valgrind.log" &
+    server_pid=$!
+    for _ in $(seq 600); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.1; done
+    local load=(--target "$target" --port "$port" --connections "$connections" --window "$window" --seconds 600)
+    echo "==> $label ($target): warm-up, then $writes writes under callgrind" >&2
+    .build/release/hearth-bench lean "${load[@]}" --count $((writes / 10)) >/dev/null
+    callgrind_control -i on "$server_pid" >/dev/null
+    .build/release/hearth-bench lean "${load[@]}" --count "$writes" >/dev/null
+    callgrind_control -i off "$server_pid" >/dev/null
+    stop_pid "$server_pid"
+    server_pid=""
+    callgrind_annotate --inclusive=yes --threshold=100 "$profile" | swift demangle --simplified \
+        >"$work/$target-$connections-$window.txt"
+    python3 - "$work/$target-$connections-$window.txt" "$target" "$label" "$writes" >>"$results" <<'EOF'
+import json, re, sys
+path, target, label, writes = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+# Stages: the functions whose inclusive counts say what each part of a write costs.
+stages = {
+    "hearth": [
+        ("frame and parse the request", ["RequestDecoder.decode(_:)"]),
+        ("apply to the tree", ["Database.apply(_:now:)"]),
+        ("change log (resume)", ["ChangeLog.record(rev:paths:before:after:)"]),
+        ("views", ["ViewRegistry.apply(write:paths:before:after:rev:batch:)"]),
+        ("log: encode and write", ["Storage.append(_:)"]),
+        ("engine turn (all of the above but parse)", ["Engine.drain()"]),
+        ("answer: encode and send", ["ConnectionHandler.flushOutbox(context:)"]),
+    ],
+    "redis": [
+        ("parse the request", ["processMultibulkBuffer", "processInlineBuffer"]),
+        ("apply (SET)", ["setCommand"]),
+        ("answer: encode", ["addReply"]),
+        ("answer: send", ["handleClientsWithPendingWritesUsingThreads", "handleClientsWithPendingWrites"]),
+    ],
+}[target]
+inclusive, total = {}, 0
+for line in open(path):
+    m = re.match(r"\s*([\d,]+) \([ \d.]+%\)\s+(.*)", line)
+    if not m:
+        continue
+    count = int(m.group(1).replace(",", ""))
+    name = m.group(2)
+    if name.startswith("PROGRAM TOTALS"):
+        total = count
+        continue
+    name = re.sub(r"^\S*?:", "", name, count=1)           # "???:" or "file:"
+    name = re.sub(r" \[.*\]$", "", name)                   # " [object]"
+    name = re.sub(r"^(specialized |static )+", "", name)   # specialisations count as the function
+    name = re.sub(r"'\d+$", "", name)                      # recursion levels
+    inclusive[name] = max(inclusive.get(name, 0), count)
+row = {"label": label, "scenario": "callgrind", "target": target, "writes": writes,
+       "instructionsPerWrite": round(total / writes)}
+for stage, names in stages:
+    row[stage] = round(max(inclusive.get(n, 0) for n in names) / writes)
+print(json.dumps(row))
+EOF
+    tail -1 "$results" >&2
+}
+
+measure hearth "writes, 50 connections" 50 1
+measure redis "writes, 50 connections" 50 1
+measure hearth "pipelined writes, 1 connection" 1 2000
+measure redis "pipelined writes, 1 connection" 1 2000
+
+python3 - "$results" "$writes" >"$report" <<'EOF'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+print(f"# callgrind: user-space instructions per write ({sys.argv[2]} writes per scenario)\n")
+print("From `scripts/callgrind.sh`; each stage is the inclusive count of the functions doing it,")
+print("so nested stages overlap (the engine turn contains apply, change log, views and log).\n")
+for label in dict.fromkeys(r["label"] for r in rows):
+    print(f"## {label}\n")
+    for r in rows:
+        if r["label"] != label:
+            continue
+        print(f"**{r['target']}**: {r['instructionsPerWrite']:,} instructions per write\n")
+        print("| stage | instructions per write |\n|---|---|")
+        for k, v in r.items():
+            if k not in ("label", "scenario", "target", "writes", "instructionsPerWrite"):
+                print(f"| {k} | {v:,} |")
+        print()
+EOF
+cat "$report"
+echo "wrote $report and $results" >&2
