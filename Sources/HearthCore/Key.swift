@@ -9,20 +9,28 @@ import HearthJSON
 public struct Key: Sendable, Hashable, Comparable, CustomStringConvertible {
     /// The key's text.
     public let string: String
-    /// The numeric value when the key is an integer key (§2.1), else nil.
-    @usableFromInline let integerValue: Int32?
+    /// The key's class and the start of its order, packed so that most comparisons are one
+    /// integer comparison (the tree's hottest operation; see `Key.orderPrefix`).
+    @usableFromInline let prefix: UInt64
 
     /// Wraps a string without validation (callers validate user input with `Key.validated`).
     public init(_ string: String) {
         self.string = string
-        self.integerValue = Key.parseIntegerKey(string)
+        var text = string
+        self.prefix = text.withUTF8 { Key.orderPrefix(of: $0) }
+    }
+
+    /// Wraps bytes already known to be `string`'s UTF-8 (no second pass over the text).
+    init(_ string: String, utf8 bytes: UnsafeBufferPointer<UInt8>) {
+        self.string = string
+        self.prefix = Key.orderPrefix(of: bytes)
     }
 
     public var description: String { string }
 
     public static func == (lhs: Key, rhs: Key) -> Bool {
         // Equal UTF-8 bytes exactly when equal UTF-16 code units; never canonical equivalence.
-        lhs.string.utf8Equals(rhs.string)
+        lhs.prefix == rhs.prefix && lhs.string.utf8Equals(rhs.string)
     }
 
     public func hash(into hasher: inout Hasher) {
@@ -37,24 +45,41 @@ public struct Key: Sendable, Hashable, Comparable, CustomStringConvertible {
     }
 
     /// Three-way comparison in key order: negative, zero or positive.
-    public static func compare(_ lhs: Key, _ rhs: Key) -> Int {
-        switch (lhs.integerValue, rhs.integerValue) {
-        case (let a?, let b?):
-            if a != b { return a < b ? -1 : 1 }
-            let la = lhs.string.utf8.count
-            let lb = rhs.string.utf8.count
-            if la != lb { return la < lb ? -1 : 1 }
-            return compareUTF16(lhs.string, rhs.string)
-        case (.some, nil): return -1
-        case (nil, .some): return 1
-        case (nil, nil): return compareUTF16(lhs.string, rhs.string)
+    @inlinable public static func compare(_ lhs: Key, _ rhs: Key) -> Int {
+        let a = lhs.prefix
+        let b = rhs.prefix
+        if a != b {
+            // Integer keys (class 0) differ in value or length; between classes, integers first.
+            if a >> 56 == 0 || b >> 56 == 0 { return a < b ? -1 : 1 }
+            // Two strings: the first differing byte decides when both bytes are ASCII (UTF-8 and
+            // UTF-16 orders agree there); a non-ASCII difference needs the full comparison.
+            let shift = UInt64(63 - (a ^ b).leadingZeroBitCount) & ~7
+            if (a >> shift) & 0x80 == 0, (b >> shift) & 0x80 == 0 { return a < b ? -1 : 1 }
         }
+        // Equal prefixes (integers of one value and length, or strings sharing seven bytes).
+        return compareUTF16(lhs.string, rhs.string)
+    }
+
+    /// The packed order prefix of a key's UTF-8 bytes. An integer key (§2.1) is class 0: its
+    /// value offset by 2^31 in bits 8–39 and its text length in bits 0–7, so that unsigned order
+    /// is key order up to ties of equal value and length. Any other key is class 1 (top byte) and
+    /// its first seven bytes, zero-padded (keys hold no NUL), so that unsigned order is byte
+    /// order up to the first seven bytes.
+    static func orderPrefix(of bytes: UnsafeBufferPointer<UInt8>) -> UInt64 {
+        if let value = parseIntegerKey(bytes) {
+            return UInt64(UInt32(bitPattern: value) ^ 0x8000_0000) << 8 | UInt64(min(bytes.count, 255))
+        }
+        var prefix: UInt64 = 1 << 56
+        for i in 0..<min(bytes.count, 7) {
+            prefix |= UInt64(bytes[i]) << (48 - 8 * UInt64(i))
+        }
+        return prefix
     }
 
     /// True when `string` is an integer key: `^-?0*[0-9]{1,10}$` (after the leading zeros) within
     /// the 32-bit signed range.
-    static func parseIntegerKey(_ string: String) -> Int32? {
-        var utf8 = string.utf8.makeIterator()
+    static func parseIntegerKey(_ bytes: UnsafeBufferPointer<UInt8>) -> Int32? {
+        var utf8 = bytes.makeIterator()
         guard var byte = utf8.next() else { return nil }
         var negative = false
         if byte == UInt8(ascii: "-") {
@@ -88,10 +113,9 @@ public struct Key: Sendable, Hashable, Comparable, CustomStringConvertible {
 /// non-ASCII character.
 @inlinable
 public func compareUTF16(_ a: String, _ b: String) -> Int {
-    var a = a
-    var b = b
-    let fast: Int? = a.withUTF8 { x in
-        b.withUTF8 { y in
+    // 2: undecided by the bytes (a non-ASCII difference), or no contiguous UTF-8.
+    let fast = a.utf8.withContiguousStorageIfAvailable { x in
+        b.utf8.withContiguousStorageIfAvailable { y -> Int in
             let n = Swift.min(x.count, y.count)
             var i = 0
             while i < n {
@@ -99,14 +123,14 @@ public func compareUTF16(_ a: String, _ b: String) -> Int {
                 let q = y[i]
                 if p != q {
                     if p < 0x80 && q < 0x80 { return p < q ? -1 : 1 }
-                    return nil
+                    return 2
                 }
                 i += 1
             }
             return x.count == y.count ? 0 : (x.count < y.count ? -1 : 1)
-        }
-    }
-    if let fast { return fast }
+        } ?? 2
+    } ?? 2
+    if fast != 2 { return fast }
     return compareUTF16Scalars(a, b)
 }
 

@@ -53,17 +53,24 @@ extension Path {
         allowPriority: Bool = false
     ) throws(DatabaseError) -> Path {
         // Splits on the bytes: `String.split` would walk grapheme clusters, several times slower.
+        // A segment of plain bytes becomes a key in the same pass; any other goes through
+        // `Key.validated`, which names the problem.
         var text = string
         var segments: [Key] = []
+        segments.reserveCapacity(8)
         var invalidKey: DatabaseError?
         text.withUTF8 { bytes in
             var start = 0
+            var plain = true
             var index = 0
             while index <= bytes.count {
-                if index == bytes.count || bytes[index] == UInt8(ascii: "/") {
+                guard index < bytes.count, bytes[index] != UInt8(ascii: "/") else {
                     if index > start {
-                        let s = String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)
-                        if segments.isEmpty, allowInfo, s == ".info" {
+                        let segment = UnsafeBufferPointer(rebasing: bytes[start..<index])
+                        let s = String(decoding: segment, as: UTF8.self)
+                        if plain, segment.count <= limits.maxKeyBytes {
+                            segments.append(Key(s, utf8: segment))
+                        } else if segments.isEmpty, allowInfo, s == ".info" {
                             segments.append(Key(s))
                         } else if allowPriority, s == ".priority" {
                             segments.append(Key.priority)
@@ -77,6 +84,15 @@ extension Path {
                         }
                     }
                     start = index + 1
+                    plain = true
+                    index += 1
+                    continue
+                }
+                switch bytes[index] {
+                case UInt8(ascii: "."), UInt8(ascii: "$"), UInt8(ascii: "#"), UInt8(ascii: "["),
+                    UInt8(ascii: "]"), 0..<0x20, 0x7F:
+                    plain = false
+                default: break
                 }
                 index += 1
             }

@@ -242,6 +242,12 @@ struct _JSONByteParser {
     @inline(__always)
     mutating func openContainer(isObject: Bool) throws(JSONError) {
         if frames.count >= maxDepth { throw tooDeep(at: pos) }
+        if frames.isEmpty, values.capacity == 0 {
+            // Room for a request envelope at once, rather than regrowing from one element.
+            frames.reserveCapacity(4)
+            values.reserveCapacity(8)
+            keys.reserveCapacity(8)
+        }
         frames.append(Frame(isObject: isObject, valueStart: values.count, keyStart: keys.count))
         pos += 1
     }

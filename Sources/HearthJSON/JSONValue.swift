@@ -35,8 +35,10 @@ extension JSONValue {
     /// JavaScript's `JSON.parse`), when this is an object.
     public subscript(key: String) -> JSONValue? {
         guard case .object(let members) = self else { return nil }
-        for member in members.reversed() where member.key.utf8Equals(key) {
-            return member.value
+        var i = members.count
+        while i > 0 {
+            i -= 1
+            if members[i].key.utf8Equals(key) { return members[i].value }
         }
         return nil
     }

@@ -1,11 +1,20 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 extension String {
     /// Whether both strings hold the same UTF-8 bytes. Unlike `==` this never merges canonically
     /// equivalent strings, and for native strings it compares contiguous bytes, far faster than
     /// `utf8.elementsEqual`.
     @inlinable public func utf8Equals(_ other: String) -> Bool {
-        guard utf8.count == other.utf8.count else { return false }
-        var a = self
-        var b = other
-        return a.withUTF8 { x in b.withUTF8 { y in x.elementsEqual(y) } }
+        let contiguous = utf8.withContiguousStorageIfAvailable { x in
+            other.utf8.withContiguousStorageIfAvailable { y in
+                x.count == y.count && (x.count == 0 || memcmp(x.baseAddress!, y.baseAddress!, x.count) == 0)
+            }
+        }
+        if let contiguous, let equal = contiguous { return equal }
+        return utf8.elementsEqual(other.utf8)
     }
 }

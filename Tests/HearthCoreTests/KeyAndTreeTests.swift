@@ -30,6 +30,52 @@ final class KeyAndTreeTests: XCTestCase {
         XCTAssertEqual(sortedKeys(["1e3", "999"]), ["999", "1e3"])
     }
 
+    /// The packed prefix that decides most comparisons (`Key.compare`) agrees with the order
+    /// written out plainly: integer keys by value, then text length, then UTF-16; others by UTF-16
+    /// code units. Random keys share long prefixes, mix integers, and use every UTF-8 length.
+    func testPackedKeyOrderMatchesTheReferenceOrder() {
+        func reference(_ a: String, _ b: String) -> Int {
+            func integer(_ s: String) -> Int64? {
+                guard s.range(of: #"^-?[0-9]+$"#, options: .regularExpression) != nil else { return nil }
+                let digits = s.drop { $0 == "-" }.drop { $0 == "0" }
+                guard digits.count <= 10 else { return nil }
+                let value = (Int64(digits) ?? 0) * (s.hasPrefix("-") ? -1 : 1)
+                return (Int64(Int32.min)...Int64(Int32.max)).contains(value) ? value : nil
+            }
+            func utf16(_ x: String, _ y: String) -> Int {
+                let (u, v) = (Array(x.utf16), Array(y.utf16))
+                for (p, q) in zip(u, v) where p != q { return p < q ? -1 : 1 }
+                return u.count == v.count ? 0 : (u.count < v.count ? -1 : 1)
+            }
+            switch (integer(a), integer(b)) {
+            case (let x?, let y?):
+                if x != y { return x < y ? -1 : 1 }
+                if a.utf8.count != b.utf8.count { return a.utf8.count < b.utf8.count ? -1 : 1 }
+                return utf16(a, b)
+            case (.some, nil): return -1
+            case (nil, .some): return 1
+            case (nil, nil): return utf16(a, b)
+            }
+        }
+        var generator = SystemRandomNumberGenerator()
+        let pieces = [
+            "a", "b", "z", "A", "0", "1", "9", "-", " ", "~", "\u{7F}", "\u{E9}", "\u{FF}", "\u{7FF}", "\u{800}",
+            "\u{E000}", "\u{FFFD}", "\u{FFFF}", "\u{10000}", "\u{1F600}", "\u{10FFFF}", "abcdefg", "2147483647",
+        ]
+        let numbers = ["0", "-0", "00", "1", "01", "-1", "2147483647", "-2147483648", "2147483648", "007", "42"]
+        func randomKey() -> String {
+            if Int.random(in: 0..<4, using: &generator) == 0 { return numbers.randomElement(using: &generator)! }
+            return (0..<Int.random(in: 1...5, using: &generator)).map { _ in
+                pieces.randomElement(using: &generator)!
+            }.joined()
+        }
+        for _ in 0..<20_000 {
+            let (a, b) = (randomKey(), randomKey())
+            XCTAssertEqual(Key.compare(Key(a), Key(b)), reference(a, b), "\(Array(a.unicodeScalars)) vs \(Array(b.unicodeScalars))")
+            XCTAssertEqual(Key(a) == Key(b), a.utf8.elementsEqual(b.utf8))
+        }
+    }
+
     func testKeysAreNotCanonicallyEquivalent() {
         let composed = Key("\u{E9}")
         let decomposed = Key("e\u{301}")
