@@ -37,13 +37,16 @@ struct Batch {
 
     /// Appends an acknowledgement or event of a write not yet in the log.
     mutating func appendProvisional(_ item: Outbound, for session: SessionLink) {
-        let index = outputs[session.id]?.items.count ?? 0
-        outputs[session.id, default: (session, [])].items.append(item)
-        if case .event = item {
-            provisional.append((session.id, index, true))
-        } else {
-            provisional.append((session.id, index, false))
-        }
+        let isEvent: Bool
+        if case .event = item { isEvent = true } else { isEvent = false }
+        let index = Self.appending(item, to: &outputs[session.id, default: (session, [])].items)
+        provisional.append((session.id, index, isEvent))
+    }
+
+    /// Appends `item` and returns its index (one dictionary access for both).
+    private static func appending(_ item: Outbound, to items: inout [Outbound]) -> Int {
+        items.append(item)
+        return items.count - 1
     }
 
     mutating func record(_ write: CommittedWrite) {

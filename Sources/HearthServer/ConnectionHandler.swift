@@ -34,10 +34,9 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
     private var waitingForEngine = 0
     private var batch: [Submission] = []
     private var readPaused = false
-    private var outstandingBytes = 0
     private var closing = false
     private var closeWhenIdle = false
-    /// Close as soon as every written byte has reached the socket.
+    /// Close once the outboxes waiting for writability are written and have reached the socket.
     private var closeWhenDrained = false
     private var context: ChannelHandlerContext?
     /// Output gathered during one event-loop turn, written with one write and one flush.
@@ -377,10 +376,12 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
     /// shut once it is written, and the connection closed when the client closes its side or
     /// after `slowConsumerGrace`, whichever comes first.
     private func checkOutboxBound(context: ChannelHandlerContext) {
-        let pending = outstandingBytes + waitingBytes + outbox.readableBytes
         // A peer replica receiving a snapshot may hold more; its stream is cut by the engine
         // rather than here.
-        guard pending > configuration.maxOutboundBytes * (isPeer ? 16 : 1) else { return }
+        let limit = configuration.maxOutboundBytes * (isPeer ? 16 : 1)
+        let queued = waitingBytes + outbox.readableBytes
+        let pending = queued + channelBufferedBytes(context, mattersAbove: limit - queued)
+        guard pending > limit else { return }
         closing = true
         outbox.clear()
         waiting.removeAll()
@@ -424,14 +425,25 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     private func write(_ buffer: ByteBuffer, context: ChannelHandlerContext) {
-        let count = buffer.readableBytes
-        outstandingBytes += count
-        let promise = context.eventLoop.makePromise(of: Void.self)
-        promise.futureResult.assumeIsolated().whenComplete { [self] _ in
-            outstandingBytes -= count
-            if closeWhenDrained, outstandingBytes == 0, waiting.isEmpty { context.close(promise: nil) }
-        }
-        context.write(wrapOutboundOut(buffer), promise: promise)
+        context.write(wrapOutboundOut(buffer), promise: nil)
+    }
+
+    /// The bytes the channel holds that have not reached the socket, when they may exceed
+    /// `threshold`. A writable channel holds less than its high water mark (64 KiB), so the exact
+    /// count, a slower query, is read only when the channel is not writable or the threshold is
+    /// below that mark; otherwise 0 stands for "not above the threshold".
+    private func channelBufferedBytes(_ context: ChannelHandlerContext, mattersAbove threshold: Int) -> Int {
+        let highWaterMark = 64 * 1024
+        if context.channel.isWritable, threshold >= highWaterMark { return 0 }
+        return (try? context.channel.syncOptions?.getOption(.bufferedWritableBytes)) ?? 0
+    }
+
+    /// Closes once every byte written so far has reached the socket: the promise of an empty
+    /// write completes after the writes before it.
+    private func closeAfterWritten(context: ChannelHandlerContext) {
+        let written = context.eventLoop.makePromise(of: Void.self)
+        written.futureResult.assumeIsolated().whenComplete { _ in context.close(promise: nil) }
+        context.writeAndFlush(wrapOutboundOut(context.channel.allocator.buffer(capacity: 0)), promise: written)
     }
 
     func channelWritabilityChanged(context: ChannelHandlerContext) {
@@ -441,6 +453,10 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
                 write(next, context: context)
             }
             context.flush()
+            if closeWhenDrained, waiting.isEmpty {
+                closeWhenDrained = false
+                closeAfterWritten(context: context)
+            }
         }
         context.fireChannelWritabilityChanged()
     }
@@ -464,8 +480,8 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
     /// Closes after the bytes already written have left, so that the last answers arrive.
     private func closeOnceDrained(context: ChannelHandlerContext) {
         flushOutbox(context: context)
-        if outstandingBytes == 0, waiting.isEmpty {
-            context.close(promise: nil)
+        if waiting.isEmpty {
+            closeAfterWritten(context: context)
         } else {
             closeWhenDrained = true
         }

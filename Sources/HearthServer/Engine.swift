@@ -592,9 +592,10 @@ final class Engine: @unchecked Sendable {
     /// no longer allow them are cancelled, so that they never see the data that revoked them;
     /// then the views raise their events.
     func afterWrite(_ write: Write, before: Node, rev: UInt64, now: Int64, batch: inout Batch) {
-        changeLog.record(rev: rev, paths: write.paths, before: before, after: database.root)
+        let paths = write.paths
+        changeLog.record(rev: rev, paths: paths, before: before, after: database.root)
         recheckDataDependentGrants(now: now, batch: &batch)
-        views.apply(write: write, paths: write.paths, before: before, after: database.root, rev: rev, batch: &batch)
+        views.apply(write: write, paths: paths, before: before, after: database.root, rev: rev, batch: &batch)
     }
 }
 
