@@ -114,22 +114,23 @@ public struct Key: Sendable, Hashable, Comparable, CustomStringConvertible {
 @inlinable
 public func compareUTF16(_ a: String, _ b: String) -> Int {
     // 2: undecided by the bytes (a non-ASCII difference), or no contiguous UTF-8.
-    let fast = a.utf8.withContiguousStorageIfAvailable { x in
-        b.utf8.withContiguousStorageIfAvailable { y -> Int in
-            let n = Swift.min(x.count, y.count)
-            var i = 0
-            while i < n {
-                let p = x[i]
-                let q = y[i]
-                if p != q {
-                    if p < 0x80 && q < 0x80 { return p < q ? -1 : 1 }
-                    return 2
+    let fast =
+        a.utf8.withContiguousStorageIfAvailable { x in
+            b.utf8.withContiguousStorageIfAvailable { y -> Int in
+                let n = Swift.min(x.count, y.count)
+                var i = 0
+                while i < n {
+                    let p = x[i]
+                    let q = y[i]
+                    if p != q {
+                        if p < 0x80 && q < 0x80 { return p < q ? -1 : 1 }
+                        return 2
+                    }
+                    i += 1
                 }
-                i += 1
-            }
-            return x.count == y.count ? 0 : (x.count < y.count ? -1 : 1)
+                return x.count == y.count ? 0 : (x.count < y.count ? -1 : 1)
+            } ?? 2
         } ?? 2
-    } ?? 2
     if fast != 2 { return fast }
     return compareUTF16Scalars(a, b)
 }

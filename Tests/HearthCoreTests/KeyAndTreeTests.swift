@@ -71,7 +71,9 @@ final class KeyAndTreeTests: XCTestCase {
         }
         for _ in 0..<20_000 {
             let (a, b) = (randomKey(), randomKey())
-            XCTAssertEqual(Key.compare(Key(a), Key(b)), reference(a, b), "\(Array(a.unicodeScalars)) vs \(Array(b.unicodeScalars))")
+            XCTAssertEqual(
+                Key.compare(Key(a), Key(b)), reference(a, b), "\(Array(a.unicodeScalars)) vs \(Array(b.unicodeScalars))"
+            )
             XCTAssertEqual(Key(a) == Key(b), a.utf8.elementsEqual(b.utf8))
         }
     }
