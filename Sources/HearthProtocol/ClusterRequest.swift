@@ -45,7 +45,7 @@ extension RequestDecoder {
             }
             return .cluster(
                 .replicate(
-                    node: node, fromRev: try revision(fields, "fromRev"), history: fields.json["history"] ?? .array([]),
+                    node: node, fromRev: try revision(fields, "fromRev"), history: fields["history"] ?? .array([]),
                     origin: try fields.string("origin")))
         case "replicaAck":
             return .cluster(.replicaAck(rev: try revision(fields, "rev")))
@@ -61,7 +61,7 @@ extension RequestDecoder {
             }
             return .cluster(
                 .forward(
-                    identity: fields.json["auth"] ?? .null, stored: try fields.bool("stored") ?? false,
+                    identity: fields["auth"] ?? .null, stored: try fields.bool("stored") ?? false,
                     owner: try fields.string("owner"), request: request))
         case "disconnected":
             guard let owner = try fields.string("owner"), !owner.isEmpty else {
@@ -78,7 +78,7 @@ extension RequestDecoder {
     }
 
     private func revision(_ fields: Fields, _ name: String) throws(DatabaseError) -> UInt64 {
-        guard let value = fields.json[name]?.int64Value, value >= 0 else {
+        guard let value = fields[name]?.int64Value, value >= 0 else {
             throw DatabaseError(.badRequest, "field \"\(name)\" must be a revision (an integer ≥ 0)")
         }
         return UInt64(value)

@@ -6,22 +6,62 @@ public import HearthJSON
 public typealias RequestID = JSONValue
 
 /// One decoded request line.
+///
+/// Its fields live in one immutable box, so that the copies a request goes through between the
+/// decoder and the engine are a reference count each; a setter (used rarely: the HTTP API and
+/// cluster forwarding) makes a new box.
 public struct Request: Sendable {
-    public let id: RequestID
-    public let operation: Operation
+    private final class Fields: Sendable {
+        let id: RequestID
+        let operation: Operation
+        let answerWithStoredValue: Bool
+        let writeID: WriteID?
+        let source: JSONValue?
+
+        init(id: RequestID, operation: Operation, answerWithStoredValue: Bool, writeID: WriteID?, source: JSONValue?) {
+            self.id = id
+            self.operation = operation
+            self.answerWithStoredValue = answerWithStoredValue
+            self.writeID = writeID
+            self.source = source
+        }
+    }
+
+    private var fields: Fields
+
+    public var id: RequestID { fields.id }
+    public var operation: Operation { fields.operation }
     /// Answer a committed write with the value now stored at its path (`ResponseBody.stored`)
     /// rather than with its revision alone: what the HTTP API returns for PUT, POST and PATCH.
-    public var answerWithStoredValue = false
+    public var answerWithStoredValue: Bool {
+        get { fields.answerWithStoredValue }
+        set {
+            fields = Fields(
+                id: id, operation: operation, answerWithStoredValue: newValue, writeID: writeID, source: source)
+        }
+    }
     /// The write id (`wid`) of a write, push or transaction (protocol.md "Write ids").
-    public var writeID: WriteID?
+    public var writeID: WriteID? {
+        get { fields.writeID }
+        set {
+            fields = Fields(
+                id: id, operation: operation, answerWithStoredValue: answerWithStoredValue, writeID: newValue,
+                source: source)
+        }
+    }
     /// The request object as received, kept only by a cluster node (`RequestDecoder.keepsSource`),
     /// which forwards writes to its leader as they were sent.
-    public var source: JSONValue?
+    public var source: JSONValue? {
+        get { fields.source }
+        set {
+            fields = Fields(
+                id: id, operation: operation, answerWithStoredValue: answerWithStoredValue, writeID: writeID,
+                source: newValue)
+        }
+    }
 
     public init(id: RequestID, operation: Operation, writeID: WriteID? = nil) {
-        self.id = id
-        self.operation = operation
-        self.writeID = writeID
+        fields = Fields(id: id, operation: operation, answerWithStoredValue: false, writeID: writeID, source: nil)
     }
 }
 

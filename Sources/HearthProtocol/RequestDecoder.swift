@@ -50,8 +50,9 @@ public struct RequestDecoder: Sendable {
     /// Decodes one request object (already parsed): its id, operation and write id. With
     /// `keepsSource` the request keeps the object, for a replica to forward it to its leader.
     public func request(from json: JSONValue) -> Result<Request, Failure> {
+        let fields = Fields(json)
         var id: RequestID = .null
-        switch json["id"] {
+        switch fields["id"] {
         case nil, .null?: break
         case let value? where value.isNumber: id = value
         case .string(let s)?: id = .string(s)
@@ -60,8 +61,8 @@ public struct RequestDecoder: Sendable {
                 Failure(id: .null, error: DatabaseError(.badRequest, "field \"id\" must be a number or a string")))
         }
         do {
-            let operation = try operation(json)
-            var request = Request(id: id, operation: operation, writeID: try Self.writeID(json["wid"], of: operation))
+            let operation = try operation(fields)
+            var request = Request(id: id, operation: operation, writeID: try Self.writeID(fields["wid"], of: operation))
             if keepsSource { request.source = json }
             return .success(request)
         } catch {
@@ -93,14 +94,17 @@ public struct RequestDecoder: Sendable {
     /// `decode`. The HTTP API builds such objects from its requests, so that both protocols
     /// produce the same operations through the same validation.
     public func operation(_ json: JSONValue) throws(DatabaseError) -> Operation {
-        let fields = Fields(json)
-        guard let op = json["op"] else { throw DatabaseError(.badRequest, "missing field \"op\"") }
+        try operation(Fields(json))
+    }
+
+    func operation(_ fields: Fields) throws(DatabaseError) -> Operation {
+        guard let op = fields["op"] else { throw DatabaseError(.badRequest, "missing field \"op\"") }
         guard case .string(let name) = op else { throw DatabaseError(.badRequest, "field \"op\" must be a string") }
         switch name {
         case "get":
             let path = try readPath(fields)
             var options = ReadOptions()
-            if let query = fields.json["query"] {
+            if let query = fields["query"] {
                 options.query = try QuerySpec(json: query, limits: limits)
                 options.ruleQuery = RuleQuery(json: query)
             }
@@ -197,13 +201,13 @@ public struct RequestDecoder: Sendable {
             return .ping
         case "subscribe":
             let path = try readPath(fields)
-            let wireQuery = fields.json["query"]
+            let wireQuery = fields["query"]
             let query = try wireQuery.map { q throws(DatabaseError) in try QuerySpec(json: q, limits: limits) }
             return .subscribe(
                 path: path, query: query ?? .default, events: try eventMask(fields),
                 ruleQuery: wireQuery.map { RuleQuery(json: $0) }, cache: try cacheMode(fields))
         case "unsubscribe":
-            guard let sub = fields.json["sub"]?.int64Value, sub > 0 else {
+            guard let sub = fields["sub"]?.int64Value, sub > 0 else {
                 throw DatabaseError(.badRequest, "field \"sub\" must be a subscription id (a positive integer)")
             }
             return .unsubscribe(sub: Int(sub))
@@ -220,7 +224,7 @@ public struct RequestDecoder: Sendable {
         case "getRules":
             return .getRules
         case "simulate":
-            let identity = try Self.simulatedIdentity(fields.json["as"] ?? .null)
+            let identity = try Self.simulatedIdentity(fields["as"] ?? .null)
             let inner = try fields.required("request")
             guard case .object = inner else {
                 throw DatabaseError(.badRequest, "field \"request\" must be a request object")
@@ -287,7 +291,7 @@ public struct RequestDecoder: Sendable {
 
     /// The `events` of a subscribe: a non-empty subset of the five event types; default value.
     func eventMask(_ fields: Fields) throws(DatabaseError) -> EventMask {
-        guard let events = fields.json["events"] else { return .value }
+        guard let events = fields["events"] else { return .value }
         guard case .array(let names) = events, !names.isEmpty else {
             throw DatabaseError(.badRequest, "field \"events\" must be a non-empty array of event types")
         }
@@ -307,7 +311,7 @@ public struct RequestDecoder: Sendable {
     /// `cache` and `since` of a subscribe: nil unless `"cache":true`; `since` only with it.
     func cacheMode(_ fields: Fields) throws(DatabaseError) -> CacheMode? {
         let cache = try fields.bool("cache") ?? false
-        guard let since = fields.json["since"] else { return cache ? CacheMode() : nil }
+        guard let since = fields["since"] else { return cache ? CacheMode() : nil }
         guard cache else {
             throw DatabaseError(.badRequest, "field \"since\" needs \"cache\":true (resuming is for cache mode)")
         }
@@ -331,7 +335,7 @@ public struct RequestDecoder: Sendable {
 
     /// The `values` object of an update: relative path → value, in document order.
     func relativeValues(_ fields: Fields, base: Path) throws(DatabaseError) -> [(path: Path, value: JSONValue)] {
-        guard let values = fields.json["values"] else { throw DatabaseError(.badRequest, "missing field \"values\"") }
+        guard let values = fields["values"] else { throw DatabaseError(.badRequest, "missing field \"values\"") }
         guard case .object(let members) = values else {
             throw DatabaseError(.badRequest, "field \"values\" must be an object of relative paths to values")
         }
@@ -378,19 +382,32 @@ public struct RequestDecoder: Sendable {
 
 /// Typed access to a request's fields with clear errors.
 struct Fields {
-    let json: JSONValue
+    /// The request object's members (none when it is not an object).
+    private let members: [JSONMember]
 
-    init(_ json: JSONValue) { self.json = json }
+    init(_ json: JSONValue) { members = json.objectMembers ?? [] }
 
-    func has(_ name: String) -> Bool { json[name] != nil }
+    /// The value of the member `name` (the last one when the name repeats), read in place.
+    subscript(name: String) -> JSONValue? {
+        members.withUnsafeBufferPointer { members in
+            var i = members.count
+            while i > 0 {
+                i -= 1
+                if members[i].key.utf8Equals(name) { return members[i].value }
+            }
+            return nil
+        }
+    }
+
+    func has(_ name: String) -> Bool { self[name] != nil }
 
     func required(_ name: String) throws(DatabaseError) -> JSONValue {
-        guard let value = json[name] else { throw DatabaseError(.badRequest, "missing field \"\(name)\"") }
+        guard let value = self[name] else { throw DatabaseError(.badRequest, "missing field \"\(name)\"") }
         return value
     }
 
     func string(_ name: String) throws(DatabaseError) -> String? {
-        switch json[name] {
+        switch self[name] {
         case nil: return nil
         case .string(let s)?: return s
         default: throw DatabaseError(.badRequest, "field \"\(name)\" must be a string")
@@ -398,7 +415,7 @@ struct Fields {
     }
 
     func bool(_ name: String) throws(DatabaseError) -> Bool? {
-        switch json[name] {
+        switch self[name] {
         case nil: return nil
         case .bool(let b)?: return b
         default: throw DatabaseError(.badRequest, "field \"\(name)\" must be a boolean")
@@ -407,7 +424,7 @@ struct Fields {
 
     /// The `priority` field: a number, a string, null, or a timestamp server value.
     func optionalPriority() throws(DatabaseError) -> JSONValue? {
-        guard let value = json["priority"] else { return nil }
+        guard let value = self["priority"] else { return nil }
         try RequestDecoder.checkPriority(value)
         return value
     }

@@ -604,9 +604,7 @@ extension HearthProtocol.Operation {
     var readsData: Bool {
         switch self {
         case .get, .subscribe, .stream, .simulate: return true
-        case .write(let write, _):
-            if case .transaction = write { return true }  // a stale answer shows the current value
-            return false
+        case .write(.transaction, _): return true  // a stale answer shows the current value
         default: return false
         }
     }

@@ -11,14 +11,11 @@ public enum OperationLabel: Int, Sendable, CaseIterable {
     init(_ operation: HearthProtocol.Operation) {
         switch operation {
         case .get: self = .get
-        case .write(_, let kind):
-            switch kind {
-            case .set: self = .set
-            case .update: self = .update
-            case .remove: self = .remove
-            case .setPriority: self = .setPriority
-            case .transaction: self = .transaction
-            }
+        case .write(_, kind: .set): self = .set
+        case .write(_, kind: .update): self = .update
+        case .write(_, kind: .remove): self = .remove
+        case .write(_, kind: .setPriority): self = .setPriority
+        case .write(_, kind: .transaction): self = .transaction
         case .push: self = .push
         case .subscribe: self = .subscribe
         case .stream: self = .stream
