@@ -12,6 +12,9 @@ let package = Package(
         .executable(name: "hearth", targets: ["hearth"]),
         .library(name: "HearthJSON", targets: ["HearthJSON"]),
         .library(name: "HearthCore", targets: ["HearthCore"]),
+        // The wire protocol and the log, as libraries for the micro-benchmarks (Benchmarks/).
+        .library(name: "HearthProtocol", targets: ["HearthProtocol"]),
+        .library(name: "HearthStorage", targets: ["HearthStorage"]),
         .library(name: "HearthServer", targets: ["HearthServer"]),
         .library(name: "HearthClient", targets: ["HearthClient"]),
     ],
@@ -141,6 +144,7 @@ let package = Package(
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ]),

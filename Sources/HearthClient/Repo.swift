@@ -173,7 +173,7 @@ final class Repo: @unchecked Sendable {
                 channel.eventLoop.makeCompletedFuture {
                     try self.addTLSHandler(to: channel, for: endpoint)
                     try channel.pipeline.syncOperations.addHandler(
-                        ByteToMessageHandler(LineFrameDecoder(maxLength: Int(Int32.max))))
+                        LineFrameDecoder(maxLength: Int(Int32.max)))
                     try channel.pipeline.syncOperations.addHandler(ClientHandler(repo: self))
                 }
             }

@@ -11,59 +11,77 @@ public enum LineFrame: Sendable {
 /// Splits the inbound byte stream into lines of at most `maxLength` bytes. Blank lines are
 /// dropped; an unterminated line at end of stream (a client that vanished mid-line) is
 /// discarded. After a too-long line, everything else is discarded.
-public struct LineFrameDecoder: ByteToMessageDecoder {
+///
+/// Whole lines are handed on as slices of the buffer they arrived in; only a line split across
+/// reads is gathered into a buffer of its own. (NIO's generic `ByteToMessageHandler` costs
+/// several thousand instructions per line; this costs a byte search.)
+public final class LineFrameDecoder: ChannelInboundHandler, RemovableChannelHandler {
+    public typealias InboundIn = ByteBuffer
     public typealias InboundOut = LineFrame
 
     let maxLength: Int
-    /// Bytes of the current line already searched for a newline.
-    var scanned = 0
-    var failed = false
+    /// The start of a line whose end has not arrived yet.
+    private var partial: ByteBuffer?
+    private var failed = false
 
     public init(maxLength: Int) { self.maxLength = maxLength }
 
-    public mutating func decode(context: ChannelHandlerContext, buffer: inout ByteBuffer) throws -> DecodingState {
-        if failed {
-            buffer.moveReaderIndex(forwardBy: buffer.readableBytes)
-            return .needMoreData
-        }
-        let view = buffer.readableBytesView
-        guard let newline = view[(view.startIndex + scanned)...].firstIndex(of: UInt8(ascii: "\n")) else {
-            scanned = view.count
-            // A `\r` at the end may be the first half of a `\r\n` split across reads: it counts
-            // only once a byte other than `\n` follows it.
-            let pending = scanned - (view.last == UInt8(ascii: "\r") ? 1 : 0)
-            if pending > maxLength {
-                failed = true
-                buffer.moveReaderIndex(forwardBy: buffer.readableBytes)
-                context.fireChannelRead(wrapInboundOut(.tooLarge))
+    public func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard !failed else { return }
+        var buffer = unwrapInboundIn(data)
+        if var head = partial {
+            guard let length = Self.lineLength(in: buffer) else {
+                head.writeBuffer(&buffer)
+                keepPartial(head, context: context)
+                return
             }
-            return .needMoreData
+            partial = nil
+            // readSlice cannot fail: the line and its `\n` are readable.
+            guard var rest = buffer.readSlice(length: length) else { return }
+            buffer.moveReaderIndex(forwardBy: 1)
+            head.writeBuffer(&rest)
+            emit(head, context: context)
         }
-        scanned = 0
-        var length = newline - view.startIndex
-        let lineEnd = buffer.readerIndex + length
-        if length > 0, buffer.getInteger(at: lineEnd - 1, as: UInt8.self) == UInt8(ascii: "\r") { length -= 1 }
-        if length > maxLength {
-            failed = true
-            buffer.moveReaderIndex(forwardBy: buffer.readableBytes)
-            context.fireChannelRead(wrapInboundOut(.tooLarge))
-            return .needMoreData
+        while !failed, let length = Self.lineLength(in: buffer), let line = buffer.readSlice(length: length) {
+            buffer.moveReaderIndex(forwardBy: 1)
+            emit(line, context: context)
         }
-        // readSlice cannot fail: `length` bytes are readable.
-        guard let line = buffer.readSlice(length: length) else { return .needMoreData }
-        buffer.moveReaderIndex(to: lineEnd + 1)
-        if !Self.isBlank(line) {
-            context.fireChannelRead(wrapInboundOut(.line(line)))
-        }
-        return .continue
+        if !failed, buffer.readableBytes > 0 { keepPartial(buffer, context: context) }
     }
 
-    public mutating func decodeLast(
-        context: ChannelHandlerContext, buffer: inout ByteBuffer, seenEOF: Bool
-    ) throws -> DecodingState {
-        while try decode(context: context, buffer: &buffer) == .continue {}
-        buffer.moveReaderIndex(forwardBy: buffer.readableBytes)
-        return .needMoreData
+    /// The bytes before the first `\n` of `buffer`, or nil when it holds none.
+    private static func lineLength(in buffer: ByteBuffer) -> Int? {
+        buffer.withUnsafeReadableBytes { bytes in
+            bytes.firstIndex(of: UInt8(ascii: "\n"))
+        }
+    }
+
+    /// Keeps an unterminated line, unless it is already too long. A `\r` at its end may be the
+    /// first half of a `\r\n` split across reads: it counts only once a byte other than `\n`
+    /// follows it.
+    private func keepPartial(_ head: ByteBuffer, context: ChannelHandlerContext) {
+        let pending = head.readableBytes - (head.readableBytesView.last == UInt8(ascii: "\r") ? 1 : 0)
+        if pending > maxLength {
+            fail(context: context)
+        } else {
+            partial = head
+        }
+    }
+
+    private func emit(_ line: ByteBuffer, context: ChannelHandlerContext) {
+        var line = line
+        if line.readableBytesView.last == UInt8(ascii: "\r") { line.moveWriterIndex(to: line.writerIndex - 1) }
+        if line.readableBytes > maxLength {
+            fail(context: context)
+        } else if !Self.isBlank(line) {
+            context.fireChannelRead(wrapInboundOut(.line(line)))
+        }
+    }
+
+    private func fail(context: ChannelHandlerContext) {
+        failed = true
+        partial = nil
+        context.fireChannelRead(wrapInboundOut(.tooLarge))
     }
 
     static func isBlank(_ line: ByteBuffer) -> Bool {

@@ -175,7 +175,7 @@ public final class HearthServer: Sendable {
                         try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: tls.context))
                     }
                     try channel.pipeline.syncOperations.addHandler(
-                        ByteToMessageHandler(LineFrameDecoder(maxLength: inboundLineLimit)))
+                        LineFrameDecoder(maxLength: inboundLineLimit))
                     try channel.pipeline.syncOperations.addHandler(handler)
                 }
             }

@@ -47,7 +47,7 @@ final class BenchConnection: Sendable {
                     if let tls { try pipeline.addHandler(try NIOSSLClientHandler(context: tls, serverHostname: nil)) }
                     switch target {
                     case .hearth:
-                        try pipeline.addHandler(ByteToMessageHandler(LineFrameDecoder(maxLength: 1 << 30)))
+                        try pipeline.addHandler(LineFrameDecoder(maxLength: 1 << 30))
                         try pipeline.addHandler(HearthLineClassifier())
                     case .redis:
                         try pipeline.addHandler(ByteToMessageHandler(RESPDecoder()))

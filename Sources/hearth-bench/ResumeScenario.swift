@@ -95,7 +95,7 @@ private struct LineSession {
             .connect(host: host, port: port) { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHandler(
-                        ByteToMessageHandler(LineFrameDecoder(maxLength: 1 << 30)))
+                        LineFrameDecoder(maxLength: 1 << 30))
                     return try NIOAsyncChannel<LineFrame, ByteBuffer>(wrappingChannelSynchronously: channel)
                 }
             }

@@ -95,7 +95,7 @@ final class ReplicaLink: Sendable {
                             try NIOSSLClientHandler(context: tls, serverHostname: name))
                     }
                     try channel.pipeline.syncOperations.addHandler(
-                        ByteToMessageHandler(LineFrameDecoder(maxLength: maxLineBytes)))
+                        LineFrameDecoder(maxLength: maxLineBytes))
                     try channel.pipeline.syncOperations.addHandler(
                         LinkHandler(link: link, logger: logger, deliver: deliver))
                 }
