@@ -11,7 +11,8 @@ let benchmarks: @Sendable () -> Void = {
     let size = Double(bytes.count)
     let mbPerSecond = BenchmarkMetric.custom("MB/s", polarity: .prefersLarger, useScalingFactor: false)
     let configuration = Benchmark.Configuration(
-        metrics: [.wallClock, .throughput, .mallocCountTotal, mbPerSecond], maxDuration: .seconds(3), maxIterations: 1000)
+        metrics: [.wallClock, .throughput, .mallocCountTotal, mbPerSecond], maxDuration: .seconds(3),
+        maxIterations: 1000)
 
     Benchmark("JSON parse \(bytes.count / 1024) KiB", configuration: configuration) { benchmark in
         let start = ContinuousClock.now
@@ -40,7 +41,10 @@ func seconds(since start: ContinuousClock.Instant) -> Double {
 
 /// A chat application's tree, grown until its compact JSON is at least `minimumBytes` long.
 func realisticDocument(minimumBytes: Int) -> JSONValue {
-    let words = ["hearth", "fire", "stream", "été", "naïve", "数据库", "🔥", "query", "index", "tab\there", "quote\"d", "line\nbreak"]
+    let words = [
+        "hearth", "fire", "stream", "été", "naïve", "数据库", "🔥", "query", "index", "tab\there", "quote\"d",
+        "line\nbreak",
+    ]
     var users: [JSONMember] = []
     var messages: [JSONMember] = []
     var approximateBytes = 0
@@ -60,7 +64,8 @@ func realisticDocument(minimumBytes: Int) -> JSONValue {
             JSONMember("author", .string("u\(i)")),
             JSONMember("text", .string(text)),
             JSONMember("sentAt", .int(1_795_327_892_945 + Int64(i) * 1000)),
-            JSONMember("reactions", .object([JSONMember("👍", .int(Int64(i % 4))), JSONMember("fire", .int(Int64(i % 9)))])),
+            JSONMember(
+                "reactions", .object([JSONMember("👍", .int(Int64(i % 4))), JSONMember("fire", .int(Int64(i % 9)))])),
         ])
         users.append(JSONMember("u\(i)", user))
         messages.append(JSONMember("m\(i)", message))

@@ -9,7 +9,8 @@ let benchmarks: @Sendable () -> Void = {
     for viewCount in [1, 100, 10_000] {
         Benchmark(
             "engine apply, \(viewCount) views",
-            configuration: .init(metrics: [.wallClock, .throughput, .mallocCountTotal], scalingFactor: .kilo, maxDuration: .seconds(3))
+            configuration: .init(
+                metrics: [.wallClock, .throughput, .mallocCountTotal], scalingFactor: .kilo, maxDuration: .seconds(3))
         ) { benchmark, state in
             var fixture = state
             for i in benchmark.scaledIterations {
@@ -37,7 +38,8 @@ struct RoomsFixture: Sendable {
                 ]))
         }
         let entries = roomKeys.enumerated().map { ($0.element, room($0.offset)) }
-        database = Database(root: Node.object(ChildMap().inserting(Key("rooms"), .object(ChildMap(sortedUniqueEntries: entries)))))
+        database = Database(
+            root: Node.object(ChildMap().inserting(Key("rooms"), .object(ChildMap(sortedUniqueEntries: entries)))))
         roomPaths = (0..<rooms).map { Path([Key("rooms"), Key("r\($0)")]) }
         let root = database.root
         views = roomPaths.map { View(spec: .default, location: root.child(at: $0), index: nil) }
@@ -46,7 +48,8 @@ struct RoomsFixture: Sendable {
     /// Sets `/rooms/r<room>/last` and applies the new room to its view; returns the events.
     mutating func write(room: Int, value: Int64) -> Int {
         let path = roomPaths[room]
-        _ = database.apply(.set(path: path.appending(lastKey), value: PreparedValue(node: .leaf(.number(.int(value))))), now: 0)
+        _ = database.apply(
+            .set(path: path.appending(lastKey), value: PreparedValue(node: .leaf(.number(.int(value))))), now: 0)
         return views[room].apply(location: database.root.child(at: path), changedChildren: [lastKey], index: nil).count
     }
 }
