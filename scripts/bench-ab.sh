@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Two hearthd binaries side by side (a change's before and after): interleaved rounds of
+# `hearth-bench lean` against each, 50 connections unpipelined and one connection with a window
+# of 2,000, fsync never, fresh data directories. Writes `<out>/ab-<UTC time>.jsonl` and `.md`
+# (medians of the rounds). Build the "before" binary from its commit first, for example:
+#   git checkout <commit> && swift build -c release --product hearthd --scratch-path .build-base
+#   cp .build-base/release/hearthd /tmp/hearthd-before && git checkout main
+#
+# Usage: scripts/bench-ab.sh BEFORE_HEARTHD AFTER_HEARTHD [--rounds N] [--out DIR]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+[ $# -ge 2 ] || { echo "usage: scripts/bench-ab.sh BEFORE_HEARTHD AFTER_HEARTHD [--rounds N] [--out DIR]" >&2; exit 2; }
+before=$1 after=$2
+shift 2
+rounds=3
+out=bench-results
+while [ $# -gt 0 ]; do
+    case $1 in
+        --rounds) rounds=$2; shift ;;
+        --out) out=$2; shift ;;
+        *) echo "usage: scripts/bench-ab.sh BEFORE_HEARTHD AFTER_HEARTHD [--rounds N] [--out DIR]" >&2; exit 2 ;;
+    esac
+    shift
+done
+
+source scripts/bench-common.sh
+swift build -c release --product hearth-bench >&2
+bench_files ab
+server_pid=""
+cleanup() {
+    stop_pid "$server_pid"
+    rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+echo '{"maxWritesPerSecondPerConnection": 0}' >"$work/hearth.json"
+
+for round in $(seq "$rounds"); do
+    for side in before after; do
+        binary=$before
+        [ "$side" = after ] && binary=$after
+        for scenario in "50 1 200000" "1 2000 400000"; do
+            read -r connections window count <<<"$scenario"
+            rm -rf "$work/data"
+            port=$(free_port)
+            "$binary" --port "$port" --data-dir "$work/data" --fsync never --log-level warning \
+                --config "$work/hearth.json" &
+            server_pid=$!
+            wait_for_port "$port" hearthd
+            load=(--port "$port" --connections "$connections" --window "$window")
+            .build/release/hearth-bench lean "${load[@]}" --count 20000 >/dev/null 2>&1
+            line=$(.build/release/hearth-bench lean "${load[@]}" --count "$count" --seconds 60 2>/dev/null | tail -1)
+            echo "{\"side\":\"$side\",\"round\":$round,${line#\{}" | tee -a "$results" >&2
+            stop_pid "$server_pid"
+            server_pid=""
+        done
+    done
+done
+
+python3 - "$results" "$before" "$after" >"$report" <<'EOF'
+import json, statistics, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+print(f"# Before and after, {len(rows) // 4} interleaved rounds (medians, writes/s, lean generator)\n")
+print(f"- before: `{sys.argv[2]}`\n- after: `{sys.argv[3]}`\n")
+print("| scenario | before | after | after ÷ before |\n|---|---|---|---|")
+for connections, window, label in [(50, 1, "writes, 50 connections"), (1, 2000, "pipelined writes, 1 connection")]:
+    med = {side: statistics.median(r["opsPerSecond"] for r in rows
+                                   if r["side"] == side and r["connections"] == connections and r["window"] == window)
+           for side in ("before", "after")}
+    print(f"| {label} | {med['before']:,.0f} | {med['after']:,.0f} | {med['after'] / med['before']:.2f} |")
+EOF
+cat "$report"
+echo "wrote $report and $results" >&2
