@@ -226,11 +226,16 @@ final class Engine: @unchecked Sendable {
     /// Hands each connection its outputs, with one task per event loop rather than one per
     /// connection: with many connections per loop this saves most cross-thread wakeups.
     func deliver(_ outputs: some Collection<(session: SessionLink, items: [Outbound])>) {
-        var byLoop: [ObjectIdentifier: (loop: any EventLoop, work: [(SessionLink, [Outbound])])] = [:]
+        // A few event loops (one per core): a list searched in place beats a dictionary.
+        var byLoop: [(loop: any EventLoop, work: [(SessionLink, [Outbound])])] = []
         for (session, items) in outputs {
-            byLoop[ObjectIdentifier(session.loop), default: (session.loop, [])].work.append((session, items))
+            if let i = byLoop.firstIndex(where: { $0.loop === session.loop }) {
+                byLoop[i].work.append((session, items))
+            } else {
+                byLoop.append((session.loop, [(session, items)]))
+            }
         }
-        for (loop, work) in byLoop.values {
+        for (loop, work) in byLoop {
             loop.execute {
                 for (session, items) in work { session.receive(items) }
             }
