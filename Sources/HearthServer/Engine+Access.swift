@@ -22,13 +22,14 @@ extension Engine {
         return verdict.allowed ? nil : denied(operation, at: path, identity: identity)
     }
 
-    /// nil when a write whose new tree is `after` may change `targets`.
+    /// nil when a write whose new tree is `after` may change `targets` (computed only when rules
+    /// are enforced).
     func writeDenial(
-        _ operation: String, at path: Path, targets: [Path], before: Node, after: Node, identity: AuthContext?,
-        now: Int64
+        _ operation: String, at path: Path, targets: @autoclosure () -> [Path], before: Node, after: Node,
+        identity: AuthContext?, now: Int64
     ) -> DatabaseError? {
         guard let rules = enforcedRules(for: identity) else { return nil }
-        let verdict = rules.checkWrite(targets: targets, before: before, after: after, auth: identity, now: now)
+        let verdict = rules.checkWrite(targets: targets(), before: before, after: after, auth: identity, now: now)
         return verdict.allowed ? nil : denied(operation, at: path, identity: identity)
     }
 

@@ -186,8 +186,9 @@ final class Engine: @unchecked Sendable {
         for item in items {
             switch item {
             case .request(let session, let request):
-                if request.operation.readsData, batch.hasUncommittedWrites { commit(&batch) }
-                if replication.isClustered || request.operation.isCluster {
+                let operation = request.operation
+                if operation.readsData, batch.hasUncommittedWrites { commit(&batch) }
+                if replication.isClustered || operation.isCluster {
                     route(request, session: session, now: now, batch: &batch)
                 } else {
                     handle(request, session: session, now: now, batch: &batch)
@@ -341,7 +342,8 @@ final class Engine: @unchecked Sendable {
     func handle(
         _ request: Request, session: SessionLink, now: Int64, batch: inout Batch
     ) {
-        let op = OperationLabel(request.operation)
+        let operation = request.operation  // one copy out of the request's box
+        let op = OperationLabel(operation)
         tally.request(op)
         func respond(_ body: ResponseBody) {
             if case .failure(let error) = body { tally.error(op, error.code) }
@@ -351,7 +353,7 @@ final class Engine: @unchecked Sendable {
             tally.acknowledged(op)
             batch.appendProvisional(.response(request.id, body), for: session)
         }
-        if request.operation.writesData || request.operation.changesOnDisconnect, storageFailure != nil {
+        if operation.writesData || operation.changesOnDisconnect, storageFailure != nil {
             respond(.failure(unavailable))
             return
         }
@@ -361,7 +363,7 @@ final class Engine: @unchecked Sendable {
             return
         }
         let identity = sessions[session.id]?.identity
-        switch request.operation {
+        switch operation {
         case .get(let path, let options):
             if let denial = readDenial("get", at: path, query: options.ruleQuery, identity: identity, now: now) {
                 respond(.failure(denial))
