@@ -11,57 +11,50 @@ public typealias RequestID = JSONValue
 /// decoder and the engine are a reference count each; a setter (used rarely: the HTTP API and
 /// cluster forwarding) makes a new box.
 public struct Request: Sendable {
-    private final class Fields: Sendable {
+    private struct Values: Sendable {
         let id: RequestID
         let operation: Operation
-        let answerWithStoredValue: Bool
-        let writeID: WriteID?
-        let source: JSONValue?
-
-        init(id: RequestID, operation: Operation, answerWithStoredValue: Bool, writeID: WriteID?, source: JSONValue?) {
-            self.id = id
-            self.operation = operation
-            self.answerWithStoredValue = answerWithStoredValue
-            self.writeID = writeID
-            self.source = source
-        }
+        var answerWithStoredValue = false
+        var writeID: WriteID?
+        var source: JSONValue?
     }
 
-    private var fields: Fields
+    private final class Box: Sendable {
+        let values: Values
+        init(_ values: Values) { self.values = values }
+    }
 
-    public var id: RequestID { fields.id }
-    public var operation: Operation { fields.operation }
+    private var box: Box
+
+    /// Replaces the box with a changed copy of its values.
+    private mutating func change(_ edit: (inout Values) -> Void) {
+        var values = box.values
+        edit(&values)
+        box = Box(values)
+    }
+
+    public var id: RequestID { box.values.id }
+    public var operation: Operation { box.values.operation }
     /// Answer a committed write with the value now stored at its path (`ResponseBody.stored`)
     /// rather than with its revision alone: what the HTTP API returns for PUT, POST and PATCH.
     public var answerWithStoredValue: Bool {
-        get { fields.answerWithStoredValue }
-        set {
-            fields = Fields(
-                id: id, operation: operation, answerWithStoredValue: newValue, writeID: writeID, source: source)
-        }
+        get { box.values.answerWithStoredValue }
+        set { change { $0.answerWithStoredValue = newValue } }
     }
     /// The write id (`wid`) of a write, push or transaction (protocol.md "Write ids").
     public var writeID: WriteID? {
-        get { fields.writeID }
-        set {
-            fields = Fields(
-                id: id, operation: operation, answerWithStoredValue: answerWithStoredValue, writeID: newValue,
-                source: source)
-        }
+        get { box.values.writeID }
+        set { change { $0.writeID = newValue } }
     }
     /// The request object as received, kept only by a cluster node (`RequestDecoder.keepsSource`),
     /// which forwards writes to its leader as they were sent.
     public var source: JSONValue? {
-        get { fields.source }
-        set {
-            fields = Fields(
-                id: id, operation: operation, answerWithStoredValue: answerWithStoredValue, writeID: writeID,
-                source: newValue)
-        }
+        get { box.values.source }
+        set { change { $0.source = newValue } }
     }
 
     public init(id: RequestID, operation: Operation, writeID: WriteID? = nil) {
-        fields = Fields(id: id, operation: operation, answerWithStoredValue: false, writeID: writeID, source: nil)
+        box = Box(Values(id: id, operation: operation, writeID: writeID))
     }
 }
 
