@@ -15,25 +15,11 @@ before=$1 after=$2
 shift 2
 rounds=3
 out=bench-results
-while [ $# -gt 0 ]; do
-    case $1 in
-        --rounds) rounds=$2; shift ;;
-        --out) out=$2; shift ;;
-        *) echo "usage: scripts/bench-ab.sh BEFORE_HEARTHD AFTER_HEARTHD [--rounds N] [--out DIR]" >&2; exit 2 ;;
-    esac
-    shift
-done
-
 source scripts/bench-common.sh
+value_options "usage: scripts/bench-ab.sh BEFORE_HEARTHD AFTER_HEARTHD [--rounds N] [--out DIR]" "rounds out" "$@"
 swift build -c release --product hearth-bench >&2
 bench_files ab
-server_pid=""
-cleanup() {
-    stop_pid "$server_pid"
-    rm -rf "$work"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+stop_server_on_exit
 echo '{"maxWritesPerSecondPerConnection": 0}' >"$work/hearth.json"
 
 for round in $(seq "$rounds"); do

@@ -17,6 +17,23 @@ bench_options() {
     done
 }
 
+# Parses `--name value` options into the variables of the same names, which the caller sets to
+# their defaults first; $1 is the usage line, $2 the accepted names (space-separated), then the
+# arguments. Example: `out=bench-results; value_options "usage: …" "out rounds" "$@"`.
+value_options() {
+    local usage=$1 names=" $2 "
+    shift 2
+    while [ $# -gt 0 ]; do
+        local name=${1#--}
+        if [ "$name" = "$1" ] || [[ $names != *" $name "* ]] || [ $# -lt 2 ]; then
+            echo "$usage" >&2
+            exit 2
+        fi
+        printf -v "$name" '%s' "$2"
+        shift 2
+    done
+}
+
 # A count, divided by 10 under --quick.
 scale() { if $quick; then echo $(($1 / 10)); else echo "$1"; fi; }
 
@@ -29,6 +46,14 @@ bench_files() { # prefix
     results="$out/$1-$stamp.jsonl"
     report="$out/$1-$stamp.md"
     : >"$results"
+}
+
+# For scripts that run one server at a time: on exit or interrupt, stops the server whose pid is
+# in `server_pid` (when set) and removes `work`.
+stop_server_on_exit() {
+    server_pid=""
+    trap 'stop_pid "$server_pid"; rm -rf "$work"' EXIT
+    trap 'exit 130' INT TERM
 }
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }

@@ -14,18 +14,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+source scripts/bench-common.sh
 writes=20000
 out=bench-results
-while [ $# -gt 0 ]; do
-    case $1 in
-        --writes) writes=$2; shift ;;
-        --out) out=$2; shift ;;
-        *) echo "usage: scripts/callgrind.sh [--writes N] [--out DIR]" >&2; exit 2 ;;
-    esac
-    shift
-done
-
-source scripts/bench-common.sh
+value_options "usage: scripts/callgrind.sh [--writes N] [--out DIR]" "writes out" "$@"
 quick=false
 for tool in valgrind redis-server; do
     command -v "$tool" >/dev/null || {
@@ -36,13 +28,7 @@ done
 swift build -c release --product hearthd >&2
 swift build -c release --product hearth-bench >&2
 bench_files callgrind
-server_pid=""
-cleanup() {
-    stop_pid "$server_pid"
-    rm -rf "$work"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+stop_server_on_exit
 objcopy --strip-debug .build/release/hearthd "$work/hearthd"
 echo '{"maxWritesPerSecondPerConnection": 0}' >"$work/hearth.json"
 
