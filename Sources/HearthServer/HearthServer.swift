@@ -138,6 +138,10 @@ public final class HearthServer: Sendable {
         if configuration.fsync == .everysec {
             engine.loop.scheduleRepeatedTask(initialDelay: .seconds(1), delay: .seconds(1)) { _ in engine.syncIfDue() }
         }
+        let trimmer = MemoryTrimmer()
+        engine.loop.scheduleRepeatedTask(initialDelay: .milliseconds(500), delay: .milliseconds(500)) { _ in
+            trimmer.tick(writes: metrics.writesApplied)
+        }
         var clusterNode: ClusterNode?
         let maxPeerLine = max(64 << 20, configuration.maxMessageBytes * 4)
         // A replica's forwarded request wraps a client's line (up to maxMessageBytes) with the

@@ -31,7 +31,8 @@ struct MemoryScenario: AsyncParsableCommand {
             leaves, under: ["mem"], client: client, batch: batch, window: window, deadline: server.deadline)
         let elapsed = Double(monotonicNanoseconds() - start) / 1e9
         await client.close()
-        try await Task.sleep(for: .seconds(1))
+        // Both servers settle first: each returns some freed memory to the system once idle.
+        try await Task.sleep(for: .seconds(2))
         let rssAfter = residentBytes(pid: serverPid) ?? 0
         progress("\(written) leaves in \(elapsed) s; server RSS \(rssBefore / 1_048_576) → \(rssAfter / 1_048_576) MiB")
         report(

@@ -263,6 +263,9 @@ public final class ServerMetrics: Sendable {
     /// Why the storage failed, or nil while it works.
     var storageFailure: String? { state.withLockedValue { $0.storageFailure } }
 
+    /// The writes the engine has applied since the server started.
+    var writesApplied: Int { state.withLockedValue { $0.writes } }
+
     /// Takes one engine turn: its duration, its number of submissions, what `tally` counted
     /// (which is reset) and the engine's gauges. Engine thread, once per turn.
     func publish(

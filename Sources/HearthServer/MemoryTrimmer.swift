@@ -1,0 +1,54 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Gives memory that glibc's malloc kept after a burst of writes back to the system.
+///
+/// glibc keeps freed memory in its arenas (request buffers decoded on the I/O threads, tree
+/// paths replaced by writes) and rarely returns it, so after a large import the resident size
+/// stays several MiB above what the data needs. Every half second (on the engine's loop), when at
+/// least `minimumWrites` write requests were applied since the last trim, none since the last
+/// tick, and the last trim is `minimumInterval` old, this calls `malloc_trim(0)` there: a few
+/// milliseconds on a heap of a few hundred MiB, once the writes have paused. The function is looked up at run time: it is glibc's (other
+/// platforms, and other C libraries, do nothing).
+final class MemoryTrimmer: @unchecked Sendable {
+    // `lastWrites`, `trimmedAtWrites` and `trimmedAt` are only touched on the engine's loop.
+    private var lastWrites = 0
+    private var trimmedAtWrites = 0
+    private var trimmedAt: ContinuousClock.Instant?
+    private let minimumWrites: Int
+    private let minimumInterval: Duration
+    private let trim: (@convention(c) (Int) -> Int32)?
+
+    /// `trim` stands in for `malloc_trim` (tests); by default glibc's, when the process has it.
+    init(
+        minimumWrites: Int = 100, minimumInterval: Duration = .seconds(10),
+        trim: (@convention(c) (Int) -> Int32)? = MemoryTrimmer.mallocTrim
+    ) {
+        self.minimumWrites = minimumWrites
+        self.minimumInterval = minimumInterval
+        self.trim = trim
+    }
+
+    /// glibc's `malloc_trim`, looked up at run time (nil elsewhere).
+    static var mallocTrim: (@convention(c) (Int) -> Int32)? {
+        #if canImport(Glibc)
+        return dlsym(UnsafeMutableRawPointer(bitPattern: 0), "malloc_trim").map {
+            unsafeBitCast($0, to: (@convention(c) (Int) -> Int32).self)
+        }
+        #else
+        return nil
+        #endif
+    }
+
+    /// Called every half second with the number of writes (requests) applied so far.
+    func tick(writes: Int) {
+        defer { lastWrites = writes }
+        guard let trim, writes == lastWrites, writes - trimmedAtWrites >= minimumWrites else { return }
+        let now = ContinuousClock.now
+        if let trimmedAt, now - trimmedAt < minimumInterval { return }
+        trimmedAtWrites = writes
+        trimmedAt = now
+        _ = trim(0)
+    }
+}
