@@ -25,6 +25,21 @@ public struct JSONMember: Sendable, Equatable {
     }
 }
 
+extension [JSONMember] {
+    /// The value of the last member named `key` (JavaScript's `JSON.parse` keeps the last of
+    /// repeated keys), compared by UTF-8 bytes.
+    public func lastValue(named key: String) -> JSONValue? {
+        withUnsafeBufferPointer { members in
+            var i = members.count
+            while i > 0 {
+                i -= 1
+                if members[i].key.utf8Equals(key) { return members[i].value }
+            }
+            return nil
+        }
+    }
+}
+
 extension JSONValue {
     /// Builds an object from members in the given order.
     public static func object(_ pairs: KeyValuePairs<String, JSONValue>) -> JSONValue {
@@ -35,12 +50,7 @@ extension JSONValue {
     /// JavaScript's `JSON.parse`), when this is an object.
     public subscript(key: String) -> JSONValue? {
         guard case .object(let members) = self else { return nil }
-        var i = members.count
-        while i > 0 {
-            i -= 1
-            if members[i].key.utf8Equals(key) { return members[i].value }
-        }
-        return nil
+        return members.lastValue(named: key)
     }
 
     /// The members, when this is an object.

@@ -29,13 +29,14 @@ public final class LineFrameDecoder: ChannelInboundHandler, RemovableChannelHand
     public func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         guard !failed else { return }
         var buffer = unwrapInboundIn(data)
-        if var head = partial {
+        // Taken out of `partial` first, so that appending to it copies nothing (a line split
+        // across many reads is gathered in one growing buffer, not copied at every read).
+        if var head = partial.take() {
             guard let length = Self.lineLength(in: buffer) else {
                 head.writeBuffer(&buffer)
                 keepPartial(head, context: context)
                 return
             }
-            partial = nil
             // readSlice cannot fail: the line and its `\n` are readable.
             guard var rest = buffer.readSlice(length: length) else { return }
             buffer.moveReaderIndex(forwardBy: 1)

@@ -387,17 +387,8 @@ struct Fields {
 
     init(_ json: JSONValue) { members = json.objectMembers ?? [] }
 
-    /// The value of the member `name` (the last one when the name repeats), read in place.
-    subscript(name: String) -> JSONValue? {
-        members.withUnsafeBufferPointer { members in
-            var i = members.count
-            while i > 0 {
-                i -= 1
-                if members[i].key.utf8Equals(name) { return members[i].value }
-            }
-            return nil
-        }
-    }
+    /// The value of the member `name` (the last one when the name repeats).
+    subscript(name: String) -> JSONValue? { members.lastValue(named: name) }
 
     func has(_ name: String) -> Bool { self[name] != nil }
 
