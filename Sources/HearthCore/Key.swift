@@ -21,7 +21,7 @@ public struct Key: Sendable, Hashable, Comparable, CustomStringConvertible {
     }
 
     /// Wraps bytes already known to be `string`'s UTF-8 (no second pass over the text).
-    init(_ string: String, utf8 bytes: UnsafeBufferPointer<UInt8>) {
+    package init(_ string: String, utf8 bytes: UnsafeBufferPointer<UInt8>) {
         self.string = string
         self.prefix = Key.orderPrefix(of: bytes)
     }

@@ -86,13 +86,17 @@ public enum JSONWriter {
 
     /// Appends the string whose (valid) UTF-8 is `utf8`, quoted and escaped.
     public static func writeString(utf8: UnsafeBufferPointer<UInt8>, into buffer: inout [UInt8]) {
-        let count = utf8.count
-        reserve(count + 2, in: &buffer)
+        reserve(utf8.count + 2, in: &buffer)
         buffer.append(UInt8(ascii: "\""))
-        guard let base = utf8.baseAddress else {
-            buffer.append(UInt8(ascii: "\""))
-            return
-        }
+        writeStringContents(utf8: utf8, into: &buffer)
+        buffer.append(UInt8(ascii: "\""))
+    }
+
+    /// Appends the string whose (valid) UTF-8 is `utf8`, escaped but without its quotes (for a
+    /// JSON string written in pieces, such as a path's keys).
+    public static func writeStringContents(utf8: UnsafeBufferPointer<UInt8>, into buffer: inout [UInt8]) {
+        let count = utf8.count
+        guard let base = utf8.baseAddress else { return }
         let raw = UnsafeRawPointer(base)
         var runStart = 0
         var i = 0
@@ -135,7 +139,6 @@ public enum JSONWriter {
             runStart = i
         }
         flush(base, runStart, count, into: &buffer)
-        buffer.append(UInt8(ascii: "\""))
     }
 
     // MARK: Helpers

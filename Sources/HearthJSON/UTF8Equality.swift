@@ -17,4 +17,14 @@ extension String {
         if let contiguous, let equal = contiguous { return equal }
         return utf8.elementsEqual(other.utf8)
     }
+
+    /// Whether the string's UTF-8 is exactly `bytes`.
+    @inlinable public func utf8Equals(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        let contiguous = utf8.withContiguousStorageIfAvailable { x in
+            guard x.count == bytes.count else { return false }
+            guard let a = x.baseAddress, let b = bytes.baseAddress else { return true }
+            return memcmp(a, b, x.count) == 0
+        }
+        return contiguous ?? utf8.elementsEqual(bytes)
+    }
 }

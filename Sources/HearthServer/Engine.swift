@@ -189,9 +189,9 @@ final class Engine: @unchecked Sendable {
                 let operation = request.operation
                 if operation.readsData, batch.hasUncommittedWrites { commit(&batch) }
                 if replication.isClustered || operation.isCluster {
-                    route(request, session: session, now: now, batch: &batch)
+                    route(request, operation: operation, session: session, now: now, batch: &batch)
                 } else {
-                    handle(request, session: session, now: now, batch: &batch)
+                    handle(request, operation: operation, session: session, now: now, batch: &batch)
                 }
             case .disconnected(let sessionID):
                 views.removeSession(sessionID)
@@ -211,7 +211,7 @@ final class Engine: @unchecked Sendable {
         }
         commit(&batch)
         if replication.confirmationUnsent {
-            sendConfirmationIfIdle(now: now, inboxIsEmpty: inbox.withLockedValue { $0.items.isEmpty }, batch: &batch)
+            confirmSoon(inboxIsEmpty: inbox.withLockedValue { $0.items.isEmpty })
         }
         // Counted before anything is delivered: a client that saw an answer sees it in the metrics.
         finishTurn(turn, batch: batch, submissions: items.count, storage: storage)
@@ -339,10 +339,14 @@ final class Engine: @unchecked Sendable {
         }
     }
 
+    func handle(_ request: Request, session: SessionLink, now: Int64, batch: inout Batch) {
+        handle(request, operation: request.operation, session: session, now: now, batch: &batch)
+    }
+
+    /// `handle` with the request's operation already copied out of its box (once per turn).
     func handle(
-        _ request: Request, session: SessionLink, now: Int64, batch: inout Batch
+        _ request: Request, operation: Operation, session: SessionLink, now: Int64, batch: inout Batch
     ) {
-        let operation = request.operation  // one copy out of the request's box
         let op = OperationLabel(operation)
         tally.request(op)
         func respond(_ body: ResponseBody) {

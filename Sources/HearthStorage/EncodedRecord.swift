@@ -9,6 +9,7 @@ public struct EncodedRecord: Sendable {
     /// Encodes `record`'s payload.
     public init(_ record: LogRecord) {
         var payload: [UInt8] = []
+        payload.reserveCapacity(128)
         record.encodePayload(into: &payload)
         self.init(record, payload: payload)
     }

@@ -8,6 +8,16 @@ public enum LogRecord: Sendable {
     case write(CommittedWrite)
     case onDisconnect(OnDisconnectChange)
 
+    /// The revision of a write; nil for an onDisconnect change.
+    public var writeRev: UInt64? {
+        if case .write(let write) = self { write.rev } else { nil }
+    }
+
+    /// The change of an onDisconnect record; nil for a write.
+    var onDisconnectChange: OnDisconnectChange? {
+        if case .onDisconnect(let change) = self { change } else { nil }
+    }
+
     /// Appends the record's payload (docs/STORAGE.md "Record payloads").
     func encodePayload(into buffer: inout [UInt8]) {
         switch self {

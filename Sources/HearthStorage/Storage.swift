@@ -243,7 +243,7 @@ public final class Storage: @unchecked Sendable {
     /// it. `onDisconnect` takes the changes once they are in the log.
     public func append(_ records: [LogRecord]) throws(StorageError) {
         try append(
-            records, record: { $0 }, beforeSync: {},
+            records, writeRev: { $0.writeRev }, change: { $0.onDisconnectChange }, beforeSync: {},
             encode: { record, rev, continues, buffer throws(StorageError) in
                 try WALFormat.appendRecord(record, rev: rev, continues: continues, to: &buffer)
             })
@@ -254,31 +254,34 @@ public final class Storage: @unchecked Sendable {
     /// records to its replicas there, so that both flush at once; replication.md §3).
     public func append(_ records: [EncodedRecord], beforeSync: () -> Void) throws(StorageError) {
         try append(
-            records, record: \.record, beforeSync: beforeSync,
+            records, writeRev: { $0.record.writeRev }, change: { $0.record.onDisconnectChange },
+            beforeSync: beforeSync,
             encode: { encoded, rev, continues, buffer throws(StorageError) in
                 try WALFormat.appendRecord(rev: rev, continues: continues, to: &buffer) { $0 += encoded.payload }
             })
     }
 
+    /// `writeRev` and `change` look into an item's record without copying it.
     private func append<Item>(
-        _ items: [Item], record: (Item) -> LogRecord, beforeSync: () -> Void,
-        encode: (Item, UInt64, Bool, inout [UInt8]) throws(StorageError) -> Void
+        _ items: [Item], writeRev: (borrowing Item) -> UInt64?, change: (borrowing Item) -> OnDisconnectChange?,
+        beforeSync: () -> Void,
+        encode: (borrowing Item, UInt64, Bool, inout [UInt8]) throws(StorageError) -> Void
     ) throws(StorageError) {
         try checkUsable()
         guard !items.isEmpty, let segment else { return }
         var rev = lastRev
-        for item in items {
-            guard case .write(let write) = record(item) else { continue }
-            guard write.rev == rev + 1 else {
-                throw .invalid("append: got rev \(write.rev) where rev \(rev + 1) was expected")
+        for index in items.indices {
+            guard let itemRev = writeRev(items[index]) else { continue }
+            guard itemRev == rev + 1 else {
+                throw .invalid("append: got rev \(itemRev) where rev \(rev + 1) was expected")
             }
             rev += 1
         }
         encodeBuffer.removeAll(keepingCapacity: true)
         rev = lastRev
-        for (index, item) in items.enumerated() {
-            if case .write(let write) = record(item) { rev = write.rev }
-            try encode(item, rev, index < items.count - 1, &encodeBuffer)
+        for index in items.indices {
+            if let itemRev = writeRev(items[index]) { rev = itemRev }
+            try encode(items[index], rev, index < items.count - 1, &encodeBuffer)
         }
         let start = segmentEnd
         do { try fileSystem.write(segment, encodeBuffer, at: start) } catch {
@@ -292,8 +295,8 @@ public final class Storage: @unchecked Sendable {
         }
         segmentEnd = start + Int64(encodeBuffer.count)
         lastRev = rev
-        for item in items {
-            if case .onDisconnect(let change) = record(item) { onDisconnect.apply(change) }
+        for index in items.indices {
+            if let change = change(items[index]) { onDisconnect.apply(change) }
         }
         if encodeBuffer.capacity > 16 * 1024 * 1024 { encodeBuffer = [] }
     }

@@ -23,12 +23,24 @@ enum WritePayload {
         for (index, overwrite) in write.overwrites.enumerated() {
             if index > 0 { buffer.append(UInt8(ascii: ",")) }
             buffer.append(UInt8(ascii: "["))
-            JSONWriter.writeString(overwrite.path.description, into: &buffer)
+            writePath(overwrite.path, into: &buffer)
             buffer.append(UInt8(ascii: ","))
             overwrite.node.writeJSON(into: &buffer, format: .export)
             buffer.append(UInt8(ascii: "]"))
         }
         buffer.append(UInt8(ascii: "]"))
+    }
+
+    /// Appends `path` as the JSON string `"/a/b"` (`"/"` for the root) without making its text.
+    static func writePath(_ path: Path, into buffer: inout [UInt8]) {
+        buffer.append(UInt8(ascii: "\""))
+        if path.isRoot { buffer.append(UInt8(ascii: "/")) }
+        for key in path.segments {
+            buffer.append(UInt8(ascii: "/"))
+            var text = key.string
+            text.withUTF8 { JSONWriter.writeStringContents(utf8: $0, into: &buffer) }
+        }
+        buffer.append(UInt8(ascii: "\""))
     }
 
     /// Decodes the payload in `bytes[range]` as the write of revision `rev`. Offsets in errors
@@ -90,6 +102,7 @@ enum WritePayload {
     /// equal to those of `previous` (the path decoded before) reuse its keys.
     static func parsePath(_ text: String, previous: Path? = nil) throws(FormatError) -> Path {
         var segments: [Key] = []
+        segments.reserveCapacity(8)
         var text = text
         let failure: String? = text.withUTF8 { bytes in
             var start = 0
@@ -100,12 +113,12 @@ enum WritePayload {
                         let part = UnsafeBufferPointer(rebasing: bytes[start..<index])
                         let position = segments.count
                         if let previous, position < previous.count,
-                            previous.segments[position].string.utf8.elementsEqual(part)
+                            previous.segments[position].string.utf8Equals(part)
                         {
                             segments.append(previous.segments[position])
                         } else {
                             let string = String(decoding: part, as: UTF8.self)
-                            segments.append(string == ".priority" ? Key.priority : Key(string))
+                            segments.append(string == ".priority" ? Key.priority : Key(string, utf8: part))
                         }
                     }
                     start = index + 1

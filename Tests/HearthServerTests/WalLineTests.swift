@@ -9,7 +9,9 @@ import XCTest
 /// came (it logs them); any other spelling of the line still reads, through the JSON parser.
 final class WalLineTests: XCTestCase {
     private func line(_ record: EncodedRecord, rev: UInt64, epoch: UInt64, confirmedRev: UInt64) -> [UInt8] {
-        Engine.walLine(record, rev: rev, epoch: epoch) + Array(#","confirmedRev":\#(confirmedRev)}"#.utf8)
+        var line: [UInt8] = []
+        Engine.appendWalLine(record, rev: rev, epoch: epoch, to: &line)
+        return line + Array(#","confirmedRev":\#(confirmedRev)}"#.utf8)
     }
 
     private func read(_ bytes: [UInt8]) -> LinkMessage? { bytes.withUnsafeBytes { LinkHandler.walRecord($0) } }
@@ -19,14 +21,12 @@ final class WalLineTests: XCTestCase {
             rev: 12, overwrites: [(Path([Key("a"), Key("b")]), Node.leaf(.string("x,\"confirmedRev\":1}")))])
         let record = EncodedRecord(.write(write))
         let message = try XCTUnwrap(read(line(record, rev: 12, epoch: 3, confirmedRev: 11)))
-        guard case .record(let rev, let epoch, let json, let payload, let isWrite, let confirmedRev) = message else {
+        guard case .record(let rev, let epoch, let decoded?, let payload, let isWrite, let confirmedRev) = message else {
             return XCTFail("\(message)")
         }
-        XCTAssertEqual([rev, epoch, confirmedRev], [12, 3, 11])
+        XCTAssertEqual([rev, epoch, confirmedRev, decoded.rev], [12, 3, 11, 12])
         XCTAssertTrue(isWrite)
         XCTAssertEqual(payload, record.payload)
-        XCTAssertEqual(json, try JSONParser.parse(record.payload))
-        let decoded = try ReplicatedRecord.decodeWrite(try XCTUnwrap(json), rev: rev)
         XCTAssertEqual(decoded.overwrites.map(\.path), write.overwrites.map(\.path))
         XCTAssertEqual(decoded.overwrites.map(\.node), write.overwrites.map(\.node))
     }
@@ -52,17 +52,31 @@ final class WalLineTests: XCTestCase {
         }
         let json = try JSONParser.parse(#"{"rev":4,"event":"wal","epoch":2,"w":[],"confirmedRev":3}"#)
         let message = LinkHandler.message(json)
-        guard case .record(4, 2, let write, let payload, true, 3)? = message else {
+        guard case .record(4, 2, let write?, let payload, true, 3)? = message else {
             return XCTFail("\(String(describing: message))")
         }
-        XCTAssertEqual(write, .array([]))
+        XCTAssertEqual(write.rev, 4)
+        XCTAssertTrue(write.overwrites.isEmpty)
         XCTAssertEqual(payload, Array("[]".utf8))
     }
 
-    func testAPayloadThatIsNotJSONHasNoWrite() {
-        let bytes = Array(#"{"event":"wal","rev":4,"epoch":2,"w":[["/a",],"confirmedRev":0}"#.utf8)
-        guard case .record(4, 2, nil, _, true, 0)? = read(bytes) else {
-            return XCTFail("\(String(describing: read(bytes)))")
+    func testAPayloadThatIsNotAValidWriteHasNoWrite() {
+        for payload in [#"[["/a",]"#, #"[["/a"]]"#, #"{"a":1}"#, #"[["/a/.priority/b",1]]"#] {
+            let bytes = Array(#"{"event":"wal","rev":4,"epoch":2,"w":\#(payload),"confirmedRev":0}"#.utf8)
+            guard case .record(4, 2, nil, _, true, 0)? = read(bytes) else {
+                return XCTFail("\(payload): \(String(describing: read(bytes)))")
+            }
         }
+    }
+
+    func testAPathWithEscapesRoundTrips() throws {
+        let write = CommittedWrite(
+            rev: 5, overwrites: [(Path([Key("q\"uote"), Key("back\\slash"), Key("é\u{2028}")]), Node.leaf(.bool(true)))])
+        let record = EncodedRecord(.write(write))
+        guard case .record(5, 1, let decoded?, _, true, 0)? = read(line(record, rev: 5, epoch: 1, confirmedRev: 0)) else {
+            return XCTFail("\(String(decoding: record.payload, as: UTF8.self))")
+        }
+        XCTAssertEqual(decoded.overwrites.map(\.path), write.overwrites.map(\.path))
+        XCTAssertEqual(decoded.overwrites.map(\.path.description), ["/q\"uote/back\\slash/é\u{2028}"])
     }
 }

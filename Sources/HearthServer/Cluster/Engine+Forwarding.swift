@@ -11,7 +11,12 @@ extension Engine {
     /// Runs a request on a clustered node: cluster ops, writes (applied here when leading,
     /// forwarded otherwise) and everything else as on a standalone server.
     func route(_ request: Request, session: SessionLink, now: Int64, batch: inout Batch) {
-        if case .cluster(let op) = request.operation {
+        route(request, operation: request.operation, session: session, now: now, batch: &batch)
+    }
+
+    /// `route` with the request's operation already copied out (the engine's turn has it).
+    func route(_ request: Request, operation: Operation, session: SessionLink, now: Int64, batch: inout Batch) {
+        if case .cluster(let op) = operation {
             if case .failover = op, !replication.role.isLeader, replication.isClustered {
                 forward(request, session: session, now: now, batch: &batch)
                 return
@@ -20,17 +25,17 @@ extension Engine {
             return
         }
         guard replication.isClustered, sessions[session.id]?.isPeer != true else {
-            handle(request, session: session, now: now, batch: &batch)
+            handle(request, operation: operation, session: session, now: now, batch: &batch)
             return
         }
         let id = session.id
-        let needsLeader = request.operation.needsLeader
+        let needsLeader = operation.needsLeader
         if replication.deferred[id] != nil || (replication.inFlight[id] ?? 0) > 0 && !needsLeader {
             replication.deferred[id, default: []].append(request)
             return
         }
         guard needsLeader else {
-            handle(request, session: session, now: now, batch: &batch)
+            handle(request, operation: operation, session: session, now: now, batch: &batch)
             return
         }
         guard replication.role.isLeader else {
@@ -45,7 +50,7 @@ extension Engine {
             replication.inFlight[id, default: 0] += 1
             return
         }
-        handle(request, session: session, now: now, batch: &batch)
+        handle(request, operation: operation, session: session, now: now, batch: &batch)
     }
 
     /// Sends `request` to the leader (or holds it until one is known).

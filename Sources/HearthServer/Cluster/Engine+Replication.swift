@@ -4,6 +4,7 @@ import HearthJSON
 import HearthProtocol
 import HearthStorage
 import Logging
+import NIOCore
 
 /// What the cluster node hands the engine (`Submission.cluster`).
 enum ClusterInput: Sendable {
@@ -17,6 +18,8 @@ enum ClusterInput: Sendable {
     case answer(SessionLink, RequestID, ResponseBody)
     /// Members whose lease expired: a leader runs their clients' onDisconnect queues.
     case membersLost([String])
+    /// A leader's confirmation that no records carried within `Engine.confirmationDelay`.
+    case confirm
 }
 
 /// Replication (replication.md §3, docs/cluster.md): the leader streams every committed record to
@@ -35,6 +38,9 @@ extension Engine {
             clusterTick(now: now, batch: &batch)
         case .answer(let session, let id, let body):
             batch.append(.response(id, body), for: session)
+        case .confirm:
+            replication.confirmationScheduled = false
+            if replication.confirmationUnsent { sendHeartbeats(now: now, batch: &batch) }
         case .membersLost(let nodes):
             guard replication.role.isLeader else { return }
             for node in nodes {
@@ -170,10 +176,14 @@ extension Engine {
             JSONMember("history", replication.history.json),
         ]
         if let origin = replication.history.origin { answer.append(JSONMember("origin", .string(origin))) }
-        let lines = fromRev == 0 && database.rev > 0 ? nil : retained.lines(after: fromRev)
-        if let lines {
+        let entries = fromRev == 0 && database.rev > 0 ? nil : retained.entries(after: fromRev)
+        if let entries {
             respond(.members(answer))
-            for line in lines { batch.append(.line(streamLine(line)), for: session) }
+            var lines: [UInt8] = []
+            for entry in entries {
+                appendStreamLine(entry.record, rev: entry.rev, epoch: entry.epoch, to: &lines)
+            }
+            if !lines.isEmpty { batch.append(.line(lines), for: session) }
         } else {
             answer[1] = JSONMember("mode", .string("snapshot"))
             respond(.members(answer))
@@ -196,7 +206,7 @@ extension Engine {
         logger.info(
             "a replica is streaming",
             metadata: [
-                "replica": "\(node)", "fromRev": "\(fromRev)", "mode": "\(lines == nil ? "snapshot" : "stream")",
+                "replica": "\(node)", "fromRev": "\(fromRev)", "mode": "\(entries == nil ? "snapshot" : "stream")",
             ])
         flushWaitingForReplicas(now: now, batch: &batch)
     }
@@ -260,25 +270,18 @@ extension Engine {
     }
 
     /// A retained record line (without its end) finished with the current `confirmedRev`.
-    private func streamLine(_ record: [UInt8]) -> [UInt8] {
-        var line = record
-        line += #","confirmedRev":"#.utf8
-        JSONWriter.writeInt(Int64(clamping: replication.confirmedRev), into: &line)
-        line += "}\n".utf8
-        return line
+    /// Appends `record`'s `wal` line as streamed now, with the current `confirmedRev`.
+    private func appendStreamLine(_ record: EncodedRecord, rev: UInt64, epoch: UInt64, to lines: inout [UInt8]) {
+        Self.appendWalLine(record, rev: rev, epoch: epoch, to: &lines)
+        lines += #","confirmedRev":"#.utf8
+        JSONWriter.writeInt(Int64(clamping: replication.confirmedRev), into: &lines)
+        lines += "}\n".utf8
     }
 
-    /// A batch's `wal` lines, as retained (without their end) and as streamed now (with the
-    /// current `confirmedRev`), the same for every stream.
-    struct WalLines {
-        let retained: [[UInt8]]
-        let streamed: [[UInt8]]
-    }
-
-    /// A leader's records sent to its replicas before its own fsync: their lines, and the
-    /// streams that got them.
+    /// A leader's records sent to its replicas before its own fsync: their lines (one buffer),
+    /// and the streams that got them.
     struct StreamedEarly {
-        let lines: WalLines
+        let lines: [UInt8]
         let sessions: Set<UInt64>
     }
 
@@ -290,9 +293,8 @@ extension Engine {
         guard case .leader(let epoch) = replication.role, replication.syncReplicas > 0 else { return nil }
         let ready = replication.streams.values.filter { !batch.hasOutputs(for: $0.session.id) }
         guard !ready.isEmpty else { return nil }
-        let lines = walLines(records, revisions: revisions(of: records), epoch: epoch)
-        let items = lines.streamed.map(Outbound.line)
-        deliver(ready.map { ($0.session, items) })
+        let lines = streamLines(records, epoch: epoch)
+        deliver(ready.map { ($0.session, [Outbound.line(lines)]) })
         return StreamedEarly(lines: lines, sessions: Set(ready.map(\.session.id)))
     }
 
@@ -309,15 +311,12 @@ extension Engine {
         case .leader(let epoch):
             // Before the lines are made: they carry it.
             if replication.syncReplicas == 0 { replication.confirmedRev = database.rev }
-            let revisions = revisions(of: records)
-            let lines = streamed?.lines ?? walLines(records, revisions: revisions, epoch: epoch)
-            retain(lines.retained, of: records, revisions: revisions)
-            let bytes = lines.streamed.reduce(0) { $0 + $1.count }
+            retain(records) { _ in epoch }
+            guard !replication.streams.isEmpty else { break }
+            let lines = streamed?.lines ?? streamLines(records, epoch: epoch)
             for (id, stream) in replication.streams {
-                if streamed?.sessions.contains(id) != true {
-                    for line in lines.streamed { batch.append(.line(line), for: stream.session) }
-                }
-                replication.bytesStreamed += UInt64(bytes)
+                if streamed?.sessions.contains(id) != true { batch.append(.line(lines), for: stream.session) }
+                replication.bytesStreamed += UInt64(lines.count)
                 replication.streams[id]?.sentAt = now
             }
             replication.recordsStreamed += UInt64(records.count * replication.streams.count)
@@ -325,34 +324,35 @@ extension Engine {
         case .replica, .candidate:
             // Records of a replica come from its leader; retained so that it can serve streams
             // if it is elected.
-            let revisions = revisions(of: records)
-            let retained = zip(records, revisions).map { record, rev in
-                Self.walLine(record, rev: rev, epoch: replication.history.epoch(of: rev))
-            }
-            retain(retained, of: records, revisions: revisions)
+            retain(records) { replication.history.epoch(of: $0) }
             sendAck(database.rev)
         }
     }
 
-    /// Each record's revision, for a batch just committed (its writes end at `database.rev`): a
-    /// write's own, an onDisconnect record's that of the write before it.
-    private func revisions(of records: [EncodedRecord]) -> [UInt64] {
+    /// Calls `body` with each record's revision, for a batch just committed (its writes end at
+    /// `database.rev`): a write's own, an onDisconnect record's that of the write before it.
+    private func forEachRevision(of records: [EncodedRecord], _ body: (EncodedRecord, UInt64) -> Void) {
         var rev = database.rev - UInt64(records.count { $0.record.isWrite })
-        return records.map { record in
+        for record in records {
             if record.record.isWrite { rev += 1 }
-            return rev
+            body(record, rev)
         }
     }
 
-    /// A leader's lines for a batch it writes in `epoch`.
-    private func walLines(_ records: [EncodedRecord], revisions: [UInt64], epoch: UInt64) -> WalLines {
-        let retained = zip(records, revisions).map { Self.walLine($0, rev: $1, epoch: epoch) }
-        return WalLines(retained: retained, streamed: retained.map(streamLine))
+    /// The `wal` lines of a batch a leader writes in `epoch`, in one buffer: the same for every
+    /// stream.
+    private func streamLines(_ records: [EncodedRecord], epoch: UInt64) -> [UInt8] {
+        var lines: [UInt8] = []
+        lines.reserveCapacity(records.reduce(0) { $0 + $1.payload.count + 96 })
+        forEachRevision(of: records) { record, rev in
+            appendStreamLine(record, rev: rev, epoch: epoch, to: &lines)
+        }
+        return lines
     }
 
-    private func retain(_ lines: [[UInt8]], of records: [EncodedRecord], revisions: [UInt64]) {
-        for index in records.indices {
-            retained.append(rev: revisions[index], isWrite: records[index].record.isWrite, line: lines[index])
+    private func retain(_ records: [EncodedRecord], epoch: (UInt64) -> UInt64) {
+        forEachRevision(of: records) { record, rev in
+            retained.append(RetainedLog.Entry(rev: rev, epoch: epoch(rev), record: record))
         }
     }
 
@@ -363,17 +363,15 @@ extension Engine {
         replication.streams = [:]
     }
 
-    /// A record's `wal` line, without its end: `{"event":"wal","rev":N,"epoch":E,"w"|"od":…` (the
-    /// stream adds `confirmedRev`). An onDisconnect record takes the rev of the write before it.
-    static func walLine(_ record: EncodedRecord, rev: UInt64, epoch: UInt64) -> [UInt8] {
-        var line = Array(#"{"event":"wal","rev":"#.utf8)
-        line.reserveCapacity(48 + record.payload.count)
+    /// Appends a record's `wal` line without its end: `{"event":"wal","rev":N,"epoch":E,"w"|"od":…`
+    /// (the stream adds `confirmedRev`). An onDisconnect record takes the rev of the write before it.
+    static func appendWalLine(_ record: EncodedRecord, rev: UInt64, epoch: UInt64, to line: inout [UInt8]) {
+        line += #"{"event":"wal","rev":"#.utf8
         JSONWriter.writeInt(Int64(clamping: rev), into: &line)
         line += #","epoch":"#.utf8
         JSONWriter.writeInt(Int64(clamping: epoch), into: &line)
         line += record.record.isWrite ? #","w":"#.utf8 : #","od":"#.utf8
         line += record.payload
-        return line
     }
 
     /// Replica: tells the leader that everything up to `rev` is in this node's log.
@@ -401,12 +399,19 @@ extension Engine {
         replication.confirmationUnsent = true
     }
 
-    /// At the end of a leader's turn: a confirmation no records carried goes in a heartbeat, unless
-    /// more work is already queued (its records, if any, will carry it). Under load this saves a
-    /// line and a replica engine turn per acknowledgement; idle, it costs no delay.
-    func sendConfirmationIfIdle(now: Int64, inboxIsEmpty: Bool, batch: inout Batch) {
-        guard replication.confirmationUnsent, inboxIsEmpty else { return }
-        sendHeartbeats(now: now, batch: &batch)
+    /// How long a leader's advanced `confirmedRev` waits for records to carry it before a
+    /// heartbeat does. Under load the next batch's records nearly always come first, saving a line
+    /// and a replica engine turn per acknowledgement; idle, a replica's subscribers (and the
+    /// answers of writes it forwarded) wait this much longer.
+    static let confirmationDelay = TimeAmount.milliseconds(1)
+
+    /// At the end of a leader's turn: a confirmation no records carried goes in a heartbeat after
+    /// `confirmationDelay`, unless records carry it first. Nothing is scheduled while more work
+    /// is already queued (its records, if any, will carry it, or its turn schedules it).
+    func confirmSoon(inboxIsEmpty: Bool) {
+        guard replication.confirmationUnsent, inboxIsEmpty, !replication.confirmationScheduled else { return }
+        replication.confirmationScheduled = true
+        loop.scheduleTask(in: Self.confirmationDelay) { self.submit(.cluster(.confirm)) }
     }
 
     private func sendHeartbeats(now: Int64, batch: inout Batch) {
@@ -472,14 +477,7 @@ extension Engine {
                     }
                     return
                 }
-                do {
-                    let committed = try ReplicatedRecord.decodeWrite(write, rev: rev)
-                    applyReplicated(committed, payload: payload, now: now, batch: &batch)
-                } catch {
-                    logger.error("an invalid record from the leader; reconnecting", metadata: ["error": "\(error)"])
-                    link.close()
-                    return
-                }
+                applyReplicated(write, payload: payload, now: now, batch: &batch)
             } else if !isWrite {
                 guard let decoded = try? ReplicatedRecord.decodeChange(payload) else { return }
                 batch.record(decoded)
@@ -809,11 +807,17 @@ extension Engine {
         var later: [(session: SessionLink, items: [Outbound])] = []
         let mustHold = database.rev > replication.confirmedRev || !replication.held.isEmpty
         for (session, items) in outputs {
-            // Stream lines and cluster notices go at once: they are how confirmation happens.
-            let immediate = items.filter(\.goesUnheld)
-            let rest = mustHold ? items.filter { !$0.goesUnheld } : []
-            if !immediate.isEmpty || !mustHold { now.append((session, mustHold ? immediate : items)) }
-            if !rest.isEmpty { later.append((session, rest)) }
+            // Stream lines and cluster notices go at once: they are how confirmation happens. A
+            // connection's outputs are usually all of one kind, and then are not copied.
+            let unheld = items.count(where: \.goesUnheld)
+            if !mustHold || unheld == items.count {
+                now.append((session, items))
+            } else if unheld == 0 {
+                later.append((session, items))
+            } else {
+                now.append((session, items.filter(\.goesUnheld)))
+                later.append((session, items.filter { !$0.goesUnheld }))
+            }
         }
         deliver(now)
         if !later.isEmpty { replication.held.entries.append((database.rev, clock(), later)) }

@@ -1,3 +1,4 @@
+import HearthCore
 import HearthJSON
 import HearthProtocol
 import HearthStorage
@@ -16,9 +17,11 @@ enum LinkMessage: Sendable {
     case diverged(keepRev: UInt64)
     /// The leader refused (`reason`): the link closes and is retried.
     case refused(String)
-    /// A committed record: a write (its payload parsed, and its bytes as the leader logged them)
-    /// or an onDisconnect change (its payload's bytes).
-    case record(rev: UInt64, epoch: UInt64, write: JSONValue?, payload: [UInt8], isWrite: Bool, confirmedRev: UInt64)
+    /// A committed record: a write (decoded on the link's event loop, so the engine only applies
+    /// it; nil when its payload is not a valid write), with its payload's bytes as the leader
+    /// logged them, or an onDisconnect change (its payload's bytes).
+    case record(
+        rev: UInt64, epoch: UInt64, write: CommittedWrite?, payload: [UInt8], isWrite: Bool, confirmedRev: UInt64)
     /// A chunk of the snapshot at `rev` (`data` base64), or its end (`done`).
     case snapshotChunk(rev: UInt64, data: String?, done: Bool)
     /// Nothing new; the leader's confirmed revision.
@@ -172,7 +175,7 @@ final class LinkHandler: ChannelInboundHandler {
         }
         if let record = line.withUnsafeReadableBytes({ Self.walRecord($0) }) {
             guard case .record(_, _, let write, _, let isWrite, _) = record, write != nil || !isWrite else {
-                logger.error("the leader sent a record that is not JSON; reconnecting")
+                logger.error("the leader sent a record that is not a valid write; reconnecting")
                 context.close(promise: nil)
                 return
             }
@@ -221,7 +224,7 @@ final class LinkHandler: ChannelInboundHandler {
     /// A `wal` line read by position, as its leader writes it —
     /// `{"event":"wal","rev":N,"epoch":E,"w"|"od":<payload>,"confirmedRev":C}` — so that the
     /// payload's bytes are kept as they are (the replica logs them) and only the payload is parsed.
-    /// Nil for any other line; a record whose payload is not JSON has a nil `write`.
+    /// Nil for any other line; a record whose payload is not a valid write has a nil `write`.
     static func walRecord(_ bytes: UnsafeRawBufferPointer) -> LinkMessage? {
         var reader = LineReader(bytes: bytes)
         guard reader.skip(#"{"event":"wal","rev":"#), let rev = reader.number(), reader.skip(#","epoch":"#),
@@ -237,9 +240,14 @@ final class LinkHandler: ChannelInboundHandler {
         }
         guard let (confirmedRev, payloadEnd) = reader.trailingConfirmedRev() else { return nil }
         let payload = UnsafeRawBufferPointer(rebasing: bytes[reader.offset..<payloadEnd])
-        let write = isWrite ? try? JSONParser.parse(payload, limits: limits) : nil
+        let write = isWrite ? decodeWrite(try? JSONParser.parse(payload, limits: limits), rev: rev) : nil
         return .record(
             rev: rev, epoch: epoch, write: write, payload: Array(payload), isWrite: isWrite, confirmedRev: confirmedRev)
+    }
+
+    private static func decodeWrite(_ json: JSONValue?, rev: UInt64) -> CommittedWrite? {
+        guard let json else { return nil }
+        return try? ReplicatedRecord.decodeWrite(json, rev: rev)
     }
 
     private static func rev(_ value: JSONValue?) -> UInt64 {
@@ -255,8 +263,9 @@ final class LinkHandler: ChannelInboundHandler {
                 // Written in another order than a leader writes it (walRecord reads those).
                 let isWrite = json["w"] != nil
                 guard let payload = json[isWrite ? "w" : "od"] else { return nil }
+                let recordRev = rev(json["rev"])
                 return .record(
-                    rev: rev(json["rev"]), epoch: rev(json["epoch"]), write: isWrite ? payload : nil,
+                    rev: recordRev, epoch: rev(json["epoch"]), write: isWrite ? decodeWrite(payload, rev: recordRev) : nil,
                     payload: payload.serialized, isWrite: isWrite, confirmedRev: rev(json["confirmedRev"]))
             case "snapshot":
                 var data: String?

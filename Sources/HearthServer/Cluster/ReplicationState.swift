@@ -97,8 +97,10 @@ struct ReplicationState {
     /// leader last said).
     var confirmedRev: UInt64 = 0
     /// Leader: `confirmedRev` advanced since the replicas last heard it. The next records carry
-    /// it; when none follow in this turn and nothing waits for the engine, a heartbeat does.
+    /// it; when none follow soon, a heartbeat does.
     var confirmationUnsent = false
+    /// Leader: a `.confirm` is scheduled (`Engine.confirmSoon`).
+    var confirmationScheduled = false
     /// Leader: the replicas streaming from it, by peer session.
     var streams: [UInt64: ReplicaStream] = [:]
     /// Leader: writes waiting for enough replicas to stream (not applied yet).

@@ -1,23 +1,31 @@
+import HearthStorage
 import NIOCore
 
-/// The leader's recent records as the replication stream sends them (`wal` lines), so that a
-/// replica that reconnects resumes from its revision instead of receiving a snapshot
-/// (replication.md §3). Bounded by a number of records (`changeLogRevisions`, shared with the
-/// clients' resume window); a replica further behind gets a snapshot.
+/// The leader's recent records, so that a replica that reconnects resumes from its revision
+/// instead of receiving a snapshot (replication.md §3). Bounded by a number of records
+/// (`changeLogRevisions`, shared with the clients' resume window); a replica further behind gets
+/// a snapshot. Records are kept as encoded (sharing the payload the log and the stream use) and
+/// become `wal` lines only when a replica catches up.
 struct RetainedLog {
-    /// (revision, is a write, the line without its `confirmedRev`): an onDisconnect record carries
-    /// the revision of the write before it.
-    private var entries = CircularBuffer<(rev: UInt64, isWrite: Bool, line: [UInt8])>()
+    /// A record with its revision (an onDisconnect record carries the revision of the write
+    /// before it) and the epoch it was written in.
+    struct Entry {
+        let rev: UInt64
+        let epoch: UInt64
+        let record: EncodedRecord
+    }
+
+    private var entries = CircularBuffer<Entry>()
     let capacity: Int
     /// The revision of the oldest write dropped (0: none yet).
     private var droppedRev: UInt64 = 0
 
     init(capacity: Int) { self.capacity = max(1, capacity) }
 
-    mutating func append(rev: UInt64, isWrite: Bool, line: [UInt8]) {
-        entries.append((rev, isWrite, line))
+    mutating func append(_ entry: Entry) {
+        entries.append(entry)
         while entries.count > capacity, let first = entries.popFirst() {
-            if first.isWrite { droppedRev = max(droppedRev, first.rev) }
+            if first.record.record.isWrite { droppedRev = max(droppedRev, first.rev) }
         }
     }
 
@@ -27,10 +35,10 @@ struct RetainedLog {
         droppedRev = rev
     }
 
-    /// The lines a replica at `rev` still needs, or nil when some were dropped. onDisconnect
+    /// The records a replica at `rev` still needs, or nil when some were dropped. onDisconnect
     /// records that carry `rev` itself are sent again: applying them twice changes nothing.
-    func lines(after rev: UInt64) -> [[UInt8]]? {
+    func entries(after rev: UInt64) -> [Entry]? {
         guard rev >= droppedRev else { return nil }
-        return entries.filter { $0.isWrite ? $0.rev > rev : $0.rev >= rev }.map(\.line)
+        return entries.filter { $0.record.record.isWrite ? $0.rev > rev : $0.rev >= rev }
     }
 }
