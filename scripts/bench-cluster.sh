@@ -77,40 +77,50 @@ sys.exit("no leader within 30 s")
 PY
 }
 
+round_tag=""
 run() { # label, port, then hearth-bench arguments
     local label=$1 target_port=$2
     shift 2
     echo "==> $label: hearth-bench $* --port $target_port" >&2
-    "$bin/hearth-bench" "$@" --target hearth --port "$target_port" | sed "s|^{|{\"label\":\"$label\",|" | tee -a "$results"
+    local tag="\"label\":\"$label\","
+    [ -n "$round_tag" ] && tag+="\"round\":$round_tag,"
+    "$bin/hearth-bench" "$@" --target hearth --port "$target_port" | sed "s|^{|{$tag|" | tee -a "$results"
 }
 
 writes=$(scale 200000)
 pipelined=$(scale 400000)
 
-# 1. Write rates: standalone, then a 3-node cluster with syncReplicas 1 (writes to its leader).
-start_node solo 0 no
-solo_port=$port
-solo_pid=$pid
-run "standalone, 50 connections" "$solo_port" lean --connections 50 --window 1 --count "$writes" --seconds 60
-run "standalone, pipelined" "$solo_port" lean --connections 1 --window 2000 --count "$pipelined" --seconds 60
-stop_pid "$solo_pid"
-
-# Two nodes (a leader and the one replica syncReplicas 1 needs), then three: on two shared cores
-# every node added takes CPU from the leader, which a cluster of machines would not.
-for nodes in 2 3; do
-    ports=()
-    node_pids=()
-    for n in $(seq "$nodes"); do
-        start_node "s$nodes-$n" 1 yes
-        ports+=("$port")
-        node_pids+=("$pid")
+# 1. Write rates, in interleaved rounds (runs on this machine differ by 10-25 %; the report gives
+# medians): standalone, then clusters with syncReplicas 1 (writes to the leader) of two nodes (a
+# leader and the one replica syncReplicas 1 needs) and of three: on two shared cores every node
+# added takes CPU from the leader, which a cluster of machines would not.
+rounds=3
+if $quick; then rounds=1; fi
+for round in $(seq "$rounds"); do
+    round_tag=$round
+    start_node "solo-$round" 0 no
+    solo_pid=$pid
+    run "standalone, 50 connections" "$port" lean --connections 50 --window 1 --count "$writes" --seconds 60
+    run "standalone, pipelined" "$port" lean --connections 1 --window 2000 --count "$pipelined" --seconds 60
+    stop_pid "$solo_pid"
+    for nodes in 2 3; do
+        ports=()
+        node_pids=()
+        for n in $(seq "$nodes"); do
+            start_node "s$nodes-$n-r$round" 1 yes
+            ports+=("$port")
+            node_pids+=("$pid")
+        done
+        leader=$(leader_port "${ports[@]}")
+        sleep 1
+        run "syncReplicas 1, $nodes nodes, 50 connections" "$leader" lean --connections 50 --window 1 --count "$writes" \
+            --seconds 60
+        run "syncReplicas 1, $nodes nodes, pipelined" "$leader" lean --connections 1 --window 2000 --count "$pipelined" \
+            --seconds 60
+        for p in "${node_pids[@]}"; do stop_pid "$p"; done
     done
-    leader=$(leader_port "${ports[@]}")
-    sleep 1
-    run "syncReplicas 1, $nodes nodes, 50 connections" "$leader" lean --connections 50 --window 1 --count "$writes" --seconds 60
-    run "syncReplicas 1, $nodes nodes, pipelined" "$leader" lean --connections 1 --window 2000 --count "$pipelined" --seconds 60
-    for p in "${node_pids[@]}"; do stop_pid "$p"; done
 done
+round_tag=""
 
 # 2. An async cluster: lag at full rate, fan-out, failover.
 async_ports=()
@@ -197,11 +207,27 @@ PY
     echo "| scenario | result |"
     echo "|---|---|"
     python3 - "$results" <<'PY'
-import json, sys
-for line in open(sys.argv[1]):
-    r = json.loads(line)
-    rest = {k: v for k, v in r.items() if k != "label"}
-    print(f"| {r['label']} | {json.dumps(rest)} |")
+import json, statistics, sys
+rows = [json.loads(line) for line in open(sys.argv[1])]
+rates = {}
+for r in rows:
+    if "round" in r:
+        rates.setdefault(r["label"], []).append(r["opsPerSecond"])
+for r in rows:
+    if "round" not in r:
+        rest = {k: v for k, v in r.items() if k != "label"}
+        print(f"| {r['label']} | {json.dumps(rest)} |")
+print()
+print("Write rates, median of the rounds (each round runs every configuration in turn):")
+print()
+print("| configuration | writes/s per round | median | ÷ standalone (same load) |")
+print("|---|---|---|---|")
+for label, values in rates.items():
+    median = statistics.median(values)
+    load = "50 connections" if label.endswith("50 connections") else "pipelined"
+    base = statistics.median(rates.get(f"standalone, {load}", [median]))
+    rounds = ", ".join(f"{v:,.0f}" for v in values)
+    print(f"| {label} | {rounds} | {median:,.0f} | {median / base:.2f} |")
 PY
 } >"$report"
 echo "==> wrote $results and $report" >&2

@@ -395,7 +395,7 @@ extension Engine {
         let confirmed = min(acked[replication.syncReplicas - 1], database.rev)
         guard confirmed > replication.confirmedRev else { return }
         replication.confirmedRev = confirmed
-        releaseHeld(batch: &batch)
+        releaseHeld()
         replication.confirmationUnsent = true
     }
 
@@ -525,7 +525,7 @@ extension Engine {
     private func advanceConfirmed(to rev: UInt64, batch: inout Batch) {
         guard rev > replication.confirmedRev else { return }
         replication.confirmedRev = rev
-        releaseHeld(batch: &batch)
+        releaseHeld()
     }
 
     /// A replica that has every record the leader had when the stream started is streaming.
@@ -823,15 +823,19 @@ extension Engine {
         if !later.isEmpty { replication.held.entries.append((database.rev, clock(), later)) }
     }
 
-    private func releaseHeld(batch: inout Batch) {
+    /// Delivers the held outputs that `confirmedRev` now covers, at once rather than with this
+    /// turn's outputs: they come from earlier turns (so before anything this turn produces), are
+    /// already in this node's log, and waiting for the turn's end would make them wait for its
+    /// fsync too. (Their events were counted in the metrics of the turn that made them.)
+    private func releaseHeld() {
         let now = clock()
+        var released: [(session: SessionLink, items: [Outbound])] = []
         while let first = replication.held.entries.first, first.needs <= replication.confirmedRev {
             replication.held.entries.removeFirst()
             replication.syncWaitMs += max(0, now - first.since)
-            for (session, items) in first.outputs {
-                for item in items { batch.append(item, for: session) }
-            }
+            released += first.outputs
         }
+        deliver(released)
     }
 
     /// Answers held longer than `syncTimeoutMs` fail (`unavailable`): the client hears in time
