@@ -55,15 +55,54 @@ public struct Node: Sendable {
         case children(ChildMap)
     }
 
-    public let content: Content
-    public let priority: Priority?
+    /// What the node holds. Priorities are rare, so a node with one keeps it, with its content,
+    /// in a box of its own: a node without one is then 18 bytes instead of 41, which makes every
+    /// entry of the tree (`ChildMap.Branch`) a smaller allocation (docs/BENCHMARKS.md, memory).
+    @usableFromInline enum Storage: Sendable {
+        case leaf(LeafValue)
+        case children(ChildMap)
+        case prioritized(Prioritized)
+    }
+
+    /// A node's content and priority, when it has a priority.
+    @usableFromInline final class Prioritized: Sendable {
+        @usableFromInline let content: Content
+        @usableFromInline let priority: Priority
+
+        init(_ content: Content, _ priority: Priority) {
+            self.content = content
+            self.priority = priority
+        }
+    }
+
+    @usableFromInline let storage: Storage
 
     /// The empty node (JSON null, "does not exist").
     public static let empty = Node(content: .children(ChildMap()), priority: nil)
 
     init(content: Content, priority: Priority?) {
-        self.content = content
-        self.priority = priority
+        if let priority {
+            storage = .prioritized(Prioritized(content, priority))
+        } else {
+            switch content {
+            case .leaf(let value): storage = .leaf(value)
+            case .children(let children): storage = .children(children)
+            }
+        }
+    }
+
+    /// A leaf value or children.
+    @inlinable public var content: Content {
+        switch storage {
+        case .leaf(let value): .leaf(value)
+        case .children(let children): .children(children)
+        case .prioritized(let box): box.content
+        }
+    }
+
+    /// The node's priority, if it has one.
+    @inlinable public var priority: Priority? {
+        if case .prioritized(let box) = storage { box.priority } else { nil }
     }
 
     /// A leaf, with an optional priority.

@@ -17,7 +17,11 @@ public struct SortedTree<K: ThreeWayComparable, V: Sendable>: Sendable {
         @usableFromInline let left: Branch?
         @usableFromInline let right: Branch?
         @usableFromInline let height: Int32
-        @usableFromInline let count: Int
+        /// The subtree's size, in 32 bits so that it packs with `height` (one entry per branch:
+        /// its size is the tree's memory per entry).
+        @usableFromInline let storedCount: UInt32
+
+        @inlinable var count: Int { Int(storedCount) }
 
         @inlinable init(_ key: K, _ value: V, _ left: Branch?, _ right: Branch?) {
             self.key = key
@@ -25,7 +29,7 @@ public struct SortedTree<K: ThreeWayComparable, V: Sendable>: Sendable {
             self.left = left
             self.right = right
             self.height = Swift.max(left?.height ?? 0, right?.height ?? 0) + 1
-            self.count = (left?.count ?? 0) + (right?.count ?? 0) + 1
+            self.storedCount = (left?.storedCount ?? 0) + (right?.storedCount ?? 0) + 1
         }
     }
 
