@@ -5,15 +5,25 @@
 # cluster), the time from a leader's kill -9 to the first write the new leader acknowledges, and
 # fan-out with subscribers spread over the three nodes against all on one node.
 #
-#   scripts/bench-cluster.sh [--quick] [--out DIR]
+#   scripts/bench-cluster.sh [--quick] [--out DIR] [--fsync always|never]
 #
+# The write-rate runs also record each node's CPU time per write (user + system, from
+# /proc/<pid>/stat) and the machine's idle time per write (from /proc/stat), which show what
+# bounds the ratios on a machine the nodes share. `--fsync never` (default always) takes the
+# shared disk out of those runs.
 # Needs /usr/bin/etcd (Debian's etcd-server). Every process is on loopback and stopped by its pid.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 source scripts/bench-common.sh
-bench_options scripts/bench-cluster.sh "$@"
-command_line="scripts/bench-cluster.sh$(if $quick; then echo " --quick"; fi)"
+fsync=always
+args=()
+while [ $# -gt 0 ]; do
+    if [ "$1" = --fsync ] && [ $# -ge 2 ]; then fsync=$2; shift 2; else args+=("$1"); shift; fi
+done
+case $fsync in always | never) ;; *) echo "--fsync must be always or never" >&2; exit 2 ;; esac
+bench_options "scripts/bench-cluster.sh [--fsync always|never]" "${args[@]}"
+command_line="scripts/bench-cluster.sh$(if $quick; then echo " --quick"; fi) --fsync $fsync"
 
 swift build -c release --product hearthd >&2
 swift build -c release --product hearth-bench >&2
@@ -52,7 +62,7 @@ start_node() {
     fi
     echo "{\"maxWritesPerSecondPerConnection\":0$cluster_json}" >"$work/$name.json"
     HEARTH_CLUSTER_SECRET=bench-secret "$bin/hearthd" --port "$port" --http-port "$http" --data-dir "$work/$name" \
-        --fsync always --log-level warning --config "$work/$name.json" "${args[@]}" 2>>"$work/$name.log" &
+        --fsync "$fsync" --log-level warning --config "$work/$name.json" "${args[@]}" 2>>"$work/$name.log" &
     pid=$!
     pids+=("$pid")
     wait_for_port "$port" "hearthd $name"
@@ -77,14 +87,40 @@ sys.exit("no leader within 30 s")
 PY
 }
 
+# CPU clock ticks (user + system) a process used, and the machine's idle (+ iowait) ticks.
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+idle_ticks() { awk '/^cpu /{print $5 + $6}' /proc/stat; }
+
 round_tag=""
+cpu_pids=()  # name=pid pairs whose CPU time per write `run` records (empty: none)
 run() { # label, port, then hearth-bench arguments
     local label=$1 target_port=$2
     shift 2
     echo "==> $label: hearth-bench $* --port $target_port" >&2
-    local tag="\"label\":\"$label\","
-    [ -n "$round_tag" ] && tag+="\"round\":$round_tag,"
-    "$bin/hearth-bench" "$@" --target hearth --port "$target_port" | sed "s|^{|{$tag|" | tee -a "$results"
+    local before=() entry idle_before line after=()
+    for entry in "${cpu_pids[@]}"; do before+=("$(cpu_ticks "${entry#*=}")"); done
+    idle_before=$(idle_ticks)
+    line=$("$bin/hearth-bench" "$@" --target hearth --port "$target_port")
+    for entry in "${cpu_pids[@]}"; do after+=("${entry%%=*}=$(cpu_ticks "${entry#*=}")"); done
+    python3 - "$line" "$label" "$round_tag" "$(getconf CLK_TCK)" "$idle_before" "$(idle_ticks)" \
+        "${before[@]}" -- "${after[@]}" <<'PY' | tee -a "$results"
+import json, sys
+line, label, round_tag, hz, idle_before, idle_after = sys.argv[1:7]
+rest = sys.argv[7:]
+split = rest.index("--")
+before, after = rest[:split], rest[split + 1:]
+result = json.loads(line)
+row = {"label": label}
+if round_tag:
+    row["round"] = int(round_tag)
+row.update(result)
+writes = result.get("writes", 0)
+if after and writes:
+    per_write = lambda ticks: round(ticks * 1e6 / int(hz) / writes, 1)
+    row["cpuMicrosPerWrite"] = {a.split("=")[0]: per_write(int(a.split("=")[1]) - int(b)) for a, b in zip(after, before)}
+    row["machineIdleMicrosPerWrite"] = per_write(int(idle_after) - int(idle_before))
+print(json.dumps(row))
+PY
 }
 
 writes=$(scale 200000)
@@ -100,6 +136,7 @@ for round in $(seq "$rounds"); do
     round_tag=$round
     start_node "solo-$round" 0 no
     solo_pid=$pid
+    cpu_pids=("standalone=$pid")
     run "standalone, 50 connections" "$port" lean --connections 50 --window 1 --count "$writes" --seconds 60
     run "standalone, pipelined" "$port" lean --connections 1 --window 2000 --count "$pipelined" --seconds 60
     stop_pid "$solo_pid"
@@ -112,6 +149,13 @@ for round in $(seq "$rounds"); do
             node_pids+=("$pid")
         done
         leader=$(leader_port "${ports[@]}")
+        cpu_pids=()
+        for i in "${!ports[@]}"; do
+            if [ "${ports[$i]}" = "$leader" ]; then cpu_pids+=("leader=${node_pids[$i]}"); fi
+        done
+        for i in "${!ports[@]}"; do
+            if [ "${ports[$i]}" != "$leader" ]; then cpu_pids+=("replica$i=${node_pids[$i]}"); fi
+        done
         sleep 1
         run "syncReplicas 1, $nodes nodes, 50 connections" "$leader" lean --connections 50 --window 1 --count "$writes" \
             --seconds 60
@@ -121,6 +165,7 @@ for round in $(seq "$rounds"); do
     done
 done
 round_tag=""
+cpu_pids=()
 
 # 2. An async cluster: lag at full rate, fan-out, failover.
 async_ports=()
@@ -202,7 +247,7 @@ PY
 {
     echo "# Cluster benchmarks, $stamp"
     echo
-    echo "Command: \`$command_line\` on $(nproc) cores ($(uname -m)); leaseSeconds $lease; fsync always."
+    echo "Command: \`$command_line\` on $(nproc) cores ($(uname -m)); leaseSeconds $lease; fsync $fsync."
     echo
     echo "| scenario | result |"
     echo "|---|---|"
@@ -228,6 +273,24 @@ for label, values in rates.items():
     base = statistics.median(rates.get(f"standalone, {load}", [median]))
     rounds = ", ".join(f"{v:,.0f}" for v in values)
     print(f"| {label} | {rounds} | {median:,.0f} | {median / base:.2f} |")
+cpu = {}
+for r in rows:
+    if "cpuMicrosPerWrite" in r:
+        entry = cpu.setdefault(r["label"], {"idle": []})
+        entry["idle"].append(r["machineIdleMicrosPerWrite"])
+        for name, micros in r["cpuMicrosPerWrite"].items():
+            entry.setdefault("replica" if name.startswith("replica") else name, []).append(micros)
+print()
+print("CPU time per write (µs, user + system, median of the rounds; replicas: each one's), and the")
+print("machine's idle time per write (both cores, iowait included):")
+print()
+print("| configuration | standalone or leader | replica | machine idle |")
+print("|---|---|---|---|")
+for label, entry in cpu.items():
+    node = entry.get("standalone") or entry.get("leader") or []
+    replica = entry.get("replica", [])
+    cell = lambda values: f"{statistics.median(values):.1f}" if values else "—"
+    print(f"| {label} | {cell(node)} | {cell(replica)} | {cell(entry['idle'])} |")
 PY
 } >"$report"
 echo "==> wrote $results and $report" >&2
