@@ -1,9 +1,10 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import XCTest
 
 @testable import HearthCore
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Memory per stored value is dominated by one tree entry (`ChildMap.Branch`) per child; these
 /// guard its size, which BENCHMARKS.md's memory per leaf depends on.

@@ -21,7 +21,8 @@ final class WalLineTests: XCTestCase {
             rev: 12, overwrites: [(Path([Key("a"), Key("b")]), Node.leaf(.string("x,\"confirmedRev\":1}")))])
         let record = EncodedRecord(.write(write))
         let message = try XCTUnwrap(read(line(record, rev: 12, epoch: 3, confirmedRev: 11)))
-        guard case .record(let rev, let epoch, let decoded?, let payload, let isWrite, let confirmedRev) = message else {
+        guard case .record(let rev, let epoch, let decoded?, let payload, let isWrite, let confirmedRev) = message
+        else {
             return XCTFail("\(message)")
         }
         XCTAssertEqual([rev, epoch, confirmedRev, decoded.rev], [12, 3, 11, 12])
@@ -71,9 +72,11 @@ final class WalLineTests: XCTestCase {
 
     func testAPathWithEscapesRoundTrips() throws {
         let write = CommittedWrite(
-            rev: 5, overwrites: [(Path([Key("q\"uote"), Key("back\\slash"), Key("é\u{2028}")]), Node.leaf(.bool(true)))])
+            rev: 5,
+            overwrites: [(Path([Key("q\"uote"), Key("back\\slash"), Key("é\u{2028}")]), Node.leaf(.bool(true)))])
         let record = EncodedRecord(.write(write))
-        guard case .record(5, 1, let decoded?, _, true, 0)? = read(line(record, rev: 5, epoch: 1, confirmedRev: 0)) else {
+        guard case .record(5, 1, let decoded?, _, true, 0)? = read(line(record, rev: 5, epoch: 1, confirmedRev: 0))
+        else {
             return XCTFail("\(String(decoding: record.payload, as: UTF8.self))")
         }
         XCTAssertEqual(decoded.overwrites.map(\.path), write.overwrites.map(\.path))

@@ -265,7 +265,8 @@ final class LinkHandler: ChannelInboundHandler {
                 guard let payload = json[isWrite ? "w" : "od"] else { return nil }
                 let recordRev = rev(json["rev"])
                 return .record(
-                    rev: recordRev, epoch: rev(json["epoch"]), write: isWrite ? decodeWrite(payload, rev: recordRev) : nil,
+                    rev: recordRev, epoch: rev(json["epoch"]),
+                    write: isWrite ? decodeWrite(payload, rev: recordRev) : nil,
                     payload: payload.serialized, isWrite: isWrite, confirmedRev: rev(json["confirmedRev"]))
             case "snapshot":
                 var data: String?
