@@ -9,8 +9,8 @@ import Glibc
 /// stays several MiB above what the data needs. Every half second (on the engine's loop), when at
 /// least `minimumWrites` write requests were applied since the last trim, none since the last
 /// tick, and the last trim is `minimumInterval` old, this calls `malloc_trim(0)` there: a few
-/// milliseconds on a heap of a few hundred MiB, once the writes have paused. The function is looked up at run time: it is glibc's (other
-/// platforms, and other C libraries, do nothing).
+/// milliseconds on a heap of a few hundred MiB, once the writes have paused. The function is
+/// looked up at run time: it is glibc's (other platforms, and other C libraries, do nothing).
 final class MemoryTrimmer: @unchecked Sendable {
     // `lastWrites`, `trimmedAtWrites` and `trimmedAt` are only touched on the engine's loop.
     private var lastWrites = 0

@@ -8,6 +8,9 @@ public enum LogRecord: Sendable {
     case write(CommittedWrite)
     case onDisconnect(OnDisconnectChange)
 
+    /// Whether this is a write (which takes a revision).
+    public var isWrite: Bool { writeRev != nil }
+
     /// The revision of a write; nil for an onDisconnect change.
     public var writeRev: UInt64? {
         if case .write(let write) = self { write.rev } else { nil }

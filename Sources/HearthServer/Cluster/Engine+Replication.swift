@@ -269,7 +269,6 @@ extension Engine {
         logger.notice("took the leader's rules", metadata: ["file": "\(rulesFile ?? "(memory)")"])
     }
 
-    /// A retained record line (without its end) finished with the current `confirmedRev`.
     /// Appends `record`'s `wal` line as streamed now, with the current `confirmedRev`.
     private func appendStreamLine(_ record: EncodedRecord, rev: UInt64, epoch: UInt64, to lines: inout [UInt8]) {
         Self.appendWalLine(record, rev: rev, epoch: epoch, to: &lines)
@@ -312,8 +311,7 @@ extension Engine {
             // Before the lines are made: they carry it.
             if replication.syncReplicas == 0 { replication.confirmedRev = database.rev }
             retain(records) { _ in epoch }
-            guard !replication.streams.isEmpty else { break }
-            let lines = streamed?.lines ?? streamLines(records, epoch: epoch)
+            let lines = replication.streams.isEmpty ? [] : streamed?.lines ?? streamLines(records, epoch: epoch)
             for (id, stream) in replication.streams {
                 if streamed?.sessions.contains(id) != true { batch.append(.line(lines), for: stream.session) }
                 replication.bytesStreamed += UInt64(lines.count)
@@ -985,12 +983,5 @@ extension Outbound {
         case .line, .computed, .close: return true
         case .response, .event, .cancelled, .authRevoked: return false
         }
-    }
-}
-
-extension LogRecord {
-    var isWrite: Bool {
-        if case .write = self { return true }
-        return false
     }
 }
