@@ -1,22 +1,26 @@
 #!/usr/bin/env bash
 # Two hearthd binaries side by side (a change's before and after): interleaved rounds of
 # `hearth-bench lean` against each, 50 connections unpipelined and one connection with a window
-# of 2,000, fsync never, fresh data directories. Writes `<out>/ab-<UTC time>.jsonl` and `.md`
-# (medians of the rounds). Build the "before" binary from its commit first, for example:
+# of 2,000, fsync never (or `--fsync always`), fresh data directories. Writes
+# `<out>/ab-<UTC time>.jsonl` and `.md` (medians of the rounds). Build the "before" binary from
+# its commit first, for example:
 #   git checkout <commit> && swift build -c release --product hearthd --scratch-path .build-base
 #   cp .build-base/release/hearthd /tmp/hearthd-before && git checkout main
 #
-# Usage: scripts/bench-ab.sh BEFORE_HEARTHD AFTER_HEARTHD [--rounds N] [--out DIR]
+# Usage: scripts/bench-ab.sh BEFORE_HEARTHD AFTER_HEARTHD [--rounds N] [--out DIR] [--fsync never|always]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-[ $# -ge 2 ] || { echo "usage: scripts/bench-ab.sh BEFORE_HEARTHD AFTER_HEARTHD [--rounds N] [--out DIR]" >&2; exit 2; }
+usage="usage: scripts/bench-ab.sh BEFORE_HEARTHD AFTER_HEARTHD [--rounds N] [--out DIR] [--fsync never|always]"
+[ $# -ge 2 ] || { echo "$usage" >&2; exit 2; }
 before=$1 after=$2
 shift 2
 rounds=3
 out=bench-results
+fsync=never
 source scripts/bench-common.sh
-value_options "usage: scripts/bench-ab.sh BEFORE_HEARTHD AFTER_HEARTHD [--rounds N] [--out DIR]" "rounds out" "$@"
+value_options "$usage" "rounds out fsync" "$@"
+case $fsync in never | always) ;; *) echo "$usage" >&2 && exit 2 ;; esac
 swift build -c release --product hearth-bench >&2
 bench_files ab
 stop_server_on_exit
@@ -30,7 +34,7 @@ for round in $(seq "$rounds"); do
             read -r connections window count <<<"$scenario"
             rm -rf "$work/data"
             port=$(free_port)
-            "$binary" --port "$port" --data-dir "$work/data" --fsync never --log-level warning \
+            "$binary" --port "$port" --data-dir "$work/data" --fsync "$fsync" --log-level warning \
                 --config "$work/hearth.json" &
             server_pid=$!
             wait_for_port "$port" hearthd
@@ -44,10 +48,10 @@ for round in $(seq "$rounds"); do
     done
 done
 
-python3 - "$results" "$before" "$after" >"$report" <<'EOF'
+python3 - "$results" "$before" "$after" "$fsync" >"$report" <<'EOF'
 import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
-print(f"# Before and after, {len(rows) // 4} interleaved rounds (medians, writes/s, lean generator)\n")
+print(f"# Before and after, {len(rows) // 4} interleaved rounds (medians, writes/s, lean generator, fsync {sys.argv[4]})\n")
 print(f"- before: `{sys.argv[2]}`\n- after: `{sys.argv[3]}`\n")
 print("| scenario | before | after | after ÷ before |\n|---|---|---|---|")
 for connections, window, label in [(50, 1, "writes, 50 connections"), (1, 2000, "pipelined writes, 1 connection")]:
