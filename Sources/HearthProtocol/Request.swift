@@ -59,7 +59,10 @@ public struct Request: Sendable {
 }
 
 /// What a request asks for, validated and ready for the engine.
-public enum Operation: Sendable {
+///
+/// Indirect: each case's payload lives in one box, so a copy of an operation (the engine makes
+/// several per request) is one reference count rather than one per field of its largest case.
+public indirect enum Operation: Sendable {
     /// Read the node at `path` (see `ReadOptions`).
     case get(path: Path, options: ReadOptions)
     /// A write (set, update, remove, setPriority, transaction).
@@ -87,9 +90,9 @@ public enum Operation: Sendable {
     /// Return the current rules (admin).
     case getRules
     /// Evaluate `operation` as `identity` against the current data without performing it (admin).
-    indirect case simulate(identity: AuthContext?, operation: Operation)
+    case simulate(identity: AuthContext?, operation: Operation)
     /// Replication, forwarding and the operator's cluster requests (`ClusterRequest`).
-    indirect case cluster(ClusterRequest)
+    case cluster(ClusterRequest)
 }
 
 /// The steps of authentication. The wire's `auth` decodes to `.token`; the connection verifies it
