@@ -33,6 +33,12 @@ public enum Write: Sendable {
     }
 
     /// The locations this write may change.
+    /// Whether this is a `set` of a non-empty value at a data path (not a priority).
+    public var setsNonEmptyValue: Bool {
+        guard case .set(let path, let value) = self else { return false }
+        return !value.node.isEmpty && path.last != Key.priority
+    }
+
     public var paths: [Path] {
         switch self {
         case .set(let path, _), .transaction(let path, _, _, _): return [path.withoutPriority]

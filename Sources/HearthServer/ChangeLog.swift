@@ -46,13 +46,18 @@ struct ChangeLog {
     var oldestRev: UInt64? { count == 0 ? nil : entry(0)?.rev }
 
     /// Records a committed write of revision `rev` that changed `paths` (`Write.paths`) of
-    /// `before` into `after`. O(depth) child lookups per path.
-    mutating func record(rev: UInt64, paths: [Path], before: Node, after: Node) {
+    /// `before` into `after`. O(depth) child lookups per path. `setsNonEmptyValue`: the write put
+    /// a non-empty value at its one path (not a priority), so every ancestor of that path is now a
+    /// non-empty object and only `before` needs walking.
+    mutating func record(rev: UInt64, paths: [Path], before: Node, after: Node, setsNonEmptyValue: Bool = false) {
         guard capacity > 0 else { return }
         var changes: [(path: Path, before: Node)] = []
         changes.reserveCapacity(paths.count)
         for path in paths {
-            let kept = Self.undoPoint(of: path, before: before, after: after)
+            let kept =
+                setsNonEmptyValue
+                ? Self.undoPoint(ofNonEmptySetAt: path, before: before)
+                : Self.undoPoint(of: path, before: before, after: after)
             if let last = changes.last, last.path == kept.path { continue }
             changes.append(kept)
         }
@@ -82,6 +87,18 @@ struct ChangeLog {
             let key = path.segments[depth]
             old = old.child(key)
             new = new.child(key)
+        }
+        return (path, old)
+    }
+
+    /// `undoPoint(of:before:after:)` for a write that set a non-empty value at `path`: no
+    /// ancestor of it became empty or a leaf, so only a leaf it turned into an object matters.
+    static func undoPoint(ofNonEmptySetAt path: Path, before: Node) -> (path: Path, before: Node) {
+        var old = before
+        for depth in 0..<path.count {
+            if old.isEmpty { return (path, .empty) }
+            if old.isLeaf { return (Path(Array(path.segments[..<depth])), old) }
+            old = old.child(path.segments[depth])
         }
         return (path, old)
     }

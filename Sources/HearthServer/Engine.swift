@@ -604,7 +604,8 @@ final class Engine: @unchecked Sendable {
     /// then the views raise their events.
     func afterWrite(_ write: Write, before: Node, rev: UInt64, now: Int64, batch: inout Batch) {
         let paths = write.paths
-        changeLog.record(rev: rev, paths: paths, before: before, after: database.root)
+        changeLog.record(
+            rev: rev, paths: paths, before: before, after: database.root, setsNonEmptyValue: write.setsNonEmptyValue)
         recheckDataDependentGrants(now: now, batch: &batch)
         views.apply(write: write, paths: paths, before: before, after: database.root, rev: rev, batch: &batch)
     }

@@ -62,7 +62,16 @@ final class ChangeLogTests: XCTestCase {
                 guard case .committed(let logged, let before) = database.apply(write, now: 0) else {
                     return XCTFail("a write did not commit")
                 }
-                log.record(rev: logged.rev, paths: write.paths, before: before, after: database.root)
+                if write.setsNonEmptyValue, let path = write.paths.first {
+                    // The shortcut for a growing set finds what the general walk finds.
+                    let general = ChangeLog.undoPoint(of: path, before: before, after: database.root)
+                    let shortcut = ChangeLog.undoPoint(ofNonEmptySetAt: path, before: before)
+                    XCTAssertEqual(shortcut.path, general.path)
+                    XCTAssertEqual(shortcut.before, general.before)
+                }
+                log.record(
+                    rev: logged.rev, paths: write.paths, before: before, after: database.root,
+                    setsNonEmptyValue: write.setsNonEmptyValue)
                 roots[logged.rev] = database.root
             }
             let current = database.rev
