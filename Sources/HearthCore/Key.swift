@@ -30,8 +30,12 @@ public struct Key: Sendable, Hashable, Comparable, CustomStringConvertible {
 
     public static func == (lhs: Key, rhs: Key) -> Bool {
         // Equal UTF-8 bytes exactly when equal UTF-16 code units; never canonical equivalence.
-        lhs.prefix == rhs.prefix && lhs.string.utf8Equals(rhs.string)
+        lhs.prefix == rhs.prefix && (lhs.prefixIsWholeKey || lhs.string.utf8Equals(rhs.string))
     }
+
+    /// Whether the prefix holds the whole key: a non-integer key of at most six bytes (its seventh
+    /// byte is padding, and keys hold no NUL), so that equal prefixes mean equal keys.
+    @inlinable var prefixIsWholeKey: Bool { prefix >> 56 == 1 && prefix & 0xFF == 0 }
 
     public func hash(into hasher: inout Hasher) {
         // UTF-8 bytes identify the UTF-16 sequence uniquely; hashing them avoids normalisation.
@@ -56,6 +60,7 @@ public struct Key: Sendable, Hashable, Comparable, CustomStringConvertible {
             let shift = UInt64(63 - (a ^ b).leadingZeroBitCount) & ~7
             if (a >> shift) & 0x80 == 0, (b >> shift) & 0x80 == 0 { return a < b ? -1 : 1 }
         }
+        if a == b, lhs.prefixIsWholeKey { return 0 }
         // Equal prefixes (integers of one value and length, or strings sharing seven bytes).
         return compareUTF16(lhs.string, rhs.string)
     }

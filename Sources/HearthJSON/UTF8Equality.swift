@@ -9,6 +9,8 @@ extension String {
     /// equivalent strings, and for native strings it compares contiguous bytes, far faster than
     /// `utf8.elementsEqual`.
     @inlinable public func utf8Equals(_ other: String) -> Bool {
+        // O(1) for native strings, and most unequal keys differ in length.
+        guard utf8.count == other.utf8.count else { return false }
         let contiguous = utf8.withContiguousStorageIfAvailable { x in
             other.utf8.withContiguousStorageIfAvailable { y in
                 x.count == y.count && (x.count == 0 || memcmp(x.baseAddress!, y.baseAddress!, x.count) == 0)
