@@ -80,6 +80,20 @@ public enum JSONParser {
         return try result.get()
     }
 
+    /// Parses one JSON document, with the parser's working stacks taken from `workspace` and
+    /// given back to it: a caller that parses many small documents (a connection, one request
+    /// line after another) then allocates only each document's own values.
+    public static func parse(
+        _ bytes: UnsafeRawBufferPointer, limits: JSONLimits = .default, reusing workspace: inout JSONParseWorkspace
+    ) throws(JSONError) -> JSONValue {
+        var parser = _JSONByteParser(bytes: bytes, limits: limits)
+        swap(&parser.frames, &workspace.frames)
+        swap(&parser.values, &workspace.values)
+        swap(&parser.keys, &workspace.keys)
+        defer { workspace.takeBack(from: &parser) }
+        return try parser.parseDocument()
+    }
+
     /// Parses one JSON document from the UTF-8 of `text`.
     public static func parse(
         _ text: String, limits: JSONLimits = .default
@@ -91,6 +105,28 @@ public enum JSONParser {
             }
         }
         return try result.get()
+    }
+}
+
+/// The working stacks of a parser, kept between documents (`JSONParser.parse(_:limits:reusing:)`).
+/// Empty between parses; stacks grown past a small bound by a large document are dropped rather
+/// than kept.
+public struct JSONParseWorkspace {
+    var frames: [_JSONByteParser.Frame] = []
+    var values: [JSONValue] = []
+    var keys: [String] = []
+
+    public init() {}
+
+    /// Takes the parser's stacks back, emptied (a document that failed leaves values behind).
+    mutating func takeBack(from parser: inout _JSONByteParser) {
+        swap(&frames, &parser.frames)
+        swap(&values, &parser.values)
+        swap(&keys, &parser.keys)
+        let bound = 64
+        if frames.capacity > bound { frames = [] } else { frames.removeAll(keepingCapacity: true) }
+        if values.capacity > bound { values = [] } else { values.removeAll(keepingCapacity: true) }
+        if keys.capacity > bound { keys = [] } else { keys.removeAll(keepingCapacity: true) }
     }
 }
 

@@ -34,9 +34,18 @@ public struct RequestDecoder: Sendable {
 
     /// Decodes one line (without its terminator).
     public func decode(_ line: UnsafeRawBufferPointer) -> Result<Request, Failure> {
+        var workspace = JSONParseWorkspace()
+        return decode(line, reusing: &workspace)
+    }
+
+    /// Decodes one line (without its terminator), with the JSON parser's stacks kept in
+    /// `workspace` between lines (one per connection).
+    public func decode(_ line: UnsafeRawBufferPointer, reusing workspace: inout JSONParseWorkspace) -> Result<
+        Request, Failure
+    > {
         let json: JSONValue
         do {
-            json = try JSONParser.parse(line, limits: jsonLimits)
+            json = try JSONParser.parse(line, limits: jsonLimits, reusing: &workspace)
         } catch {
             let code: DatabaseError.Code = error.kind == .tooDeep ? .tooDeep : .badRequest
             return .failure(Failure(id: .null, error: DatabaseError(code, "malformed JSON: \(error.message)")))

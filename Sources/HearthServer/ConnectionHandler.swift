@@ -24,6 +24,8 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
     private let id: UInt64
     private let engine: Engine
     private let decoder: RequestDecoder
+    /// The JSON parser's stacks, reused from one request line to the next.
+    private var parseWorkspace = JSONParseWorkspace()
     private let configuration: ServerConfiguration
     private let security: SecurityState
     private let logger: Logger
@@ -192,7 +194,7 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
             // Only a clustered listener frames lines this long: they are for peers.
             refuseTooLarge(context: context)
         case .line(let line):
-            let result = line.withUnsafeReadableBytes { decoder.decode($0) }
+            let result = line.withUnsafeReadableBytes { decoder.decode($0, reusing: &parseWorkspace) }
             switch result.flatMap(admit) {
             case .success(let request):
                 if case .cluster(.replicaAck) = request.operation {

@@ -63,6 +63,38 @@ func scalars(_ value: JSONValue?) -> [Unicode.Scalar]? {
 }
 
 final class JSONParserTests: XCTestCase {
+    /// A workspace reused across documents — failed ones and ones that grow its stacks past the
+    /// bound included — parses each exactly as a fresh parser does.
+    func testAReusedWorkspaceParsesLikeAFreshParser() throws {
+        let big = "[" + (0..<200).map { #"{"k\#($0)":[\#($0),{"x":"y"}]}"# }.joined(separator: ",") + "]"
+        let documents = [
+            #"{"id":1,"op":"set","path":"/a","value":{"b":[1,2,{"c":null}]}}"#,
+            #"{"id":2,"op":"set","path":"/a","value":"#,  // fails: truncated
+            #"[1,[2,[3,{"d":"é"}]]]"#,
+            big,
+            #"{"a":{"b":{"c":"#,  // fails inside nested objects
+            #"{"z":true,"z":false}"#,
+            #""just a string""#,
+        ]
+        var workspace = JSONParseWorkspace()
+        for _ in 0..<3 {
+            for document in documents {
+                let bytes = Array(document.utf8)
+                let fresh = Result { () throws(JSONError) -> JSONValue in try JSONParser.parse(bytes) }
+                let reused = bytes.withUnsafeBytes { raw in
+                    Result { () throws(JSONError) -> JSONValue in
+                        try JSONParser.parse(raw, reusing: &workspace)
+                    }
+                }
+                switch (fresh, reused) {
+                case (.success(let a), .success(let b)): XCTAssertEqual(a, b, document)
+                case (.failure(let a), .failure(let b)): XCTAssertEqual(a.message, b.message, document)
+                default: XCTFail("\(document): fresh \(fresh), reused \(reused)")
+                }
+            }
+        }
+    }
+
     // MARK: Literals and whitespace
 
     func testLiterals() {
