@@ -10,14 +10,18 @@
 # valgrind 3.19 cannot read Swift 6.3's DWARF, so hearthd runs from a copy without debug
 # information (symbols come from the symbol table); names are demangled with `swift demangle`.
 #
-# Usage: scripts/callgrind.sh [--writes N] [--out DIR]
+# `--hearthd BINARY` counts a given build (for example a commit's before a change) instead of
+# building this tree's.
+#
+# Usage: scripts/callgrind.sh [--writes N] [--out DIR] [--hearthd BINARY]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 source scripts/bench-common.sh
 writes=20000
 out=bench-results
-value_options "usage: scripts/callgrind.sh [--writes N] [--out DIR]" "writes out" "$@"
+hearthd=""
+value_options "usage: scripts/callgrind.sh [--writes N] [--out DIR] [--hearthd BINARY]" "writes out hearthd" "$@"
 quick=false
 for tool in valgrind redis-server; do
     command -v "$tool" >/dev/null || {
@@ -25,11 +29,14 @@ for tool in valgrind redis-server; do
         apt-get install -y "$tool" >&2 || { apt-get update >&2 && apt-get install -y "$tool" >&2; }
     }
 done
-swift build -c release --product hearthd >&2
+if [ -z "$hearthd" ]; then
+    swift build -c release --product hearthd >&2
+    hearthd=.build/release/hearthd
+fi
 swift build -c release --product hearth-bench >&2
 bench_files callgrind
 stop_server_on_exit
-objcopy --strip-debug .build/release/hearthd "$work/hearthd"
+objcopy --strip-debug "$hearthd" "$work/hearthd"
 echo '{"maxWritesPerSecondPerConnection": 0}' >"$work/hearth.json"
 
 measure() { # target (hearth | redis), label, connections, window
@@ -61,9 +68,10 @@ path, target, label, writes = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.arg
 # Stages: the functions whose inclusive counts say what each part of a write costs.
 stages = {
     "hearth": [
-        ("frame and parse the request", ["RequestDecoder.decode(_:)"]),
+        ("frame and parse the request", ["RequestDecoder.decode(_:)", "RequestDecoder.decode(_:reusing:)"]),
         ("apply to the tree", ["Database.apply(_:now:)"]),
-        ("change log (resume)", ["ChangeLog.record(rev:paths:before:after:)"]),
+        ("change log (resume)", ["ChangeLog.record(rev:paths:before:after:)",
+                                 "ChangeLog.record(rev:paths:before:after:setsNonEmptyValue:)"]),
         ("views", ["ViewRegistry.apply(write:paths:before:after:rev:batch:)"]),
         ("log: encode and write", ["Storage.append(_:)"]),
         ("engine turn (all of the above but parse)", ["Engine.drain()"]),
@@ -105,10 +113,11 @@ measure redis "writes, 50 connections" 50 1
 measure hearth "pipelined writes, 1 connection" 1 2000
 measure redis "pipelined writes, 1 connection" 1 2000
 
-python3 - "$results" "$writes" >"$report" <<'EOF'
+python3 - "$results" "$writes" "$hearthd" >"$report" <<'EOF'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
 print(f"# callgrind: user-space instructions per write ({sys.argv[2]} writes per scenario)\n")
+print(f"hearthd: `{sys.argv[3]}`\n")
 print("From `scripts/callgrind.sh`; each stage is the inclusive count of the functions doing it,")
 print("so nested stages overlap (the engine turn contains apply, change log, views and log).\n")
 for label in dict.fromkeys(r["label"] for r in rows):
