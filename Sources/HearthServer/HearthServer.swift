@@ -138,6 +138,7 @@ public final class HearthServer: Sendable {
         if configuration.fsync == .everysec {
             engine.loop.scheduleRepeatedTask(initialDelay: .seconds(1), delay: .seconds(1)) { _ in engine.syncIfDue() }
         }
+        _ = MemoryTrimmer.fixAllocatorThresholds
         let trimmer = MemoryTrimmer()
         engine.loop.scheduleRepeatedTask(initialDelay: .milliseconds(500), delay: .milliseconds(500)) { _ in
             trimmer.tick(writes: metrics.writesApplied)

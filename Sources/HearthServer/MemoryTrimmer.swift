@@ -41,6 +41,25 @@ final class MemoryTrimmer: @unchecked Sendable {
         #endif
     }
 
+    /// Fixes glibc's thresholds for returning memory (`mallopt`): blocks of 1 MiB and more are
+    /// mapped on their own and unmapped when freed, and an arena gives back its free top once it
+    /// passes 1 MiB. By default both thresholds grow with the largest block freed so far (up to
+    /// 32 MiB and 64 MiB), and an I/O thread's arena that once held a burst of decoded requests
+    /// then keeps that memory resident for good: after a million-leaf import, 16 MiB that
+    /// `malloc_trim` cannot return (it trims the free blocks inside a thread's arena, not its top).
+    /// Once per process; does nothing without glibc.
+    static let fixAllocatorThresholds: Void = {
+        #if canImport(Glibc)
+        typealias MallOpt = @convention(c) (Int32, Int32) -> Int32
+        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "mallopt") else { return }
+        let mallopt = unsafeBitCast(symbol, to: MallOpt.self)
+        let trimThreshold: Int32 = -1  // M_TRIM_THRESHOLD
+        let mmapThreshold: Int32 = -3  // M_MMAP_THRESHOLD
+        _ = mallopt(mmapThreshold, 1 << 20)
+        _ = mallopt(trimThreshold, 1 << 20)
+        #endif
+    }()
+
     /// Called every half second with the number of writes (requests) applied so far.
     func tick(writes: Int) {
         defer { lastWrites = writes }
