@@ -40,9 +40,9 @@ public struct RequestDecoder: Sendable {
 
     /// Decodes one line (without its terminator), with the JSON parser's stacks kept in
     /// `workspace` between lines (one per connection).
-    public func decode(_ line: UnsafeRawBufferPointer, reusing workspace: inout JSONParseWorkspace) -> Result<
-        Request, Failure
-    > {
+    public typealias Decoded = Result<Request, Failure>
+
+    public func decode(_ line: UnsafeRawBufferPointer, reusing workspace: inout JSONParseWorkspace) -> Decoded {
         let json: JSONValue
         do {
             json = try JSONParser.parse(line, limits: jsonLimits, reusing: &workspace)
