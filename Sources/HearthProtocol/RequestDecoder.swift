@@ -40,6 +40,7 @@ public struct RequestDecoder: Sendable {
 
     /// Decodes one line (without its terminator), with the JSON parser's stacks kept in
     /// `workspace` between lines (one per connection).
+    /// A decoded line: its request, or why it is not one.
     public typealias Decoded = Result<Request, Failure>
 
     public func decode(_ line: UnsafeRawBufferPointer, reusing workspace: inout JSONParseWorkspace) -> Decoded {

@@ -160,6 +160,8 @@ final class LinkHandler: ChannelInboundHandler {
     /// Messages read since the last read burst ended: handed to the engine together, one
     /// submission (and one wakeup of its thread) per burst rather than per line.
     private var pending: [LinkMessage] = []
+    /// The JSON parser's stacks, reused from one record to the next.
+    private var parseWorkspace = JSONParseWorkspace()
 
     init(link: ReplicaLink, logger: Logger, deliver: @escaping @Sendable (ReplicaLink, [LinkMessage]) -> Void) {
         self.link = link
@@ -173,7 +175,7 @@ final class LinkHandler: ChannelInboundHandler {
             context.close(promise: nil)
             return
         }
-        if let record = line.withUnsafeReadableBytes({ Self.walRecord($0) }) {
+        if let record = line.withUnsafeReadableBytes({ Self.walRecord($0, reusing: &parseWorkspace) }) {
             guard case .record(_, _, let write, _, let isWrite, _) = record, write != nil || !isWrite else {
                 logger.error("the leader sent a record that is not a valid write; reconnecting")
                 context.close(promise: nil)
@@ -226,6 +228,14 @@ final class LinkHandler: ChannelInboundHandler {
     /// payload's bytes are kept as they are (the replica logs them) and only the payload is parsed.
     /// Nil for any other line; a record whose payload is not a valid write has a nil `write`.
     static func walRecord(_ bytes: UnsafeRawBufferPointer) -> LinkMessage? {
+        var workspace = JSONParseWorkspace()
+        return walRecord(bytes, reusing: &workspace)
+    }
+
+    /// `walRecord(_:)` with the JSON parser's stacks kept in `workspace` between lines.
+    static func walRecord(
+        _ bytes: UnsafeRawBufferPointer, reusing workspace: inout JSONParseWorkspace
+    ) -> LinkMessage? {
         var reader = LineReader(bytes: bytes)
         guard reader.skip(#"{"event":"wal","rev":"#), let rev = reader.number(), reader.skip(#","epoch":"#),
             let epoch = reader.number()
@@ -240,7 +250,8 @@ final class LinkHandler: ChannelInboundHandler {
         }
         guard let (confirmedRev, payloadEnd) = reader.trailingConfirmedRev() else { return nil }
         let payload = UnsafeRawBufferPointer(rebasing: bytes[reader.offset..<payloadEnd])
-        let write = isWrite ? decodeWrite(try? JSONParser.parse(payload, limits: limits), rev: rev) : nil
+        let write =
+            isWrite ? decodeWrite(try? JSONParser.parse(payload, limits: limits, reusing: &workspace), rev: rev) : nil
         return .record(
             rev: rev, epoch: epoch, write: write, payload: Array(payload), isWrite: isWrite, confirmedRev: confirmedRev)
     }
