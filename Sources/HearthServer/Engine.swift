@@ -9,8 +9,11 @@ import NIOCore
 /// What the engine sends back to a connection, in order: responses to its requests (encoded on
 /// the connection's thread) and events (a body encoded once and shared by all subscribers of a
 /// view, behind each subscriber's own `{"sub":S,` prefix).
+///
+/// A response is boxed (`indirect`): the enum is then the size of an event, which every
+/// subscriber's queue copies once per write, rather than of the largest response.
 enum Outbound: Sendable {
-    case response(RequestID, ResponseBody)
+    indirect case response(RequestID, ResponseBody)
     case event(sub: Int, body: ByteBuffer)
     /// The server ended subscription `sub` (its read is no longer allowed).
     case cancelled(sub: Int, DatabaseError)
