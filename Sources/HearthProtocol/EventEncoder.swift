@@ -6,14 +6,6 @@ import HearthJSON
 /// is its own prefix `{"sub":S,` followed by the shared body. Values travel in export format,
 /// so priorities reach the clients.
 public enum EventEncoder {
-    /// The per-subscriber prefix.
-    public static func prefix(sub: Int) -> [UInt8] {
-        var buffer: [UInt8] = Array(#"{"sub":"#.utf8)
-        JSONWriter.writeInt(Int64(sub), into: &buffer)
-        buffer.append(UInt8(ascii: ","))
-        return buffer
-    }
-
     /// The shared body of a child event, through the end of the line.
     public static func childEventBody(_ event: ViewEvent, rev: UInt64) -> [UInt8] {
         var buffer: [UInt8] = []

@@ -305,9 +305,8 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
         guard let context, !closing else { return }
         for output in outputs {
             switch output {
-            case .event(let sub, var body):
-                send(EventEncoder.prefix(sub: sub), context: context)
-                send(&body, context: context)
+            case .event(let sub, let body):
+                sendEvent(sub: sub, body: body, context: context)
             case .cancelled(let sub, let error):
                 send(ResponseEncoder.cancelEvent(sub: sub, error), context: context)
             case .authRevoked(let reason):
@@ -366,9 +365,14 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
         checkOutboxBound(context: context)
     }
 
-    private func send(_ buffer: inout ByteBuffer, context: ChannelHandlerContext) {
+    /// An event: the subscriber's prefix `{"sub":S,` and the body all its subscribers share,
+    /// written straight into the outbox.
+    private func sendEvent(sub: Int, body: ByteBuffer, context: ChannelHandlerContext) {
         guard !closing else { return }
-        outbox.writeBuffer(&buffer)
+        outbox.writeStaticString(#"{"sub":"#)
+        outbox.writeDecimal(sub)
+        outbox.writeInteger(UInt8(ascii: ","))
+        outbox.writeImmutableBuffer(body)
         checkOutboxBound(context: context)
     }
 
@@ -486,6 +490,26 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
             closeAfterWritten(context: context)
         } else {
             closeWhenDrained = true
+        }
+    }
+}
+
+extension ByteBuffer {
+    /// Writes `value` in decimal, without building its text first.
+    mutating func writeDecimal(_ value: Int) {
+        if value < 0 { writeInteger(UInt8(ascii: "-")) }
+        var rest = value.magnitude
+        var digits = 1
+        var scale: UInt = 1
+        while rest / scale >= 10 {
+            scale *= 10
+            digits += 1
+        }
+        reserveCapacity(minimumWritableBytes: digits)
+        while scale > 0 {
+            writeInteger(UInt8(ascii: "0") + UInt8(rest / scale))
+            rest %= scale
+            scale /= 10
         }
     }
 }
