@@ -369,11 +369,23 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
     /// written straight into the outbox.
     private func sendEvent(sub: Int, body: ByteBuffer, context: ChannelHandlerContext) {
         guard !closing else { return }
-        outbox.writeStaticString(#"{"sub":"#)
-        outbox.writeDecimal(sub)
-        outbox.writeInteger(UInt8(ascii: ","))
-        outbox.writeImmutableBuffer(body)
+        Self.writeEvent(sub: sub, body: body, into: &outbox)  // one access to the outbox
         checkOutboxBound(context: context)
+    }
+
+    private static func writeEvent(sub: Int, body: ByteBuffer, into outbox: inout ByteBuffer) {
+        // The prefix is put together on the stack and written with one copy, then the body.
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 32) { prefix in
+            var count = 0
+            for byte in #"{"sub":"#.utf8 {
+                prefix[count] = byte
+                count += 1
+            }
+            count += writeDecimal(sub, into: UnsafeMutableBufferPointer(rebasing: prefix[count...]))
+            prefix[count] = UInt8(ascii: ",")
+            outbox.writeBytes(UnsafeRawBufferPointer(UnsafeMutableBufferPointer(rebasing: prefix[...count])))
+        }
+        outbox.writeImmutableBuffer(body)
     }
 
     /// A reader too slow to keep its unsent output under `maxOutboundBytes` is told
@@ -494,22 +506,22 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
     }
 }
 
-extension ByteBuffer {
-    /// Writes `value` in decimal, without building its text first.
-    mutating func writeDecimal(_ value: Int) {
-        if value < 0 { writeInteger(UInt8(ascii: "-")) }
-        var rest = value.magnitude
-        var digits = 1
-        var scale: UInt = 1
-        while rest / scale >= 10 {
-            scale *= 10
-            digits += 1
-        }
-        reserveCapacity(minimumWritableBytes: digits)
-        while scale > 0 {
-            writeInteger(UInt8(ascii: "0") + UInt8(rest / scale))
-            rest %= scale
-            scale /= 10
-        }
+/// Writes `value` in decimal at the start of `buffer` (at least 20 bytes) and returns the bytes
+/// written.
+func writeDecimal(_ value: Int, into buffer: UnsafeMutableBufferPointer<UInt8>) -> Int {
+    var count = 0
+    if value < 0 {
+        buffer[0] = UInt8(ascii: "-")
+        count = 1
     }
+    var rest = value.magnitude
+    var scale: UInt = 1
+    while rest / scale >= 10 { scale *= 10 }
+    while scale > 0 {
+        buffer[count] = UInt8(ascii: "0") + UInt8(rest / scale)
+        count += 1
+        rest %= scale
+        scale /= 10
+    }
+    return count
 }
