@@ -2,9 +2,11 @@
 # Where the instructions of one write go, in hearthd and in Redis 7, counted by valgrind's
 # callgrind (deterministic, unlike wall time on a shared machine). For each scenario it starts the
 # server under callgrind with instrumentation off, warms it up, switches instrumentation on, sends
-# a fixed number of writes with `hearth-bench lean` (`set` to Hearth, `SET` to Redis), switches it
-# off and stops the server by its pid. It then reports user-space instructions per write, in all
-# and inclusive of the functions that do each stage (parse, apply, log, answer, ...). The kernel's
+# a fixed number of writes with `hearth-bench lean` (`set` to Hearth, `SET` to Redis) — and for
+# fan-out, writes to 100 subscribers with `hearth-bench fanout` (Redis: PUBLISH to SUBSCRIBE) —
+# switches it off and stops the server by its pid. It then reports user-space instructions per
+# write (per event for fan-out), in all and inclusive of the functions that do each stage (parse,
+# apply, log, answer, ...). The kernel's
 # share (system calls, TCP) is not counted by callgrind and is the same kind of work in both.
 #
 # valgrind 3.19 cannot read Swift 6.3's DWARF, so hearthd runs from a copy without debug
@@ -52,19 +54,30 @@ measure() { # target (hearth | redis), label, connections, window
         2>"$work/valgrind.log" &
     server_pid=$!
     for _ in $(seq 600); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.1; done
-    local load=(--target "$target" --port "$port" --connections "$connections" --window "$window" --seconds 600)
-    echo "==> $label ($target): warm-up, then $writes writes under callgrind" >&2
-    .build/release/hearth-bench lean "${load[@]}" --count $((writes / 10)) >/dev/null
-    callgrind_control -i on "$server_pid" >/dev/null
-    .build/release/hearth-bench lean "${load[@]}" --count "$writes" >/dev/null
+    local units=$writes
+    if [ "$connections" = fanout ]; then
+        # One writer, 100 subscribers of the written path (Redis: of the channel); per event.
+        local load=(--target "$target" --port "$port" --subscribers 100 --seconds 600)
+        units=$((writes / 10 * 100))
+        echo "==> $label ($target): warm-up, then $((writes / 10)) writes to 100 subscribers under callgrind" >&2
+        .build/release/hearth-bench fanout "${load[@]}" --writes $((writes / 40)) >/dev/null
+        callgrind_control -i on "$server_pid" >/dev/null
+        .build/release/hearth-bench fanout "${load[@]}" --writes $((writes / 10)) >/dev/null
+    else
+        local load=(--target "$target" --port "$port" --connections "$connections" --window "$window" --seconds 600)
+        echo "==> $label ($target): warm-up, then $writes writes under callgrind" >&2
+        .build/release/hearth-bench lean "${load[@]}" --count $((writes / 10)) >/dev/null
+        callgrind_control -i on "$server_pid" >/dev/null
+        .build/release/hearth-bench lean "${load[@]}" --count "$writes" >/dev/null
+    fi
     callgrind_control -i off "$server_pid" >/dev/null
     stop_pid "$server_pid"
     server_pid=""
     callgrind_annotate --inclusive=yes --threshold=100 "$profile" | swift demangle --simplified \
         >"$work/$target-$connections-$window.txt"
-    python3 - "$work/$target-$connections-$window.txt" "$target" "$label" "$writes" >>"$results" <<'EOF'
+    python3 - "$work/$target-$connections-$window.txt" "$target" "$label" "$units" "$connections" >>"$results" <<'EOF'
 import json, re, sys
-path, target, label, writes = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+path, target, label, writes, kind = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5]
 # Stages: the functions whose inclusive counts say what each part of a write costs.
 stages = {
     "hearth": [
@@ -77,13 +90,22 @@ stages = {
         ("engine turn (all of the above but parse)", ["Engine.drain()"]),
         ("answer: encode and send", ["ConnectionHandler.flushOutbox(context:)"]),
     ],
+    "hearth-fanout": [
+        ("raise the events and queue them (engine)", ["ViewRegistry.apply(write:paths:before:after:rev:batch:)"]),
+        ("write them into the connections' outboxes", ["ConnectionHandler.receive(_:)"]),
+        ("send (flush to the sockets)", ["ConnectionHandler.flushOutbox(context:)"]),
+    ],
+    "redis-fanout": [
+        ("publish to the subscribers", ["publishCommand"]),
+        ("send", ["handleClientsWithPendingWritesUsingThreads", "handleClientsWithPendingWrites"]),
+    ],
     "redis": [
         ("parse the request", ["processMultibulkBuffer", "processInlineBuffer"]),
         ("apply (SET)", ["setCommand"]),
         ("answer: encode", ["addReply"]),
         ("answer: send", ["handleClientsWithPendingWritesUsingThreads", "handleClientsWithPendingWrites"]),
     ],
-}[target]
+}[target + ("-fanout" if kind == "fanout" else "")]
 inclusive, total = {}, 0
 for line in open(path):
     m = re.match(r"\s*([\d,]+) \([ \d.]+%\)\s+(.*)", line)
@@ -99,7 +121,8 @@ for line in open(path):
     name = re.sub(r"^(specialized |static )+", "", name)   # specialisations count as the function
     name = re.sub(r"'\d+$", "", name)                      # recursion levels
     inclusive[name] = max(inclusive.get(name, 0), count)
-row = {"label": label, "scenario": "callgrind", "target": target, "writes": writes,
+unit = "event" if kind == "fanout" else "write"
+row = {"label": label, "scenario": "callgrind", "target": target, "writes": writes, "unit": unit,
        "instructionsPerWrite": round(total / writes)}
 for stage, names in stages:
     row[stage] = round(max(inclusive.get(n, 0) for n in names) / writes)
@@ -112,6 +135,8 @@ measure hearth "writes, 50 connections" 50 1
 measure redis "writes, 50 connections" 50 1
 measure hearth "pipelined writes, 1 connection" 1 2000
 measure redis "pipelined writes, 1 connection" 1 2000
+measure hearth "fan-out to 100 subscribers (per event)" fanout 0
+measure redis "fan-out to 100 subscribers (per event)" fanout 0
 
 python3 - "$results" "$writes" "$hearthd" >"$report" <<'EOF'
 import json, sys
@@ -125,10 +150,11 @@ for label in dict.fromkeys(r["label"] for r in rows):
     for r in rows:
         if r["label"] != label:
             continue
-        print(f"**{r['target']}**: {r['instructionsPerWrite']:,} instructions per write\n")
-        print("| stage | instructions per write |\n|---|---|")
+        unit = r.get("unit", "write")
+        print(f"**{r['target']}**: {r['instructionsPerWrite']:,} instructions per {unit}\n")
+        print(f"| stage | instructions per {unit} |\n|---|---|")
         for k, v in r.items():
-            if k not in ("label", "scenario", "target", "writes", "instructionsPerWrite"):
+            if k not in ("label", "scenario", "target", "writes", "unit", "instructionsPerWrite"):
                 print(f"| {k} | {v:,} |")
         print()
 EOF
