@@ -25,40 +25,57 @@ public struct Database: Sendable {
     /// Applies `write` atomically at time `now` (ms since the epoch, for server values).
     public mutating func apply(_ write: Write, now: Int64) -> Outcome {
         let before = root
-        var overwrites: [(path: Path, node: Node)] = []
+        switch applyInPlace(write, now: now) {
+        case .committed(let logged): return .committed(logged: logged, previousRoot: before)
+        case .stale(let current): return .stale(current: current)
+        }
+    }
+
+    /// What `applyInPlace` did.
+    public enum Applied: Sendable {
+        case committed(CommittedWrite)
+        /// A transaction whose expectation did not match; nothing changed.
+        case stale(current: Node)
+    }
+
+    /// Applies `write` like `apply(_:now:)` without keeping the tree as it was, so that the
+    /// nodes on the written paths that no snapshot shares change in place (`Node.set`).
+    public mutating func applyInPlace(_ write: Write, now: Int64) -> Applied {
+        let overwrites: [(path: Path, node: Node)]
         switch write {
         case .set(let path, let value):
-            overwrites = [(path, value.resolved(at: path, in: before, now: now, limits: limits))]
+            overwrites = [(path, value.resolved(at: path, in: root, now: now, limits: limits))]
         case .update(let base, let values):
             overwrites = values.map { relative, value in
                 let path = base.appending(relative)
-                return (path, value.resolved(at: path, in: before, now: now, limits: limits))
+                return (path, value.resolved(at: path, in: root, now: now, limits: limits))
             }
         case .overwrites(let entries):
             // Each entry resolves against the state left by the ones before it.
-            var next = root
+            var resolved: [(path: Path, node: Node)] = []
+            resolved.reserveCapacity(entries.count)
             for (path, value) in entries {
-                let node = value.resolved(at: path, in: next, now: now, limits: limits)
-                next = next.setting(path, to: node)
-                overwrites.append((path, node))
+                let node = value.resolved(at: path, in: root, now: now, limits: limits)
+                root.set(path, to: node)
+                resolved.append((path, node))
             }
+            rev += 1
+            return .committed(CommittedWrite(rev: rev, overwrites: resolved))
         case .transaction(let path, let value, let expectation, let valueHasPriority):
             let current = root.child(at: path)
             guard expectation.matches(current) else { return .stale(current: current) }
-            var node = value.resolved(at: path, in: before, now: now, limits: limits)
+            var node = value.resolved(at: path, in: root, now: now, limits: limits)
             if !valueHasPriority { node = node.withPriority(current.priority) }
             overwrites = [(path, node)]
         }
         let logged = CommittedWrite(rev: rev + 1, overwrites: overwrites)
         replay(logged)
-        return .committed(logged: logged, previousRoot: before)
+        return .committed(logged)
     }
 
     /// Applies a logged write (recovery), making its revision current.
     public mutating func replay(_ write: CommittedWrite) {
-        var next = root
-        for (path, node) in write.overwrites { next = next.setting(path, to: node) }
-        root = next
+        for (path, node) in write.overwrites { root.set(path, to: node) }
         rev = write.rev
     }
 

@@ -47,8 +47,9 @@ public enum Priority: Sendable, Equatable {
 /// The children of an object node, in key order.
 public typealias ChildMap = SortedTree<Key, Node>
 
-/// An immutable node of the JSON tree: empty, a leaf, or a non-empty object; leaves and objects
-/// may carry a priority. Copies share structure, so a copy of the root is an O(1) snapshot.
+/// A node of the JSON tree: empty, a leaf, or a non-empty object; leaves and objects may carry a
+/// priority. Copies share structure, so a copy of the root is an O(1) snapshot that later
+/// changes (`set(_:to:)` in place, `setting(_:to:)` by copying the path) never disturb.
 public struct Node: Sendable {
     public enum Content: Sendable {
         case leaf(LeafValue)
@@ -75,7 +76,7 @@ public struct Node: Sendable {
         }
     }
 
-    @usableFromInline let storage: Storage
+    @usableFromInline var storage: Storage
 
     /// The empty node (JSON null, "does not exist").
     public static let empty = Node(content: .children(ChildMap()), priority: nil)
@@ -182,6 +183,32 @@ public struct Node: Sendable {
     /// sets the priority of its parent instead.
     public func setting(_ path: Path, to node: Node) -> Node {
         setting(path.segments[...], to: node)
+    }
+
+    /// Replaces the descendant at `path` with `node`, as `setting(_:to:)` does, changing in place
+    /// the objects on the way that no copy of this node shares (copies taken before stay as they
+    /// were). A non-empty value written where the path exists changes one entry per level;
+    /// anything else (a new key, a removal, a priority) copies from the level where it happens.
+    public mutating func set(_ path: Path, to node: Node) {
+        set(path.segments[...], to: node)
+    }
+
+    mutating func set(_ segments: ArraySlice<Key>, to node: Node) {
+        guard let first = segments.first else {
+            self = node
+            return
+        }
+        let rest = segments.dropFirst()
+        // A non-empty node set below an existing child leaves that child non-empty, so this
+        // object keeps its keys: only the child changes. (A priority path sets this node's own
+        // priority; a removal may remove the key: both take the copying path below.)
+        if !node.isEmpty, !(rest.isEmpty && first == Key.priority), case .children(var map) = storage {
+            storage = .leaf(.bool(false))  // lets go of this node's reference, so `map` may own its branches
+            let changed = map.modifyValue(ofExisting: first) { child in child.set(rest, to: node) }
+            storage = .children(map)
+            if changed { return }
+        }
+        self = setting(segments, to: node)
     }
 
     func setting(_ segments: ArraySlice<Key>, to node: Node) -> Node {

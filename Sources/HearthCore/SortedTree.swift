@@ -5,17 +5,27 @@ public protocol ThreeWayComparable: Sendable {
 
 extension Key: ThreeWayComparable {}
 
-/// A persistent (immutable, structurally shared) ordered map: an AVL tree of immutable nodes.
+/// A persistent (structurally shared) ordered map: an AVL tree of branches that copies share.
 ///
 /// Inserting or removing copies only the O(log n) nodes on the path, so a copy of the map is an
 /// O(1) snapshot that later writes never disturb, and any thread may read it. Each node also
 /// records its subtree size, which gives O(1) `count` and O(log n) rank queries.
+///
+/// `modifyValue(ofExisting:_:)` changes a value in place, copying only the branches on its way
+/// that another map (a snapshot) also holds: the way a burst of writes to the same places
+/// allocates once rather than once per write.
 public struct SortedTree<K: ThreeWayComparable, V: Sendable>: Sendable {
-    @usableFromInline final class Branch: Sendable {
+    /// One entry and its subtrees. `value`, `left` and `right` change only in
+    /// `modify(_:_:_:)`, and only in a branch reached through branches that were each the only
+    /// reference to the next (`isKnownUniquelyReferenced`), starting from a map the caller owns:
+    /// no other map, snapshot or thread can reach such a branch, so sharing it is still safe.
+    /// (The same argument as the standard library's copy-on-write buffers; exclusivity is then
+    /// guaranteed by that ownership, so the dynamic checks are off for these three fields.)
+    @usableFromInline final class Branch: @unchecked Sendable {
         @usableFromInline let key: K
-        @usableFromInline let value: V
-        @usableFromInline let left: Branch?
-        @usableFromInline let right: Branch?
+        @exclusivity(unchecked) @usableFromInline var value: V
+        @exclusivity(unchecked) @usableFromInline var left: Branch?
+        @exclusivity(unchecked) @usableFromInline var right: Branch?
         @usableFromInline let height: Int32
         /// The subtree's size, in 32 bits so that it packs with `height` (one entry per branch:
         /// its size is the tree's memory per entry).
@@ -86,6 +96,39 @@ public struct SortedTree<K: ThreeWayComparable, V: Sendable>: Sendable {
     }
 
     public mutating func insert(_ key: K, _ value: V) { root = Self.insert(root, key, value) }
+
+    /// Changes the value stored under `key` in place with `body`, and returns true; returns false
+    /// and changes nothing when `key` is absent. Branches on the way that another map shares are
+    /// copied first (from the first shared one down), so every copy of the map taken before
+    /// stays as it was.
+    @inlinable public mutating func modifyValue(ofExisting key: K, _ body: (inout V) -> Void) -> Bool {
+        Self.modify(&root, key, body)
+    }
+
+    @inlinable static func modify(_ slot: inout Branch?, _ key: K, _ body: (inout V) -> Void) -> Bool {
+        if !isKnownUniquelyReferenced(&slot) {
+            guard let shared = slot, contains(shared, key) else { return false }
+            slot = Branch(shared.key, shared.value, shared.left, shared.right)
+        }
+        guard let branch = slot else { return false }
+        let c = K.compare(key, branch.key)
+        if c == 0 {
+            body(&branch.value)
+            return true
+        }
+        return c < 0 ? modify(&branch.left, key, body) : modify(&branch.right, key, body)
+    }
+
+    /// Whether the subtree under `branch` holds `key`.
+    @inlinable static func contains(_ branch: Branch, _ key: K) -> Bool {
+        var node: Branch? = branch
+        while let n = node {
+            let c = K.compare(key, n.key)
+            if c == 0 { return true }
+            node = c < 0 ? n.left : n.right
+        }
+        return false
+    }
     public mutating func remove(_ key: K) { root = Self.remove(root, key) }
 
     public var first: (key: K, value: V)? {

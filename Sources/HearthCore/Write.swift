@@ -32,13 +32,20 @@ public enum Write: Sendable {
         return .update(path: path, values: values)
     }
 
-    /// The locations this write may change.
-    /// Whether this is a `set` of a non-empty value at a data path (not a priority).
+    /// Whether this sets a non-empty value at one data path (not a priority): a `set`, or an
+    /// `overwrites` of one entry (a replicated or replayed `set`). No ancestor of the path can
+    /// then become empty or a leaf.
     public var setsNonEmptyValue: Bool {
-        guard case .set(let path, let value) = self else { return false }
-        return !value.node.isEmpty && path.last != Key.priority
+        switch self {
+        case .set(let path, let value): return !value.node.isEmpty && path.last != Key.priority
+        case .overwrites(let entries):
+            guard entries.count == 1, let (path, value) = entries.first else { return false }
+            return !value.node.isEmpty && path.last != Key.priority
+        default: return false
+        }
     }
 
+    /// The locations this write may change.
     public var paths: [Path] {
         switch self {
         case .set(let path, _), .transaction(let path, _, _, _): return [path.withoutPriority]

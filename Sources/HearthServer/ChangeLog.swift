@@ -51,20 +51,45 @@ struct ChangeLog {
     /// non-empty object and only `before` needs walking.
     mutating func record(rev: UInt64, paths: [Path], before: Node, after: Node, setsNonEmptyValue: Bool = false) {
         guard capacity > 0 else { return }
-        var changes: [(path: Path, before: Node)] = []
-        changes.reserveCapacity(paths.count)
-        for path in paths {
-            let kept =
+        record(
+            rev: rev,
+            kept: Self.kept(paths: paths) { path in
                 setsNonEmptyValue
-                ? Self.undoPoint(ofNonEmptySetAt: path, before: before)
-                : Self.undoPoint(of: path, before: before, after: after)
-            if let last = changes.last, last.path == kept.path { continue }
-            changes.append(kept)
-        }
+                    ? Self.undoPoint(ofNonEmptySetAt: path, before: before)
+                    : Self.undoPoint(of: path, before: before, after: after)
+            })
+    }
+
+    /// Records a committed write of revision `rev` with what it replaced, found before it was
+    /// applied: `keptNodes(ofNonEmptySetAt:in:)` (the engine then lets go of the old tree, so
+    /// that the write changes the current one in place).
+    mutating func record(rev: UInt64, kept changes: [(path: Path, before: Node)]) {
+        guard capacity > 0 else { return }
         let entry = Entry(rev: rev, changes: changes)
         entries.append(entry)
         weight += Self.weight(of: entry)
         while weight > capacity, entries.count > 1 { dropOldest() }
+    }
+
+    /// What `record` keeps for a write (`Write.setsNonEmptyValue`) that will set a non-empty value
+    /// at each of `paths` of the current tree `root`; empty when nothing is kept (capacity 0).
+    func keptNodes(ofNonEmptySetAt paths: [Path], in root: Node) -> [(path: Path, before: Node)] {
+        guard capacity > 0 else { return [] }
+        return Self.kept(paths: paths) { Self.undoPoint(ofNonEmptySetAt: $0, before: root) }
+    }
+
+    /// Each path's undo point, the repeats of a path's undo point dropped.
+    private static func kept(
+        paths: [Path], undoPoint: (Path) -> (path: Path, before: Node)
+    ) -> [(path: Path, before: Node)] {
+        var changes: [(path: Path, before: Node)] = []
+        changes.reserveCapacity(paths.count)
+        for path in paths {
+            let kept = undoPoint(path)
+            if let last = changes.last, last.path == kept.path { continue }
+            changes.append(kept)
+        }
+        return changes
     }
 
     private static func weight(of entry: Entry) -> Int { max(1, entry.changes.count) }

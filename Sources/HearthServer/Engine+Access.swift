@@ -45,10 +45,20 @@ extension Engine {
     /// old and new roots (O(1) captures, server values resolved) are checked, and a denied write
     /// is undone before anything is logged or any event raised.
     /// A write that carried a write id (`tag`) is logged with it and, once applied, remembered.
+    /// When nothing needs the old tree (`appliesInPlace`), it is applied in place instead.
     func applyChecked(
         _ write: Write, operation: String, at path: Path, identity: AuthContext?, now: Int64, tag: WriteTag? = nil,
         batch: inout Batch
     ) -> CheckedWrite {
+        if enforcedRules(for: identity) == nil, let kept = keptNodesIfAppliedInPlace(write) {
+            guard case .committed(var logged) = database.applyInPlace(write, now: now) else {
+                return .denied(DatabaseError(.internal, "an in-place write did not commit"))
+            }
+            if let tag { remember(tag, of: &logged) }
+            batch.record(logged)
+            afterWrite(rev: logged.rev, kept: kept, now: now, batch: &batch)
+            return .committed(rev: logged.rev)
+        }
         switch database.apply(write, now: now) {
         case .committed(var logged, let before):
             if let denial = writeDenial(
@@ -58,16 +68,18 @@ extension Engine {
                 database.restore(root: before, rev: logged.rev - 1)
                 return .denied(denial)
             }
-            if let tag {
-                logged.tag = tag
-                writeIDs.remember(tag, rev: logged.rev, pushKey: logged.pushKey)
-            }
+            if let tag { remember(tag, of: &logged) }
             batch.record(logged)
             afterWrite(write, before: before, rev: logged.rev, now: now, batch: &batch)
             return .committed(rev: logged.rev)
         case .stale(let current):
             return .stale(current)
         }
+    }
+
+    private func remember(_ tag: WriteTag, of logged: inout CommittedWrite) {
+        logged.tag = tag
+        writeIDs.remember(tag, rev: logged.rev, pushKey: logged.pushKey)
     }
 
     /// The whole tree as it would be after `write`, which is not applied; nil when it would not

@@ -612,6 +612,26 @@ final class Engine: @unchecked Sendable {
         recheckDataDependentGrants(now: now, batch: &batch)
         views.apply(write: write, paths: paths, before: before, after: database.root, rev: rev, batch: &batch)
     }
+
+    /// What the change log keeps of `write` when it can be applied in place, found in the tree as
+    /// it is now; nil when something needs the whole old tree: a write that may empty or reshape
+    /// an ancestor (the change log compares old and new), or one that a view or index watches
+    /// (its events compare them). The caller checks that no rules apply (they compare them too).
+    /// Without a reference to the old tree, the nodes of the written path that no snapshot
+    /// shares (the batch's checkpoint, a reader's capture) change in place, which is what makes a
+    /// burst of writes to the same places allocate once rather than once per write.
+    func keptNodesIfAppliedInPlace(_ write: Write) -> [(path: Path, before: Node)]? {
+        guard write.setsNonEmptyValue else { return nil }
+        let paths = write.paths
+        guard !views.watches(paths) else { return nil }
+        return changeLog.keptNodes(ofNonEmptySetAt: paths, in: database.root)
+    }
+
+    /// `afterWrite` for a write applied in place (`keptNodesIfAppliedInPlace`): no view watches it.
+    func afterWrite(rev: UInt64, kept: [(path: Path, before: Node)], now: Int64, batch: inout Batch) {
+        changeLog.record(rev: rev, kept: kept)
+        recheckDataDependentGrants(now: now, batch: &batch)
+    }
 }
 
 extension HearthProtocol.Operation {

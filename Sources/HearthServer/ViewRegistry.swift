@@ -157,6 +157,29 @@ final class ViewRegistry {
 
     // MARK: Writes
 
+    /// Whether a write to `paths` concerns any view or index (one at, above or below a path):
+    /// `apply(write:paths:before:after:rev:batch:)` then needs the tree as it was before it.
+    func watches(_ paths: [Path]) -> Bool {
+        func watched(_ node: TrieNode) -> Bool { !node.views.isEmpty || !node.indexes.isEmpty }
+        func subtreeWatched(_ node: TrieNode) -> Bool {
+            watched(node) || node.children.values.contains(where: subtreeWatched)
+        }
+        for path in paths {
+            var node = root
+            var reached = true
+            for key in path.segments {
+                if watched(node) { return true }
+                guard let next = node.children[key] else {
+                    reached = false
+                    break
+                }
+                node = next
+            }
+            if reached, subtreeWatched(node) { return true }
+        }
+        return false
+    }
+
     /// The event lines a committed write raises, appended per connection to the batch (as
     /// provisional until the log has the write), deeper views first (semantics §4.6). Indexes
     /// are brought up to date first. `write` shapes the events of streams without a query (nil

@@ -511,13 +511,27 @@ extension Engine {
     /// Applies a write the leader committed, exactly as the leader did: same revision, same log
     /// record, same events.
     private func applyReplicated(_ committed: CommittedWrite, payload: [UInt8], now: Int64, batch: inout Batch) {
-        let before = database.root
-        database.replay(committed)
-        if let tag = committed.tag { writeIDs.remember(tag, rev: committed.rev, pushKey: committed.pushKey) }
-        batch.record(committed, payload: payload)
-        let write = Write.overwrites(committed.overwrites.map { ($0.path, PreparedValue(node: $0.node)) })
-        afterWrite(write, before: before, rev: committed.rev, now: now, batch: &batch)
+        replay(committed, recordingWith: payload, now: now, batch: &batch)
         releaseAnsweredForwards(batch: &batch)
+    }
+
+    /// Replays a committed write (in place when nothing needs the old tree), records it in the
+    /// batch with its payload when one is given (and remembers its write id), then brings the
+    /// change log and the views up to date.
+    private func replay(_ committed: CommittedWrite, recordingWith payload: [UInt8]?, now: Int64, batch: inout Batch) {
+        let write = Write.overwrites(committed.overwrites.map { ($0.path, PreparedValue(node: $0.node)) })
+        let kept = keptNodesIfAppliedInPlace(write)
+        let before = kept == nil ? database.root : nil
+        database.replay(committed)
+        if let payload {
+            if let tag = committed.tag { writeIDs.remember(tag, rev: committed.rev, pushKey: committed.pushKey) }
+            batch.record(committed, payload: payload)
+        }
+        if let before {
+            afterWrite(write, before: before, rev: committed.rev, now: now, batch: &batch)
+        } else {
+            afterWrite(rev: committed.rev, kept: kept ?? [], now: now, batch: &batch)
+        }
     }
 
     private func advanceConfirmed(to rev: UInt64, batch: inout Batch) {
@@ -703,12 +717,7 @@ extension Engine {
             logger.error("the log is ahead of the state and cannot be replayed", metadata: ["rev": "\(database.rev)"])
             return
         }
-        for write in found.writes {
-            let before = database.root
-            database.replay(write)
-            let applied = Write.overwrites(write.overwrites.map { ($0.path, PreparedValue(node: $0.node)) })
-            afterWrite(applied, before: before, rev: write.rev, now: now, batch: &batch)
-        }
+        for write in found.writes { replay(write, recordingWith: nil, now: now, batch: &batch) }
         batch.checkpoint = database
     }
 

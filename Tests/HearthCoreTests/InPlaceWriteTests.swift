@@ -1,0 +1,134 @@
+import XCTest
+
+@testable import HearthCore
+
+/// `Node.set(_:to:)` and `Database.applyInPlace` change the nodes no copy shares in place: the
+/// result must be what the copying `setting(_:to:)` gives, and every snapshot taken before must
+/// stay exactly as it was.
+final class InPlaceWriteTests: XCTestCase {
+    /// Few keys near the root (paths collide often, so writes land in nodes written before) and
+    /// many at the third level (a deep AVL tree of children).
+    private func randomPath(_ rng: inout SplitMix64) -> Path {
+        var segments: [Key] = []
+        for depth in 0..<Int.random(in: 0...4, using: &rng) {
+            let width = depth == 2 ? 60 : 3
+            segments.append(Key("k\(Int.random(in: 0..<width, using: &rng))"))
+        }
+        if Int.random(in: 0..<8, using: &rng) == 0 { segments.append(Key.priority) }
+        return Path(segments)
+    }
+
+    private func randomNode(_ rng: inout SplitMix64, depth: Int = 2) -> Node {
+        switch Int.random(in: 0..<6, using: &rng) {
+        case 0: return .empty
+        case 1: return .leaf(.number(.int(Int64.random(in: 0...9, using: &rng))))
+        case 2 where depth > 0:
+            var node = Node.empty
+            for i in 0..<Int.random(in: 0...4, using: &rng) {
+                node = node.settingChild(Key("k\(i)"), randomNode(&rng, depth: depth - 1))
+            }
+            return Bool.random(using: &rng) ? node.withPriority(.number(.int(1))) : node
+        default:
+            return .leaf(
+                .string("s\(Int.random(in: 0...9, using: &rng))"),
+                priority: Bool.random(using: &rng) ? .string("p") : nil)
+        }
+    }
+
+    /// Random writes (sets, removals, priorities, leaves turned into objects and back) through
+    /// `set` against a model built with `setting` from independent copies of the same values,
+    /// with snapshots taken between them: each snapshot must still equal its model and serialize
+    /// to the same bytes at the end.
+    func testInPlaceSetsMatchCopyingSetsAndLeaveEverySnapshotUnchanged() {
+        for seed in 0..<20 {
+            var rng = SplitMix64(seed: UInt64(seed))
+            var tree = Node.empty
+            var model = Node.empty
+            var snapshots: [(snapshot: Node, model: Node, bytes: [UInt8])] = []
+            for step in 0..<2000 {
+                let path = randomPath(&rng)
+                var twin = rng
+                let node = randomNode(&rng)
+                let sameNode = randomNode(&twin)  // built apart, so the model shares nothing with the tree
+                tree.set(path, to: node)
+                model = model.setting(path, to: sameNode)
+                XCTAssertTrue(tree == model, "seed \(seed), step \(step): set \(path) diverged")
+                if Int.random(in: 0..<50, using: &rng) == 0 {
+                    snapshots.append((tree, model, tree.jsonBytes(format: .export)))
+                }
+            }
+            for (index, taken) in snapshots.enumerated() {
+                XCTAssertTrue(taken.snapshot == taken.model, "seed \(seed): snapshot \(index) changed")
+                XCTAssertEqual(
+                    taken.snapshot.jsonBytes(format: .export), taken.bytes, "seed \(seed): snapshot \(index)")
+            }
+        }
+    }
+
+    /// The point of it: a write to an existing place of a tree nobody else holds keeps the
+    /// objects on its path (no allocation per level); after a snapshot it copies them, once.
+    func testAWriteToAnExistingPlaceChangesTheTreeInPlaceUnlessASnapshotSharesIt() throws {
+        var tree = Node.empty
+        for i in 0..<100 { tree.set(try Path.parse("/users/u\(i)/name"), to: .leaf(.string("n\(i)"))) }
+        func identity(_ node: Node) -> ObjectIdentifier? {
+            guard case .children(let map) = node.storage, let root = map.root else { return nil }
+            return ObjectIdentifier(root)
+        }
+        let path = try Path.parse("/users/u42/name")
+        let rootBranch = identity(tree)
+        tree.set(path, to: .leaf(.string("changed")))
+        XCTAssertEqual(identity(tree), rootBranch, "a tree nobody shares is changed in place")
+        XCTAssertEqual(tree.child(at: path), .leaf(.string("changed")))
+
+        let snapshot = tree
+        tree.set(path, to: .leaf(.string("again")))
+        XCTAssertNotEqual(identity(tree), identity(snapshot), "a shared tree is copied")
+        XCTAssertEqual(snapshot.child(at: path), .leaf(.string("changed")))
+        XCTAssertEqual(tree.child(at: path), .leaf(.string("again")))
+        let copiedOnce = identity(tree)
+        tree.set(path, to: .leaf(.string("third")))
+        XCTAssertEqual(identity(tree), copiedOnce, "the copy is the tree's own: the next write is in place")
+        XCTAssertEqual(snapshot.child(at: path), .leaf(.string("changed")))
+    }
+
+    /// `applyInPlace` commits what `apply` commits, for every kind of write.
+    func testApplyInPlaceCommitsWhatApplyCommits() throws {
+        var rng = SplitMix64(seed: 7)
+        var inPlace = Database()
+        var copying = Database()
+        for step in 0..<3000 {
+            var path = randomPath(&rng)
+            if path.last == Key.priority { path = Path(Array(path.segments.dropLast())) }
+            let write: Write
+            switch Int.random(in: 0..<3, using: &rng) {
+            case 0:
+                write = .set(path: path, value: PreparedValue(node: randomNode(&rng)))
+            case 1:
+                write = try Write.update(
+                    at: path,
+                    values: [
+                        (Path([Key("k0")]), PreparedValue(node: randomNode(&rng))),
+                        (Path([Key("k1"), Key("k2")]), PreparedValue(node: randomNode(&rng))),
+                    ])
+            default:
+                write = .overwrites([
+                    (path, PreparedValue(node: randomNode(&rng))),
+                    (path.appending(Key("k1")), PreparedValue(node: randomNode(&rng))),
+                ])
+            }
+            // A snapshot every tenth write; the others change the tree in place.
+            let snapshot = step % 10 == 0 ? inPlace : nil
+            let expectedBefore = copying.root
+            guard case .committed(let a) = inPlace.applyInPlace(write, now: 0),
+                case .committed(let b, _) = copying.apply(write, now: 0)
+            else { return XCTFail("step \(step): a write did not commit") }
+            XCTAssertEqual(a.rev, b.rev)
+            XCTAssertEqual(a.overwrites.map(\.path), b.overwrites.map(\.path))
+            XCTAssertTrue(inPlace.root == copying.root, "step \(step)")
+            if let snapshot {
+                XCTAssertEqual(snapshot.rev, inPlace.rev - 1)
+                XCTAssertTrue(snapshot.root == expectedBefore, "step \(step): the snapshot changed")
+            }
+        }
+    }
+}
