@@ -79,7 +79,11 @@ public struct Node: Sendable {
     @usableFromInline var storage: Storage
 
     /// The empty node (JSON null, "does not exist").
-    public static let empty = Node(content: .children(ChildMap()), priority: nil)
+    /// (Computed: it is an empty map and no priority, cheaper to make than a global's lazy
+    /// initialization is to check.)
+    @inlinable public static var empty: Node { Node(storage: .children(ChildMap())) }
+
+    @inlinable init(storage: Storage) { self.storage = storage }
 
     init(content: Content, priority: Priority?) {
         if let priority {
@@ -116,14 +120,27 @@ public struct Node: Sendable {
         children.isEmpty ? .empty : Node(content: .children(children), priority: priority)
     }
 
+    // The accessors below switch on `storage` rather than build a `content` (a copy of the
+    // children's map, retained and released): they are on every walk of the tree.
+
     public var isEmpty: Bool {
-        if case .children(let c) = content { return c.isEmpty }
-        return false
+        switch storage {
+        case .children(let c): return c.isEmpty
+        case .leaf: return false
+        case .prioritized(let box):
+            if case .children(let c) = box.content { return c.isEmpty }
+            return false
+        }
     }
 
     public var isLeaf: Bool {
-        if case .leaf = content { return true }
-        return false
+        switch storage {
+        case .leaf: return true
+        case .children: return false
+        case .prioritized(let box):
+            if case .leaf = box.content { return true }
+            return false
+        }
     }
 
     /// The leaf value, when this is a leaf.
@@ -142,8 +159,13 @@ public struct Node: Sendable {
 
     /// The child named `key`; empty when absent or when this is a leaf.
     public func child(_ key: Key) -> Node {
-        if case .children(let c) = content { return c[key] ?? .empty }
-        return .empty
+        switch storage {
+        case .children(let c): return c[key] ?? .empty
+        case .leaf: return .empty
+        case .prioritized(let box):
+            if case .children(let c) = box.content { return c[key] ?? .empty }
+            return .empty
+        }
     }
 
     /// The descendant at `path`; empty when any step is absent or a leaf.

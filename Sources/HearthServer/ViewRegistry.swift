@@ -164,6 +164,7 @@ final class ViewRegistry {
         func subtreeWatched(_ node: TrieNode) -> Bool {
             watched(node) || node.children.values.contains(where: subtreeWatched)
         }
+        if root.children.isEmpty { return watched(root) }
         for path in paths {
             var node = root
             var reached = true
