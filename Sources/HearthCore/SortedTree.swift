@@ -98,17 +98,20 @@ public struct SortedTree<K: ThreeWayComparable, V: Sendable>: Sendable {
     public mutating func insert(_ key: K, _ value: V) { root = Self.insert(root, key, value) }
 
     /// Changes the value stored under `key` in place with `body`, and returns true; returns false
-    /// and changes nothing when `key` is absent. Branches on the way that another map shares are
-    /// copied first (from the first shared one down), so every copy of the map taken before
-    /// stays as it was.
+    /// and changes nothing when `key` is absent or when another map shares this one's root (a
+    /// snapshot of it: `inserting` copies the path faster). Deeper branches on the way that
+    /// another map shares are copied (from the first shared one down), so every copy of the map
+    /// taken before stays as it was.
     @inlinable public mutating func modifyValue(ofExisting key: K, _ body: (inout V) -> Void) -> Bool {
-        Self.modify(&root, key, body)
+        guard isKnownUniquelyReferenced(&root) else { return false }
+        return Self.modify(&root, key, body)
     }
 
     @inlinable static func modify(_ slot: inout Branch?, _ key: K, _ body: (inout V) -> Void) -> Bool {
         if !isKnownUniquelyReferenced(&slot) {
             guard let shared = slot, contains(shared, key) else { return false }
-            slot = Branch(shared.key, shared.value, shared.left, shared.right)
+            slot = copying(shared, key, body)
+            return true
         }
         guard let branch = slot else { return false }
         let c = K.compare(key, branch.key)
@@ -117,6 +120,24 @@ public struct SortedTree<K: ThreeWayComparable, V: Sendable>: Sendable {
             return true
         }
         return c < 0 ? modify(&branch.left, key, body) : modify(&branch.right, key, body)
+    }
+
+    /// A copy of `branch` with `body` applied to the value under `key`, which the subtree holds:
+    /// every branch on the way is copied (below a shared branch, all are shared).
+    @inlinable static func copying(_ branch: Branch, _ key: K, _ body: (inout V) -> Void) -> Branch {
+        let c = K.compare(key, branch.key)
+        if c == 0 {
+            var value = branch.value
+            body(&value)
+            return Branch(branch.key, value, branch.left, branch.right)
+        }
+        if c < 0, let left = branch.left {
+            return Branch(branch.key, branch.value, copying(left, key, body), branch.right)
+        }
+        if c > 0, let right = branch.right {
+            return Branch(branch.key, branch.value, branch.left, copying(right, key, body))
+        }
+        return branch  // unreachable: the caller checked that the subtree holds `key`
     }
 
     /// Whether the subtree under `branch` holds `key`.

@@ -1,3 +1,4 @@
+import Foundation
 import XCTest
 
 @testable import HearthCore
@@ -130,5 +131,43 @@ final class InPlaceWriteTests: XCTestCase {
                 XCTAssertTrue(snapshot.root == expectedBefore, "step \(step): the snapshot changed")
             }
         }
+    }
+
+    /// A map whose root a snapshot shares is left to the copying `inserting`; one whose root is
+    /// its own but whose deeper branches a snapshot shares copies them in O(log n) comparisons:
+    /// one walk to find the key, one to copy (not a search from every shared branch on the way).
+    func testChangingASharedMapCostsTwoWalksOfItsDepth() {
+        let entries = (0..<65_536).map { (CountedKey(2 * $0), 2 * $0) }
+        var map = SortedTree(sortedUniqueEntries: entries)
+        let snapshot = map
+        XCTAssertFalse(map.modifyValue(ofExisting: CountedKey(24_690)) { $0 = -1 }, "the root is shared")
+        map.insert(CountedKey(1), 1)  // copies the path to 1: the root is the map's own, the rest shared
+        let height = Int(map.root?.height ?? 0)
+        let before = CountedKey.comparisons.value
+        XCTAssertTrue(map.modifyValue(ofExisting: CountedKey(100_000)) { $0 = -1 })
+        let comparisons = CountedKey.comparisons.value - before
+        XCTAssertLessThanOrEqual(comparisons, 2 * height, "a copy of the path should take two walks")
+        XCTAssertEqual(map[CountedKey(100_000)], -1)
+        XCTAssertEqual(snapshot[CountedKey(100_000)], 100_000)
+        XCTAssertNil(snapshot[CountedKey(1)])
+    }
+}
+
+/// An integer key that counts the comparisons made with it.
+private struct CountedKey: ThreeWayComparable {
+    static let comparisons = Counter()
+    let value: Int
+    init(_ value: Int) { self.value = value }
+
+    static func compare(_ lhs: CountedKey, _ rhs: CountedKey) -> Int {
+        comparisons.increment()
+        return lhs.value < rhs.value ? -1 : (lhs.value == rhs.value ? 0 : 1)
+    }
+
+    final class Counter: @unchecked Sendable {
+        private let lock = NSLock()
+        private var count = 0
+        var value: Int { lock.withLock { count } }
+        func increment() { lock.withLock { count += 1 } }
     }
 }
