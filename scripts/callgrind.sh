@@ -78,14 +78,17 @@ measure() { # target (hearth | redis), label, connections, window
     python3 - "$work/$target-$connections-$window.txt" "$target" "$label" "$units" "$connections" >>"$results" <<'EOF'
 import json, re, sys
 path, target, label, writes, kind = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5]
-# Stages: the functions whose inclusive counts say what each part of a write costs.
+# Stages: the functions whose inclusive counts say what each part of a write costs. A stage
+# takes the largest of its alternatives (names from different builds, or a caller and its
+# callee); an alternative "f + g" adds the counts of functions called one after the other.
 stages = {
     "hearth": [
         ("frame and parse the request", ["RequestDecoder.decode(_:)", "RequestDecoder.decode(_:reusing:)"]),
-        ("apply to the tree", ["Database.apply(_:now:)"]),
+        ("apply to the tree", ["Database.apply(_:now:)", "Database.applyInPlace(_:now:)"]),
         ("change log (resume)", ["ChangeLog.record(rev:paths:before:after:)",
-                                 "ChangeLog.record(rev:paths:before:after:setsNonEmptyValue:)"]),
-        ("views", ["ViewRegistry.apply(write:paths:before:after:rev:batch:)"]),
+                                 "ChangeLog.record(rev:paths:before:after:setsNonEmptyValue:)",
+                                 "ChangeLog.keptNodes(ofNonEmptySetAt:in:) + ChangeLog.record(rev:kept:)"]),
+        ("views", ["ViewRegistry.apply(write:paths:before:after:rev:batch:)", "ViewRegistry.watches(_:)"]),
         ("log: encode and write", ["Storage.append(_:)"]),
         ("engine turn (all of the above but parse)", ["Engine.drain()"]),
         ("answer: encode and send", ["ConnectionHandler.flushOutbox(context:)"]),
@@ -125,7 +128,7 @@ unit = "event" if kind == "fanout" else "write"
 row = {"label": label, "scenario": "callgrind", "target": target, "writes": writes, "unit": unit,
        "instructionsPerWrite": round(total / writes)}
 for stage, names in stages:
-    row[stage] = round(max(inclusive.get(n, 0) for n in names) / writes)
+    row[stage] = round(max(sum(inclusive.get(f.strip(), 0) for f in n.split(" + ")) for n in names) / writes)
 print(json.dumps(row))
 EOF
     tail -1 "$results" >&2
