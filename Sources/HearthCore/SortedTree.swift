@@ -98,21 +98,15 @@ public struct SortedTree<K: ThreeWayComparable, V: Sendable>: Sendable {
     public mutating func insert(_ key: K, _ value: V) { root = Self.insert(root, key, value) }
 
     /// Changes the value stored under `key` in place with `body`, and returns true; returns false
-    /// and changes nothing when `key` is absent or when another map shares this one's root (a
-    /// snapshot of it: `inserting` copies the path faster). Deeper branches on the way that
-    /// another map shares are copied (from the first shared one down), so every copy of the map
-    /// taken before stays as it was.
+    /// and changes nothing when `key` is absent. Branches on the way that another map shares are
+    /// copied (from the first shared one down: one walk to find the key, one to copy), so every
+    /// copy of the map taken before stays as it was.
     @inlinable public mutating func modifyValue(ofExisting key: K, _ body: (inout V) -> Void) -> Bool {
-        guard isKnownUniquelyReferenced(&root) else { return false }
-        return Self.modify(&root, key, body)
+        Self.modify(&root, key, body)
     }
 
     @inlinable static func modify(_ slot: inout Branch?, _ key: K, _ body: (inout V) -> Void) -> Bool {
-        if !isKnownUniquelyReferenced(&slot) {
-            guard let shared = slot, contains(shared, key) else { return false }
-            slot = copying(shared, key, body)
-            return true
-        }
+        if !isKnownUniquelyReferenced(&slot) { return modifyShared(&slot, key, body) }
         guard let branch = slot else { return false }
         let c = K.compare(key, branch.key)
         if c == 0 {
@@ -120,6 +114,16 @@ public struct SortedTree<K: ThreeWayComparable, V: Sendable>: Sendable {
             return true
         }
         return c < 0 ? modify(&branch.left, key, body) : modify(&branch.right, key, body)
+    }
+
+    /// `modify` from a branch another map shares (or none): its path is copied. Kept out of line,
+    /// so that the in-place descent stays as lean as it can be.
+    @inline(never) @usableFromInline static func modifyShared(
+        _ slot: inout Branch?, _ key: K, _ body: (inout V) -> Void
+    ) -> Bool {
+        guard let shared = slot, contains(shared, key) else { return false }
+        slot = copying(shared, key, body)
+        return true
     }
 
     /// A copy of `branch` with `body` applied to the value under `key`, which the subtree holds:
