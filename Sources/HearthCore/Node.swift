@@ -224,9 +224,12 @@ public struct Node: Sendable {
         // A non-empty node set below an existing child leaves that child non-empty, so this
         // object keeps its keys: only the child changes. (A priority path sets this node's own
         // priority; a removal may remove the key: both take the copying path below.)
+        // A map a snapshot shares from its root (the first write after a commit) is copied by
+        // `setting`, which is cheaper than copying it branch by branch from here.
         if !node.isEmpty, !(rest.isEmpty && first == Key.priority), case .children(var map) = storage {
             storage = .leaf(.bool(false))  // lets go of this node's reference, so `map` may own its branches
-            let changed = map.modifyValue(ofExisting: first) { child in child.set(rest, to: node) }
+            let changed =
+                map.hasUniqueRoot() && map.modifyValue(ofExisting: first) { child in child.set(rest, to: node) }
             storage = .children(map)
             if changed { return }
         }

@@ -105,6 +105,9 @@ public struct SortedTree<K: ThreeWayComparable, V: Sendable>: Sendable {
         Self.modify(&root, key, body)
     }
 
+    /// Whether no other map shares this one's root (a snapshot of it shares every branch).
+    @inlinable mutating func hasUniqueRoot() -> Bool { isKnownUniquelyReferenced(&root) }
+
     @inlinable static func modify(_ slot: inout Branch?, _ key: K, _ body: (inout V) -> Void) -> Bool {
         if !isKnownUniquelyReferenced(&slot) { return modifyShared(&slot, key, body) }
         guard let branch = slot else { return false }
