@@ -25,7 +25,7 @@ public struct Database: Sendable {
     /// Applies `write` atomically at time `now` (ms since the epoch, for server values).
     public mutating func apply(_ write: Write, now: Int64) -> Outcome {
         let before = root
-        switch applying(write, now: now, inPlace: false) {
+        switch applyInPlace(write, now: now) {
         case .committed(let logged): return .committed(logged: logged, previousRoot: before)
         case .stale(let current): return .stale(current: current)
         }
@@ -39,18 +39,9 @@ public struct Database: Sendable {
     }
 
     /// Applies `write` like `apply(_:now:)` without keeping the tree as it was, so that the
-    /// nodes on the written paths that no snapshot shares change in place (`Node.set`).
+    /// nodes on the written paths that no snapshot shares change in place (`Node.set`; `apply`
+    /// holds the old root, so there every path is copied).
     public mutating func applyInPlace(_ write: Write, now: Int64) -> Applied {
-        applying(write, now: now, inPlace: true)
-    }
-
-    /// Sets `node` at `path`: in place (`Node.set`), or by copying the path (`Node.setting`,
-    /// cheaper when the caller holds the old root, so that nothing can change in place).
-    private mutating func set(_ path: Path, to node: Node, inPlace: Bool) {
-        if inPlace { root.set(path, to: node) } else { root = root.setting(path, to: node) }
-    }
-
-    private mutating func applying(_ write: Write, now: Int64, inPlace: Bool) -> Applied {
         let overwrites: [(path: Path, node: Node)]
         switch write {
         case .set(let path, let value):
@@ -66,7 +57,7 @@ public struct Database: Sendable {
             resolved.reserveCapacity(entries.count)
             for (path, value) in entries {
                 let node = value.resolved(at: path, in: root, now: now, limits: limits)
-                set(path, to: node, inPlace: inPlace)
+                root.set(path, to: node)
                 resolved.append((path, node))
             }
             rev += 1
@@ -78,7 +69,7 @@ public struct Database: Sendable {
             if !valueHasPriority { node = node.withPriority(current.priority) }
             overwrites = [(path, node)]
         }
-        for (path, node) in overwrites { set(path, to: node, inPlace: inPlace) }
+        for (path, node) in overwrites { root.set(path, to: node) }
         rev += 1
         return .committed(CommittedWrite(rev: rev, overwrites: overwrites))
     }

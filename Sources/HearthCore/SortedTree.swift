@@ -124,7 +124,7 @@ public struct SortedTree<K: ThreeWayComparable, V: Sendable>: Sendable {
     @inline(never) @usableFromInline static func modifyShared(
         _ slot: inout Branch?, _ key: K, _ body: (inout V) -> Void
     ) -> Bool {
-        guard let shared = slot, contains(shared, key) else { return false }
+        guard let shared = slot, SortedTree(root: shared)[key] != nil else { return false }
         slot = copying(shared, key, body)
         return true
     }
@@ -147,16 +147,6 @@ public struct SortedTree<K: ThreeWayComparable, V: Sendable>: Sendable {
         return branch  // unreachable: the caller checked that the subtree holds `key`
     }
 
-    /// Whether the subtree under `branch` holds `key`.
-    @inlinable static func contains(_ branch: Branch, _ key: K) -> Bool {
-        var node: Branch? = branch
-        while let n = node {
-            let c = K.compare(key, n.key)
-            if c == 0 { return true }
-            node = c < 0 ? n.left : n.right
-        }
-        return false
-    }
     public mutating func remove(_ key: K) { root = Self.remove(root, key) }
 
     public var first: (key: K, value: V)? {

@@ -36,13 +36,14 @@ public enum Write: Sendable {
     /// `overwrites` of one entry (a replicated or replayed `set`). No ancestor of the path can
     /// then become empty or a leaf.
     public var setsNonEmptyValue: Bool {
+        let path: Path
+        let value: PreparedValue
         switch self {
-        case .set(let path, let value): return !value.node.isEmpty && path.last != Key.priority
-        case .overwrites(let entries):
-            guard entries.count == 1, let (path, value) = entries.first else { return false }
-            return !value.node.isEmpty && path.last != Key.priority
+        case .set(let p, let v): (path, value) = (p, v)
+        case .overwrites(let entries) where entries.count == 1: (path, value) = entries[0]
         default: return false
         }
+        return !value.node.isEmpty && path.last != Key.priority
     }
 
     /// The locations this write may change.

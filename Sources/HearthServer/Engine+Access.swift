@@ -45,7 +45,7 @@ extension Engine {
     /// old and new roots (O(1) captures, server values resolved) are checked, and a denied write
     /// is undone before anything is logged or any event raised.
     /// A write that carried a write id (`tag`) is logged with it and, once applied, remembered.
-    /// When nothing needs the old tree (`appliesInPlace`), it is applied in place instead.
+    /// When nothing needs the old tree (`keptNodesIfAppliedInPlace`), it is applied in place.
     func applyChecked(
         _ write: Write, operation: String, at path: Path, identity: AuthContext?, now: Int64, tag: WriteTag? = nil,
         batch: inout Batch

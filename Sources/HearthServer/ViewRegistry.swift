@@ -161,22 +161,30 @@ final class ViewRegistry {
     /// `apply(write:paths:before:after:rev:batch:)` then needs the tree as it was before it.
     func watches(_ paths: [Path]) -> Bool {
         func watched(_ node: TrieNode) -> Bool { !node.views.isEmpty || !node.indexes.isEmpty }
-        func subtreeWatched(_ node: TrieNode) -> Bool {
-            watched(node) || node.children.values.contains(where: subtreeWatched)
-        }
         if root.children.isEmpty { return watched(root) }
+        return visitNodes(concernedBy: paths) { node, _ in watched(node) }
+    }
+
+    /// Visits the trie nodes a write to `paths` concerns: each node on a path, with the key the
+    /// path takes below it, then every node under the path's end (key nil), in order. Stops as
+    /// soon as `visit` returns true, and returns whether it did.
+    @discardableResult
+    private func visitNodes(concernedBy paths: [Path], _ visit: (TrieNode, Key?) -> Bool) -> Bool {
+        func visitSubtree(_ node: TrieNode) -> Bool {
+            visit(node, nil) || node.children.values.contains(where: visitSubtree)
+        }
         for path in paths {
             var node = root
             var reached = true
             for key in path.segments {
-                if watched(node) { return true }
+                if visit(node, key) { return true }
                 guard let next = node.children[key] else {
                     reached = false
                     break
                 }
                 node = next
             }
-            if reached, subtreeWatched(node) { return true }
+            if reached, visitSubtree(node) { return true }
         }
         return false
     }
@@ -200,22 +208,9 @@ final class ViewRegistry {
                 affected[id] = (node, nil)
             }
         }
-        func markSubtree(_ node: TrieNode) {
-            mark(node, nil)
-            for child in node.children.values { markSubtree(child) }
-        }
-        for path in paths {
-            var node = root
-            var reached = true
-            for key in path.segments {
-                mark(node, key)
-                guard let next = node.children[key] else {
-                    reached = false
-                    break
-                }
-                node = next
-            }
-            if reached { markSubtree(node) }
+        visitNodes(concernedBy: paths) { node, key in
+            mark(node, key)
+            return false
         }
         guard !affected.isEmpty else { return }
 

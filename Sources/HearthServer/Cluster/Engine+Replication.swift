@@ -527,10 +527,10 @@ extension Engine {
             if let tag = committed.tag { writeIDs.remember(tag, rev: committed.rev, pushKey: committed.pushKey) }
             batch.record(committed, payload: payload)
         }
-        if let before {
+        if let kept {
+            afterWrite(rev: committed.rev, kept: kept, now: now, batch: &batch)
+        } else if let before {
             afterWrite(write, before: before, rev: committed.rev, now: now, batch: &batch)
-        } else {
-            afterWrite(rev: committed.rev, kept: kept ?? [], now: now, batch: &batch)
         }
     }
 
