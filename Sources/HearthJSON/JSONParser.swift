@@ -94,6 +94,25 @@ public enum JSONParser {
         return try parser.parseDocument()
     }
 
+    /// Parses one JSON document that is an object without building it: each member is handed
+    /// to `member`, in document order (duplicates included), as its key's UTF-8 (escapes
+    /// resolved; valid only during the call) and its value. A caller that looks members up by
+    /// name (a request's envelope) so makes no string per key and no array of members. Errors,
+    /// limits and offsets are those of `parse`: the object counts as depth 1. Returns false,
+    /// having called nothing, when the document does not start with `{` (after whitespace); the
+    /// caller then parses it whole to learn what it is.
+    public static func parseMembers(
+        of bytes: UnsafeRawBufferPointer, limits: JSONLimits = .default, reusing workspace: inout JSONParseWorkspace,
+        _ member: (UnsafeRawBufferPointer, consuming JSONValue) -> Void
+    ) throws(JSONError) -> Bool {
+        var parser = _JSONByteParser(bytes: bytes, limits: limits)
+        swap(&parser.frames, &workspace.frames)
+        swap(&parser.values, &workspace.values)
+        swap(&parser.keys, &workspace.keys)
+        defer { workspace.takeBack(from: &parser) }
+        return try parser.parseObjectMembers(member)
+    }
+
     /// Parses one JSON document from the UTF-8 of `text`.
     public static func parse(
         _ text: String, limits: JSONLimits = .default
@@ -157,6 +176,9 @@ struct _JSONByteParser {
     let maxDepth: Int
     let maxStringBytes: Int
     var frames: [Frame] = []
+    /// `parseValue` returns a value once it completes the container at this depth (0: the
+    /// document's value; 1: a member of the object `parseObjectMembers` reads).
+    var floor = 0
     var values: [JSONValue] = []
     var keys: [String] = []
     /// Reused buffer for decoding strings that contain escapes.
@@ -236,7 +258,7 @@ struct _JSONByteParser {
 
             // `value` is complete: add it to the enclosing container, closing every container
             // that ends right after it.
-            while let frame = frames.last {
+            while frames.count > floor, let frame = frames.last {
                 values.append(value)
                 skipWhitespace()
                 guard pos < end else {
@@ -271,6 +293,61 @@ struct _JSONByteParser {
             }
             return value
         }
+    }
+
+    /// Reads a document that is an object member by member (`JSONParser.parseMembers`).
+    mutating func parseObjectMembers(
+        _ member: (UnsafeRawBufferPointer, consuming JSONValue) -> Void
+    )
+        throws(JSONError) -> Bool
+    {
+        skipWhitespace()
+        guard pos < end, bytes[pos] == UInt8(ascii: "{") else { return false }
+        try openContainer(isObject: true)
+        floor = 1
+        skipWhitespace()
+        if pos < end && bytes[pos] == UInt8(ascii: "}") {
+            pos += 1
+        } else {
+            while true {
+                guard pos < end, bytes[pos] == asciiQuote else {
+                    throw unexpected(at: pos, expecting: "a string key")
+                }
+                let key: Range<Int>?
+                switch try scanString() {
+                case .plain(let range): key = range
+                case .escaped(let quote, let firstEscape):
+                    _ = try parseEscapedString(quote: quote, firstEscape: firstEscape)
+                    key = nil  // decoded into `scratch`
+                }
+                skipWhitespace()
+                guard pos < end, bytes[pos] == UInt8(ascii: ":") else {
+                    throw unexpected(at: pos, expecting: "':'")
+                }
+                pos += 1
+                let value = try parseValue()
+                if let key {
+                    member(UnsafeRawBufferPointer(rebasing: bytes[key]), value)
+                } else {
+                    scratch.withUnsafeBytes { member($0, value) }
+                }
+                skipWhitespace()
+                guard pos < end else { throw unexpected(at: pos, expecting: "',' or '}'") }
+                if bytes[pos] == UInt8(ascii: ",") {
+                    pos += 1
+                    skipWhitespace()
+                    continue
+                }
+                guard bytes[pos] == UInt8(ascii: "}") else { throw unexpected(at: pos, expecting: "',' or '}'") }
+                pos += 1
+                break
+            }
+        }
+        frames.removeLast()
+        floor = 0
+        skipWhitespace()
+        if pos < end { throw trailingGarbage(at: pos) }
+        return true
     }
 
     // MARK: Containers
@@ -361,6 +438,26 @@ struct _JSONByteParser {
 
     /// Parses the string whose opening quote is at `pos`.
     mutating func parseString() throws(JSONError) -> String {
+        switch try scanString() {
+        case .plain(let range):
+            return String(decoding: UnsafeRawBufferPointer(rebasing: bytes[range]), as: UTF8.self)
+        case .escaped(let quote, let firstEscape):
+            return try parseEscapedString(quote: quote, firstEscape: firstEscape)
+        }
+    }
+
+    /// A string scanned up to its end or its first escape (`scanString`).
+    enum ScannedString {
+        /// The bytes between the quotes (already validated; `pos` is past the closing quote).
+        case plain(Range<Int>)
+        /// The string holds an escape: continue with `parseEscapedString`.
+        case escaped(quote: Int, firstEscape: Int)
+    }
+
+    /// Scans the string whose opening quote is at `pos`, validating it, up to its closing quote
+    /// or its first escape.
+    @inline(__always)
+    mutating func scanString() throws(JSONError) -> ScannedString {
         let quote = pos
         let start = pos + 1
         var i = start
@@ -377,9 +474,9 @@ struct _JSONByteParser {
                 let length = i - start
                 if length > maxStringBytes { throw stringTooLong(at: quote) }
                 pos = i + 1
-                return String(decoding: UnsafeRawBufferPointer(rebasing: bytes[start..<i]), as: UTF8.self)
+                return .plain(start..<i)
             } else if b == asciiBackslash {
-                return try parseEscapedString(quote: quote, firstEscape: i)
+                return .escaped(quote: quote, firstEscape: i)
             } else if b < 0x20 {
                 throw controlCharacter(at: i)
             } else if b >= 0x80 {

@@ -40,17 +40,17 @@ extension RequestDecoder {
     func clusterOperation(_ name: String, _ fields: Fields) throws(DatabaseError) -> Operation? {
         switch name {
         case "replicate":
-            guard let node = try fields.string("node"), !node.isEmpty else {
+            guard let node = try fields.string(.node), !node.isEmpty else {
                 throw DatabaseError(.badRequest, "field \"node\" must be the replica's node name")
             }
             return .cluster(
                 .replicate(
-                    node: node, fromRev: try revision(fields, "fromRev"), history: fields["history"] ?? .array([]),
-                    origin: try fields.string("origin")))
+                    node: node, fromRev: try revision(fields, .fromRev), history: fields[.history] ?? .array([]),
+                    origin: try fields.string(.origin)))
         case "replicaAck":
-            return .cluster(.replicaAck(rev: try revision(fields, "rev")))
+            return .cluster(.replicaAck(rev: try revision(fields, .rev)))
         case "forward":
-            let inner = try fields.required("request")
+            let inner = try fields.required(.request)
             guard case .object = inner else {
                 throw DatabaseError(.badRequest, "field \"request\" must be a request object")
             }
@@ -61,25 +61,25 @@ extension RequestDecoder {
             }
             return .cluster(
                 .forward(
-                    identity: fields["auth"] ?? .null, stored: try fields.bool("stored") ?? false,
-                    owner: try fields.string("owner"), request: request))
+                    identity: fields[.auth] ?? .null, stored: try fields.bool(.stored) ?? false,
+                    owner: try fields.string(.owner), request: request))
         case "disconnected":
-            guard let owner = try fields.string("owner"), !owner.isEmpty else {
+            guard let owner = try fields.string(.owner), !owner.isEmpty else {
                 throw DatabaseError(.badRequest, "field \"owner\" must name a connection")
             }
             return .cluster(.disconnected(owner: owner))
         case "clusterStatus":
             return .cluster(.status)
         case "failover":
-            return .cluster(.failover(to: try fields.string("to")))
+            return .cluster(.failover(to: try fields.string(.to)))
         default:
             return nil
         }
     }
 
-    private func revision(_ fields: Fields, _ name: String) throws(DatabaseError) -> UInt64 {
-        guard let value = fields[name]?.int64Value, value >= 0 else {
-            throw DatabaseError(.badRequest, "field \"\(name)\" must be a revision (an integer ≥ 0)")
+    private func revision(_ fields: Fields, _ field: RequestField) throws(DatabaseError) -> UInt64 {
+        guard let value = fields[field]?.int64Value, value >= 0 else {
+            throw DatabaseError(.badRequest, "field \"\(field.rawValue)\" must be a revision (an integer ≥ 0)")
         }
         return UInt64(value)
     }

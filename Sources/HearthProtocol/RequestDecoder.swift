@@ -44,25 +44,36 @@ public struct RequestDecoder: Sendable {
     public typealias Decoded = Result<Request, Failure>
 
     public func decode(_ line: UnsafeRawBufferPointer, reusing workspace: inout JSONParseWorkspace) -> Decoded {
-        let json: JSONValue
+        // The envelope is read member by member into `Fields`, without a JSON tree of its own.
+        var fields = Fields()
+        let isObject: Bool
         do {
-            json = try JSONParser.parse(line, limits: jsonLimits, reusing: &workspace)
+            isObject = try JSONParser.parseMembers(of: line, limits: jsonLimits, reusing: &workspace) { name, value in
+                fields.add(name, value)
+            }
+            if !isObject {
+                // Not an object: parsing it whole says whether it is malformed or another value.
+                _ = try JSONParser.parse(line, limits: jsonLimits, reusing: &workspace)
+            }
         } catch {
             let code: DatabaseError.Code = error.kind == .tooDeep ? .tooDeep : .badRequest
             return .failure(Failure(id: .null, error: DatabaseError(code, "malformed JSON: \(error.message)")))
         }
-        guard case .object = json else {
+        guard isObject else {
             return .failure(Failure(id: .null, error: DatabaseError(.badRequest, "a request must be a JSON object")))
         }
-        return request(from: json)
+        return request(from: fields, source: keepsSource ? fields.object : nil)
     }
 
     /// Decodes one request object (already parsed): its id, operation and write id. With
     /// `keepsSource` the request keeps the object, for a replica to forward it to its leader.
     public func request(from json: JSONValue) -> Result<Request, Failure> {
-        let fields = Fields(json)
+        request(from: Fields(json), source: keepsSource ? json : nil)
+    }
+
+    private func request(from fields: Fields, source: JSONValue?) -> Result<Request, Failure> {
         var id: RequestID = .null
-        switch fields["id"] {
+        switch fields[.id] {
         case nil, .null?: break
         case let value? where value.isNumber: id = value
         case .string(let s)?: id = .string(s)
@@ -72,8 +83,8 @@ public struct RequestDecoder: Sendable {
         }
         do {
             let operation = try operation(fields)
-            var request = Request(id: id, operation: operation, writeID: try Self.writeID(fields["wid"], of: operation))
-            if keepsSource { request.source = json }
+            var request = Request(id: id, operation: operation, writeID: try Self.writeID(fields[.wid], of: operation))
+            if let source { request.source = source }
             return .success(request)
         } catch {
             return .failure(Failure(id: id, error: error))
@@ -108,19 +119,19 @@ public struct RequestDecoder: Sendable {
     }
 
     func operation(_ fields: Fields) throws(DatabaseError) -> Operation {
-        guard let op = fields["op"] else { throw DatabaseError(.badRequest, "missing field \"op\"") }
+        guard let op = fields[.op] else { throw DatabaseError(.badRequest, "missing field \"op\"") }
         guard case .string(let name) = op else { throw DatabaseError(.badRequest, "field \"op\" must be a string") }
         switch name {
         case "get":
             let path = try readPath(fields)
             var options = ReadOptions()
-            if let query = fields["query"] {
+            if let query = fields[.query] {
                 options.query = try QuerySpec(json: query, limits: limits)
                 options.ruleQuery = RuleQuery(json: query)
             }
-            options.shallow = try fields.bool("shallow") ?? false
-            options.hash = try fields.bool("hash") ?? false
-            switch try fields.string("format") {
+            options.shallow = try fields.bool(.shallow) ?? false
+            options.hash = try fields.bool(.hash) ?? false
+            switch try fields.string(.format) {
             case nil: break
             case "export": options.format = .export
             case let other?:
@@ -129,7 +140,7 @@ public struct RequestDecoder: Sendable {
             return .get(path: path, options: options)
         case "set":
             let path = try writePath(fields, allowPriority: true)
-            var value = try fields.required("value")
+            var value = try fields.required(.value)
             if path.last == Key.priority { try Self.checkPriority(value) }
             if let priority = try fields.optionalPriority() {
                 value = Self.attaching(priority: priority, to: value)
@@ -140,7 +151,7 @@ public struct RequestDecoder: Sendable {
             return .write(.set(path: path, value: PreparedValue(node: .empty)), kind: .remove)
         case "setPriority":
             let path = try writePath(fields)
-            guard fields.has("priority") else { throw DatabaseError(.badRequest, "missing field \"priority\"") }
+            guard fields.has(.priority) else { throw DatabaseError(.badRequest, "missing field \"priority\"") }
             let priority = try fields.optionalPriority() ?? .null
             let target = path.appending(Key.priority)
             return .write(
@@ -157,21 +168,21 @@ public struct RequestDecoder: Sendable {
             return .write(try Write.update(at: path, values: prepared), kind: .update)
         case "push":
             let path = try writePath(fields)
-            let value = try fields.required("value")
+            let value = try fields.required(.value)
             // Prepared for the depth of the pushed child; its key is chosen by the engine.
             return .push(path: path, value: try PreparedValue(value, at: path.appending(Key("-")), limits: limits))
         case "transaction":
             let path = try writePath(fields)
-            let value = try fields.required("value")
+            let value = try fields.required(.value)
             let prepared = try PreparedValue(value, at: path, limits: limits)
             let expectation: TransactionExpectation
-            switch (fields.has("expect"), fields.has("expectHash")) {
+            switch (fields.has(.expect), fields.has(.expectHash)) {
             case (true, false):
-                let expected = try fields.required("expect")
+                let expected = try fields.required(.expect)
                 let node = try PreparedValue(expected, at: path, limits: limits).node
                 expectation = .value(node, comparePriorities: expected.containsPriority)
             case (false, true):
-                guard let hash = try fields.string("expectHash") else {
+                guard let hash = try fields.string(.expectHash) else {
                     throw DatabaseError(.badRequest, "field \"expectHash\" must be a string")
                 }
                 expectation = .hash(hash)
@@ -185,13 +196,13 @@ public struct RequestDecoder: Sendable {
                     path: path, value: prepared, expectation: expectation, valueHasPriority: value[".priority"] != nil),
                 kind: .transaction)
         case "onDisconnect":
-            guard let action = try fields.string("action") else {
+            guard let action = try fields.string(.action) else {
                 throw DatabaseError(.badRequest, "missing field \"action\"")
             }
             let path = try writePath(fields)
             switch action {
             case "set":
-                let value = try fields.required("value")
+                let value = try fields.required(.value)
                 _ = try PreparedValue(value, at: path, limits: limits)
                 return .onDisconnect(.set(path, value))
             case "remove":
@@ -211,18 +222,18 @@ public struct RequestDecoder: Sendable {
             return .ping
         case "subscribe":
             let path = try readPath(fields)
-            let wireQuery = fields["query"]
+            let wireQuery = fields[.query]
             let query = try wireQuery.map { q throws(DatabaseError) in try QuerySpec(json: q, limits: limits) }
             return .subscribe(
                 path: path, query: query ?? .default, events: try eventMask(fields),
                 ruleQuery: wireQuery.map { RuleQuery(json: $0) }, cache: try cacheMode(fields))
         case "unsubscribe":
-            guard let sub = fields["sub"]?.int64Value, sub > 0 else {
+            guard let sub = fields[.sub]?.int64Value, sub > 0 else {
                 throw DatabaseError(.badRequest, "field \"sub\" must be a subscription id (a positive integer)")
             }
             return .unsubscribe(sub: Int(sub))
         case "auth":
-            guard let token = try fields.string("token"), !token.isEmpty else {
+            guard let token = try fields.string(.token), !token.isEmpty else {
                 throw DatabaseError(
                     .badRequest, "field \"token\" must be a non-empty string (a JWT or an admin secret)")
             }
@@ -230,12 +241,12 @@ public struct RequestDecoder: Sendable {
         case "unauth":
             return .auth(.signOut)
         case "setRules":
-            return .setRules(try Self.ruleSet(fields.required("rules")))
+            return .setRules(try Self.ruleSet(fields.required(.rules)))
         case "getRules":
             return .getRules
         case "simulate":
-            let identity = try Self.simulatedIdentity(fields["as"] ?? .null)
-            let inner = try fields.required("request")
+            let identity = try Self.simulatedIdentity(fields[.identity] ?? .null)
+            let inner = try fields.required(.request)
             guard case .object = inner else {
                 throw DatabaseError(.badRequest, "field \"request\" must be a request object")
             }
@@ -301,7 +312,7 @@ public struct RequestDecoder: Sendable {
 
     /// The `events` of a subscribe: a non-empty subset of the five event types; default value.
     func eventMask(_ fields: Fields) throws(DatabaseError) -> EventMask {
-        guard let events = fields["events"] else { return .value }
+        guard let events = fields[.events] else { return .value }
         guard case .array(let names) = events, !names.isEmpty else {
             throw DatabaseError(.badRequest, "field \"events\" must be a non-empty array of event types")
         }
@@ -320,8 +331,8 @@ public struct RequestDecoder: Sendable {
 
     /// `cache` and `since` of a subscribe: nil unless `"cache":true`; `since` only with it.
     func cacheMode(_ fields: Fields) throws(DatabaseError) -> CacheMode? {
-        let cache = try fields.bool("cache") ?? false
-        guard let since = fields["since"] else { return cache ? CacheMode() : nil }
+        let cache = try fields.bool(.cache) ?? false
+        guard let since = fields[.since] else { return cache ? CacheMode() : nil }
         guard cache else {
             throw DatabaseError(.badRequest, "field \"since\" needs \"cache\":true (resuming is for cache mode)")
         }
@@ -332,12 +343,12 @@ public struct RequestDecoder: Sendable {
     }
 
     func readPath(_ fields: Fields) throws(DatabaseError) -> Path {
-        guard let string = try fields.string("path") else { throw DatabaseError(.badRequest, "missing field \"path\"") }
+        guard let string = try fields.string(.path) else { throw DatabaseError(.badRequest, "missing field \"path\"") }
         return try Path.parse(string, limits: limits, allowInfo: true)
     }
 
     func writePath(_ fields: Fields, allowPriority: Bool = false) throws(DatabaseError) -> Path {
-        guard let string = try fields.string("path") else { throw DatabaseError(.badRequest, "missing field \"path\"") }
+        guard let string = try fields.string(.path) else { throw DatabaseError(.badRequest, "missing field \"path\"") }
         let path = try Path.parse(string, limits: limits, allowInfo: true, allowPriority: allowPriority)
         if path.isInfo { throw DatabaseError(.invalidPath, "can't modify data under /.info") }
         return path
@@ -345,7 +356,7 @@ public struct RequestDecoder: Sendable {
 
     /// The `values` object of an update: relative path → value, in document order.
     func relativeValues(_ fields: Fields, base: Path) throws(DatabaseError) -> [(path: Path, value: JSONValue)] {
-        guard let values = fields["values"] else { throw DatabaseError(.badRequest, "missing field \"values\"") }
+        guard let values = fields[.values] else { throw DatabaseError(.badRequest, "missing field \"values\"") }
         guard case .object(let members) = values else {
             throw DatabaseError(.badRequest, "field \"values\" must be an object of relative paths to values")
         }
@@ -387,47 +398,6 @@ public struct RequestDecoder: Sendable {
         default:
             return .object([JSONMember(".value", value), JSONMember(".priority", priority)])
         }
-    }
-}
-
-/// Typed access to a request's fields with clear errors.
-struct Fields {
-    /// The request object's members (none when it is not an object).
-    private let members: [JSONMember]
-
-    init(_ json: JSONValue) { members = json.objectMembers ?? [] }
-
-    /// The value of the member `name` (the last one when the name repeats).
-    subscript(name: String) -> JSONValue? { members.lastValue(named: name) }
-
-    func has(_ name: String) -> Bool { self[name] != nil }
-
-    func required(_ name: String) throws(DatabaseError) -> JSONValue {
-        guard let value = self[name] else { throw DatabaseError(.badRequest, "missing field \"\(name)\"") }
-        return value
-    }
-
-    func string(_ name: String) throws(DatabaseError) -> String? {
-        switch self[name] {
-        case nil: return nil
-        case .string(let s)?: return s
-        default: throw DatabaseError(.badRequest, "field \"\(name)\" must be a string")
-        }
-    }
-
-    func bool(_ name: String) throws(DatabaseError) -> Bool? {
-        switch self[name] {
-        case nil: return nil
-        case .bool(let b)?: return b
-        default: throw DatabaseError(.badRequest, "field \"\(name)\" must be a boolean")
-        }
-    }
-
-    /// The `priority` field: a number, a string, null, or a timestamp server value.
-    func optionalPriority() throws(DatabaseError) -> JSONValue? {
-        guard let value = self["priority"] else { return nil }
-        try RequestDecoder.checkPriority(value)
-        return value
     }
 }
 

@@ -1,0 +1,181 @@
+import HearthCore
+import HearthJSON
+
+/// The names a request object's members may have (protocol.md). Any other member is ignored.
+enum RequestField: String, CaseIterable, Sendable {
+    case id, op, path, value, wid
+    case values, priority, query, shallow, hash, format, expect, expectHash, action, events, cache, since, sub
+    case token, rules, request
+    case identity = "as"
+    case node, fromRev, history, origin, rev, auth, stored, owner, to
+
+    /// The field whose name is `utf8`, if any. Every name but `expectHash` has at most 8 bytes:
+    /// they are matched by length, then as one integer (the bytes little-endian, as the
+    /// constants spell them; `RequestDecoderTests` checks every name and near misses).
+    init?(utf8 name: UnsafeRawBufferPointer) {
+        guard name.count <= 8 else {
+            guard name.count == 10, Self.expectHash.rawValue.utf8.elementsEqual(name) else { return nil }
+            self = .expectHash
+            return
+        }
+        var packed: UInt64 = 0
+        for (i, byte) in name.enumerated() { packed |= UInt64(byte) << (8 * UInt64(i)) }
+        switch name.count {
+        case 2:
+            switch packed {
+            case 0x6469: self = .id  // "id"
+            case 0x6f74: self = .to  // "to"
+            case 0x706f: self = .op  // "op"
+            case 0x7361: self = .identity  // "as"
+            default: return nil
+            }
+        case 3:
+            switch packed {
+            case 0x627573: self = .sub  // "sub"
+            case 0x646977: self = .wid  // "wid"
+            case 0x766572: self = .rev  // "rev"
+            default: return nil
+            }
+        case 4:
+            switch packed {
+            case 0x6564_6f6e: self = .node  // "node"
+            case 0x6873_6168: self = .hash  // "hash"
+            case 0x6874_6170: self = .path  // "path"
+            case 0x6874_7561: self = .auth  // "auth"
+            default: return nil
+            }
+        case 5:
+            switch packed {
+            case 0x65_636e_6973: self = .since  // "since"
+            case 0x65_6863_6163: self = .cache  // "cache"
+            case 0x65_756c_6176: self = .value  // "value"
+            case 0x6e_656b_6f74: self = .token  // "token"
+            case 0x72_656e_776f: self = .owner  // "owner"
+            case 0x73_656c_7572: self = .rules  // "rules"
+            case 0x79_7265_7571: self = .query  // "query"
+            default: return nil
+            }
+        case 6:
+            switch packed {
+            case 0x6465_726f_7473: self = .stored  // "stored"
+            case 0x6e69_6769_726f: self = .origin  // "origin"
+            case 0x6e6f_6974_6361: self = .action  // "action"
+            case 0x7365_756c_6176: self = .values  // "values"
+            case 0x7374_6e65_7665: self = .events  // "events"
+            case 0x7461_6d72_6f66: self = .format  // "format"
+            case 0x7463_6570_7865: self = .expect  // "expect"
+            default: return nil
+            }
+        case 7:
+            switch packed {
+            case 0x74_7365_7571_6572: self = .request  // "request"
+            case 0x76_6552_6d6f_7266: self = .fromRev  // "fromRev"
+            case 0x77_6f6c_6c61_6873: self = .shallow  // "shallow"
+            case 0x79_726f_7473_6968: self = .history  // "history"
+            default: return nil
+            }
+        case 8:
+            switch packed {
+            case 0x7974_6972_6f69_7270: self = .priority  // "priority"
+            default: return nil
+            }
+        default: return nil
+        }
+    }
+}
+
+/// A request object's members by name, with typed access and clear errors. A repeated name
+/// counts once, with its last value (as JavaScript's `JSON.parse` keeps it); unknown names are
+/// dropped.
+struct Fields {
+    // The members of every write apart, the rest in a list (usually empty: no allocation).
+    private var id, op, path, value, wid: JSONValue?
+    private var others: [(field: RequestField, value: JSONValue)] = []
+
+    init() {}
+
+    /// The members of `json` (none when it is not an object).
+    init(_ json: JSONValue) {
+        for member in json.objectMembers ?? [] {
+            var key = member.key
+            key.withUTF8 { add(UnsafeRawBufferPointer($0), member.value) }
+        }
+    }
+
+    /// Adds the member named `name` (its UTF-8), replacing one of the same name.
+    mutating func add(_ name: UnsafeRawBufferPointer, _ value: consuming JSONValue) {
+        guard let field = RequestField(utf8: name) else { return }
+        self[field] = value
+    }
+
+    subscript(field: RequestField) -> JSONValue? {
+        get {
+            switch field {
+            case .id: return id
+            case .op: return op
+            case .path: return path
+            case .value: return value
+            case .wid: return wid
+            default: return others.first { $0.field == field }?.value
+            }
+        }
+        set {
+            switch field {
+            case .id: id = newValue
+            case .op: op = newValue
+            case .path: path = newValue
+            case .value: value = newValue
+            case .wid: wid = newValue
+            default:
+                let index = others.firstIndex { $0.field == field }
+                switch (index, newValue) {
+                case (let i?, let v?): others[i].value = v
+                case (let i?, nil): others.remove(at: i)
+                case (nil, let v?): others.append((field, v))
+                case (nil, nil): break
+                }
+            }
+        }
+    }
+
+    /// The fields as a request object (a cluster node forwards it to its leader).
+    var object: JSONValue {
+        var members: [JSONMember] = []
+        members.reserveCapacity(5 + others.count)
+        for field in [RequestField.id, .op, .path, .value, .wid] {
+            if let value = self[field] { members.append(JSONMember(field.rawValue, value)) }
+        }
+        for (field, value) in others { members.append(JSONMember(field.rawValue, value)) }
+        return .object(members)
+    }
+
+    func has(_ field: RequestField) -> Bool { self[field] != nil }
+
+    func required(_ field: RequestField) throws(DatabaseError) -> JSONValue {
+        guard let value = self[field] else { throw DatabaseError(.badRequest, "missing field \"\(field.rawValue)\"") }
+        return value
+    }
+
+    func string(_ field: RequestField) throws(DatabaseError) -> String? {
+        switch self[field] {
+        case nil: return nil
+        case .string(let s)?: return s
+        default: throw DatabaseError(.badRequest, "field \"\(field.rawValue)\" must be a string")
+        }
+    }
+
+    func bool(_ field: RequestField) throws(DatabaseError) -> Bool? {
+        switch self[field] {
+        case nil: return nil
+        case .bool(let b)?: return b
+        default: throw DatabaseError(.badRequest, "field \"\(field.rawValue)\" must be a boolean")
+        }
+    }
+
+    /// The `priority` field: a number, a string, null, or a timestamp server value.
+    func optionalPriority() throws(DatabaseError) -> JSONValue? {
+        guard let value = self[.priority] else { return nil }
+        try RequestDecoder.checkPriority(value)
+        return value
+    }
+}
