@@ -24,17 +24,19 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
     private let id: UInt64
     private let engine: Engine
     private let decoder: RequestDecoder
+    // Properties every request touches are `@exclusivity(unchecked)`: only the channel's event
+    // loop touches them, and no access calls code that could reach them again (see `Engine`).
     /// The JSON parser's stacks, reused from one request line to the next.
-    private var parseWorkspace = JSONParseWorkspace()
+    @exclusivity(unchecked) private var parseWorkspace = JSONParseWorkspace()
     private let configuration: ServerConfiguration
     private let security: SecurityState
     private let logger: Logger
     private let registry: ConnectionRegistry
     private let clock: @Sendable () -> Int64
 
-    private var slots = CircularBuffer<Slot>()
-    private var waitingForEngine = 0
-    private var batch: [Submission] = []
+    @exclusivity(unchecked) private var slots = CircularBuffer<Slot>()
+    @exclusivity(unchecked) private var waitingForEngine = 0
+    @exclusivity(unchecked) private var batch: [Submission] = []
     private var readPaused = false
     private var closing = false
     private var closeWhenIdle = false
@@ -42,7 +44,7 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
     private var closeWhenDrained = false
     private var context: ChannelHandlerContext?
     /// Output gathered during one event-loop turn, written with one write and one flush.
-    private var outbox = ByteBuffer()
+    @exclusivity(unchecked) private var outbox = ByteBuffer()
     /// Outboxes waiting for the channel to become writable, so that the channel itself holds
     /// little: a `slow_consumer` event then goes out right after the lines already handed to it.
     private var waiting = CircularBuffer<ByteBuffer>()
@@ -50,7 +52,7 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
     /// Set once the connection is closing as a slow consumer.
     private var slowConsumerClose: Scheduled<Void>?
     /// Reused encoding buffer for responses.
-    private var scratch: [UInt8] = []
+    @exclusivity(unchecked) private var scratch: [UInt8] = []
     private var sessionLink: SessionLink?
     /// The remote IP address (without port), for per-address limits and logs.
     private var remoteAddress = "?"

@@ -51,9 +51,11 @@ final class ViewRegistry {
 
     final class TrieNode {
         let path: Path
-        var children: [Key: TrieNode] = [:]
-        var views: [QuerySpec: ViewSlot] = [:]
-        var indexes: [QueryOrder: IndexSlot] = [:]
+        // Walked on every write (`watches`); touched only on the engine's thread, never while
+        // an access is open (see `Engine`'s state).
+        @exclusivity(unchecked) var children: [Key: TrieNode] = [:]
+        @exclusivity(unchecked) var views: [QuerySpec: ViewSlot] = [:]
+        @exclusivity(unchecked) var indexes: [QueryOrder: IndexSlot] = [:]
         init(path: Path) { self.path = path }
         var isUnused: Bool { children.isEmpty && views.isEmpty && indexes.isEmpty }
     }
