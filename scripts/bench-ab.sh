@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Two hearthd binaries side by side (a change's before and after): interleaved rounds of
 # `hearth-bench lean` against each, 50 connections unpipelined and one connection with a window
-# of 2,000, fsync never (or `--fsync always`), fresh data directories. Writes
+# of 2,000, fsync never (or `--fsync always`), fresh data directories; the rates and the server's
+# CPU time per write. Writes
 # `<out>/ab-<UTC time>.jsonl` and `.md` (medians of the rounds). Build the "before" binary from
 # its commit first, for example:
 #   git checkout <commit> && swift build -c release --product hearthd --scratch-path .build-base
@@ -26,12 +27,16 @@ bench_files ab
 stop_server_on_exit
 echo '{"maxWritesPerSecondPerConnection": 0}' >"$work/hearth.json"
 
+# Each scenario runs both binaries back to back, the first in odd rounds going second in even
+# ones: on this shared machine the second of two runs is often the slower, whichever it is.
 for round in $(seq "$rounds"); do
-    for side in before after; do
-        binary=$before
-        [ "$side" = after ] && binary=$after
-        for scenario in "50 1 200000" "1 2000 400000"; do
-            read -r connections window count <<<"$scenario"
+    sides="before after"
+    [ $((round % 2)) = 0 ] && sides="after before"
+    for scenario in "50 1 200000" "1 2000 400000"; do
+        read -r connections window count <<<"$scenario"
+        for side in $sides; do
+            binary=$before
+            [ "$side" = after ] && binary=$after
             rm -rf "$work/data"
             port=$(free_port)
             "$binary" --port "$port" --data-dir "$work/data" --fsync "$fsync" --log-level warning \
@@ -40,8 +45,11 @@ for round in $(seq "$rounds"); do
             wait_for_port "$port" hearthd
             load=(--port "$port" --connections "$connections" --window "$window")
             .build/release/hearth-bench lean "${load[@]}" --count 20000 >/dev/null 2>&1
+            cpu_before=$(cpu_ticks "$server_pid")
             line=$(.build/release/hearth-bench lean "${load[@]}" --count "$count" --seconds 60 2>/dev/null | tail -1)
-            echo "{\"side\":\"$side\",\"round\":$round,${line#\{}" | tee -a "$results" >&2
+            cpu=$(python3 -c "print(round(($(cpu_ticks "$server_pid") - $cpu_before) / $(getconf CLK_TCK) * 1e6 / $count, 2))")
+            echo "{\"side\":\"$side\",\"round\":$round,\"serverCPUMicrosPerWrite\":$cpu,${line#\{}" |
+                tee -a "$results" >&2
             stop_pid "$server_pid"
             server_pid=""
         done
@@ -59,6 +67,14 @@ for connections, window, label in [(50, 1, "writes, 50 connections"), (1, 2000, 
                                    if r["side"] == side and r["connections"] == connections and r["window"] == window)
            for side in ("before", "after")}
     print(f"| {label} | {med['before']:,.0f} | {med['after']:,.0f} | {med['after'] / med['before']:.2f} |")
+print("\nThe server's CPU time (user + system) per write, µs (medians; less disturbed by the neighbours")
+print("than the rates):\n")
+print("| scenario | before | after | after ÷ before |\n|---|---|---|---|")
+for connections, window, label in [(50, 1, "writes, 50 connections"), (1, 2000, "pipelined writes, 1 connection")]:
+    med = {side: statistics.median(r["serverCPUMicrosPerWrite"] for r in rows
+                                   if r["side"] == side and r["connections"] == connections and r["window"] == window)
+           for side in ("before", "after")}
+    print(f"| {label} | {med['before']:.2f} | {med['after']:.2f} | {med['after'] / med['before']:.2f} |")
 EOF
 cat "$report"
 echo "wrote $report and $results" >&2

@@ -88,7 +88,6 @@ PY
 }
 
 # CPU clock ticks (user + system) a process used, and the machine's idle (+ iowait) ticks.
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 idle_ticks() { awk '/^cpu /{print $5 + $6}' /proc/stat; }
 
 round_tag=""

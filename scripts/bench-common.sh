@@ -56,6 +56,9 @@ stop_server_on_exit() {
     trap 'exit 130' INT TERM
 }
 
+# A process's CPU time (user + system) in clock ticks (`getconf CLK_TCK` per second).
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
 wait_for_port() { # port, name
