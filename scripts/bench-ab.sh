@@ -61,20 +61,17 @@ import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
 print(f"# Before and after, {len(rows) // 4} interleaved rounds (medians, writes/s, lean generator, fsync {sys.argv[4]})\n")
 print(f"- before: `{sys.argv[2]}`\n- after: `{sys.argv[3]}`\n")
-print("| scenario | before | after | after ÷ before |\n|---|---|---|---|")
-for connections, window, label in [(50, 1, "writes, 50 connections"), (1, 2000, "pipelined writes, 1 connection")]:
-    med = {side: statistics.median(r["opsPerSecond"] for r in rows
-                                   if r["side"] == side and r["connections"] == connections and r["window"] == window)
-           for side in ("before", "after")}
-    print(f"| {label} | {med['before']:,.0f} | {med['after']:,.0f} | {med['after'] / med['before']:.2f} |")
+def table(measure, form):
+    print("| scenario | before | after | after ÷ before |\n|---|---|---|---|")
+    for connections, window, label in [(50, 1, "writes, 50 connections"), (1, 2000, "pipelined writes, 1 connection")]:
+        med = {side: statistics.median(r[measure] for r in rows
+                                       if r["side"] == side and r["connections"] == connections and r["window"] == window)
+               for side in ("before", "after")}
+        print(f"| {label} | {med['before']:{form}} | {med['after']:{form}} | {med['after'] / med['before']:.2f} |")
+table("opsPerSecond", ",.0f")
 print("\nThe server's CPU time (user + system) per write, µs (medians; less disturbed by the neighbours")
 print("than the rates):\n")
-print("| scenario | before | after | after ÷ before |\n|---|---|---|---|")
-for connections, window, label in [(50, 1, "writes, 50 connections"), (1, 2000, "pipelined writes, 1 connection")]:
-    med = {side: statistics.median(r["serverCPUMicrosPerWrite"] for r in rows
-                                   if r["side"] == side and r["connections"] == connections and r["window"] == window)
-           for side in ("before", "after")}
-    print(f"| {label} | {med['before']:.2f} | {med['after']:.2f} | {med['after'] / med['before']:.2f} |")
+table("serverCPUMicrosPerWrite", ".2f")
 EOF
 cat "$report"
 echo "wrote $report and $results" >&2

@@ -87,9 +87,7 @@ public enum JSONParser {
         _ bytes: UnsafeRawBufferPointer, limits: JSONLimits = .default, reusing workspace: inout JSONParseWorkspace
     ) throws(JSONError) -> JSONValue {
         var parser = _JSONByteParser(bytes: bytes, limits: limits)
-        swap(&parser.frames, &workspace.frames)
-        swap(&parser.values, &workspace.values)
-        swap(&parser.keys, &workspace.keys)
+        workspace.lend(to: &parser)
         defer { workspace.takeBack(from: &parser) }
         return try parser.parseDocument()
     }
@@ -106,9 +104,7 @@ public enum JSONParser {
         _ member: (UnsafeRawBufferPointer, consuming JSONValue) -> Void
     ) throws(JSONError) -> Bool {
         var parser = _JSONByteParser(bytes: bytes, limits: limits)
-        swap(&parser.frames, &workspace.frames)
-        swap(&parser.values, &workspace.values)
-        swap(&parser.keys, &workspace.keys)
+        workspace.lend(to: &parser)
         defer { workspace.takeBack(from: &parser) }
         return try parser.parseObjectMembers(member)
     }
@@ -136,6 +132,13 @@ public struct JSONParseWorkspace {
     var keys: [String] = []
 
     public init() {}
+
+    /// Gives the parser the stacks (`takeBack` takes them back).
+    mutating func lend(to parser: inout _JSONByteParser) {
+        swap(&parser.frames, &frames)
+        swap(&parser.values, &values)
+        swap(&parser.keys, &keys)
+    }
 
     /// Takes the parser's stacks back, emptied (a document that failed leaves values behind).
     mutating func takeBack(from parser: inout _JSONByteParser) {
