@@ -58,7 +58,7 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
     private var remoteAddress = "?"
     /// Counted in `security.connections` (so released at close).
     private var admitted = false
-    private var writeLimiter: WriteRateLimiter?
+    @exclusivity(unchecked) private var writeLimiter: WriteRateLimiter?
     /// Authenticated with the cluster secret (a peer node).
     private var isPeer = false
     /// Closes the connection unless it authenticates in time (`authTimeoutSeconds`).

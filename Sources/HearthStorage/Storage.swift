@@ -41,7 +41,9 @@ public final class Storage: @unchecked Sendable {
     var lastSync = ContinuousClock.now
     private var failure: StorageError?
     private var isClosed = false
-    private var encodeBuffer: [UInt8] = []
+    /// The batch's records, encoded. Unchecked for exclusivity: only `append` touches it, on
+    /// the engine's thread, and the encoder it calls cannot reach it.
+    @exclusivity(unchecked) private var encodeBuffer: [UInt8] = []
 
     /// State shared with the compaction queue.
     struct Shared {
