@@ -38,11 +38,11 @@ public struct RequestDecoder: Sendable {
         return decode(line, reusing: &workspace)
     }
 
-    /// Decodes one line (without its terminator), with the JSON parser's stacks kept in
-    /// `workspace` between lines (one per connection).
     /// A decoded line: its request, or why it is not one.
     public typealias Decoded = Result<Request, Failure>
 
+    /// Decodes one line (without its terminator), with the JSON parser's stacks kept in
+    /// `workspace` between lines (one per connection).
     public func decode(_ line: UnsafeRawBufferPointer, reusing workspace: inout JSONParseWorkspace) -> Decoded {
         // The envelope is read member by member into `Fields`, without a JSON tree of its own.
         var fields = Fields()
