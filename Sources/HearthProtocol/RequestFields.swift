@@ -105,36 +105,29 @@ struct Fields {
     /// Adds the member named `name` (its UTF-8), replacing one of the same name.
     mutating func add(_ name: UnsafeRawBufferPointer, _ value: consuming JSONValue) {
         guard let field = RequestField(utf8: name) else { return }
-        self[field] = value
+        switch field {
+        case .id: id = value
+        case .op: op = value
+        case .path: path = value
+        case .value: self.value = value
+        case .wid: wid = value
+        default:
+            if let i = others.firstIndex(where: { $0.field == field }) {
+                others[i].value = value
+            } else {
+                others.append((field, value))
+            }
+        }
     }
 
     subscript(field: RequestField) -> JSONValue? {
-        get {
-            switch field {
-            case .id: return id
-            case .op: return op
-            case .path: return path
-            case .value: return value
-            case .wid: return wid
-            default: return others.first { $0.field == field }?.value
-            }
-        }
-        set {
-            switch field {
-            case .id: id = newValue
-            case .op: op = newValue
-            case .path: path = newValue
-            case .value: value = newValue
-            case .wid: wid = newValue
-            default:
-                let index = others.firstIndex { $0.field == field }
-                switch (index, newValue) {
-                case (let i?, let v?): others[i].value = v
-                case (let i?, nil): others.remove(at: i)
-                case (nil, let v?): others.append((field, v))
-                case (nil, nil): break
-                }
-            }
+        switch field {
+        case .id: return id
+        case .op: return op
+        case .path: return path
+        case .value: return value
+        case .wid: return wid
+        default: return others.first { $0.field == field }?.value
         }
     }
 
