@@ -20,13 +20,14 @@ struct Batch {
     /// Whether `logged` holds a write (a read must then commit first; onDisconnect changes show
     /// no data and need not).
     private(set) var hasUncommittedWrites = false
-    /// The database as of the last commit.
-    var checkpoint: Database
+    /// How to put the tree back as of the last commit.
+    var undo: UndoLog
     /// Outputs of uncommitted writes: (connection, index in its items, is an event).
     private var provisional: [(session: UInt64, index: Int, isEvent: Bool)] = []
     var barriers: [EventLoopPromise<Void>] = []
 
-    init(checkpoint: Database) { self.checkpoint = checkpoint }
+    /// A batch starting at revision `rev`, the last one committed.
+    init(rev: UInt64) { undo = UndoLog(rev: rev) }
 
     var hasUncommittedRecords: Bool { !logged.isEmpty }
 
@@ -78,13 +79,13 @@ struct Batch {
         logged.append(.onDisconnect(change))
     }
 
-    /// The log took the writes: their outputs stand.
-    mutating func committed(_ database: Database) {
+    /// The log took the writes, the last of revision `rev`: their outputs stand.
+    mutating func committed(rev: UInt64) {
         logged.removeAll(keepingCapacity: true)
         if !receivedPayloads.isEmpty { receivedPayloads = [:] }
         hasUncommittedWrites = false
         provisional.removeAll(keepingCapacity: true)
-        checkpoint = database
+        undo = UndoLog(rev: rev)
     }
 
     /// The log refused the writes: acknowledgements become `error`, events vanish.
@@ -104,5 +105,6 @@ struct Batch {
         if !receivedPayloads.isEmpty { receivedPayloads = [:] }
         hasUncommittedWrites = false
         provisional.removeAll(keepingCapacity: true)
+        undo = UndoLog(rev: undo.rev)
     }
 }

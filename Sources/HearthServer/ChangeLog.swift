@@ -61,7 +61,7 @@ struct ChangeLog {
     }
 
     /// Records a committed write of revision `rev` with what it replaced, found before it was
-    /// applied: `keptNodes(ofNonEmptySetAt:in:)` (the engine then lets go of the old tree, so
+    /// applied: `undoPoints(ofNonEmptySetAt:in:)` (the engine then lets go of the old tree, so
     /// that the write changes the current one in place).
     mutating func record(rev: UInt64, kept changes: [(path: Path, before: Node)]) {
         guard capacity > 0 else { return }
@@ -72,10 +72,9 @@ struct ChangeLog {
     }
 
     /// What `record` keeps for a write (`Write.setsNonEmptyValue`) that will set a non-empty value
-    /// at each of `paths` of the current tree `root`; empty when nothing is kept (capacity 0).
-    func keptNodes(ofNonEmptySetAt paths: [Path], in root: Node) -> [(path: Path, before: Node)] {
-        guard capacity > 0 else { return [] }
-        return Self.kept(paths: paths) { Self.undoPoint(ofNonEmptySetAt: $0, before: root) }
+    /// at each of `paths` of the current tree `root`.
+    static func undoPoints(ofNonEmptySetAt paths: [Path], in root: Node) -> [(path: Path, before: Node)] {
+        kept(paths: paths) { undoPoint(ofNonEmptySetAt: $0, before: root) }
     }
 
     /// Each path's undo point, the repeats of a path's undo point dropped.

@@ -54,7 +54,7 @@ extension Engine {
         loop.preconditionInEventLoop()
         guard !queues.isEmpty else { return }
         let now = clock()
-        var batch = Batch(checkpoint: database)
+        var batch = Batch(rev: database.rev)
         let before = database.rev
         for entries in queues {
             let queue = OnDisconnectQueue(recovered: entries)

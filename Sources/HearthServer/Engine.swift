@@ -190,7 +190,7 @@ final class Engine: @unchecked Sendable {
         }
         let now = clock()
         let turn = startTurn()
-        var batch = Batch(checkpoint: database)
+        var batch = Batch(rev: database.rev)
         for item in items {
             switch item {
             case .request(let session, let request):
@@ -264,7 +264,7 @@ final class Engine: @unchecked Sendable {
         defer { tally.acknowledgementsSettled() }
         let records = replication.isClustered ? batch.encodedRecords() : []
         guard let storage else {
-            batch.committed(database)
+            batch.committed(rev: database.rev)
             writeIDs.settle()
             if !records.isEmpty { replicationCommitted(records, now: clock(), batch: &batch) }
             return
@@ -294,7 +294,7 @@ final class Engine: @unchecked Sendable {
                             "outcome unknown: the leader's lease could not be confirmed after logging the write"))
                 return
             }
-            batch.committed(database)
+            batch.committed(rev: database.rev)
             writeIDs.settle()
             if !records.isEmpty { replicationCommitted(records, streamed: streamed, now: clock(), batch: &batch) }
         } catch {
@@ -308,7 +308,7 @@ final class Engine: @unchecked Sendable {
     /// are dropped): the log failed, or a leader could not prove its lease.
     func rollBack(_ batch: inout Batch, answering error: DatabaseError) {
         let refusedRoot = database.root
-        database = batch.checkpoint
+        database.restore(root: batch.undo.undone(refusedRoot), rev: batch.undo.rev)
         writeIDs.forget(after: database.rev)
         changeLog.drop(after: database.rev)
         views.resync(from: refusedRoot, to: database.root, rev: database.rev)
@@ -609,31 +609,34 @@ final class Engine: @unchecked Sendable {
 
     /// Brings subscriptions up to date with a committed write: first the ones whose read rules
     /// no longer allow them are cancelled, so that they never see the data that revoked them;
-    /// then the views raise their events.
+    /// then the views raise their events. The batch keeps `before` to undo the write.
     func afterWrite(_ write: Write, before: Node, rev: UInt64, now: Int64, batch: inout Batch) {
         let paths = write.paths
+        batch.undo.wrote(over: before)
         changeLog.record(
             rev: rev, paths: paths, before: before, after: database.root, setsNonEmptyValue: write.setsNonEmptyValue)
         recheckDataDependentGrants(now: now, batch: &batch)
         views.apply(write: write, paths: paths, before: before, after: database.root, rev: rev, batch: &batch)
     }
 
-    /// What the change log keeps of `write` when it can be applied in place, found in the tree as
-    /// it is now; nil when something needs the whole old tree: a write that may empty or reshape
-    /// an ancestor (the change log compares old and new), or one that a view or index watches
-    /// (its events compare them). The caller checks that no rules apply (they compare them too).
+    /// The undo points of `write` when it can be applied in place, found in the tree as it is
+    /// now; nil when something needs the whole old tree: a write that may empty or reshape an
+    /// ancestor (the change log compares old and new), or one that a view or index watches (its
+    /// events compare them). The caller checks that no rules apply (they compare them too).
     /// Without a reference to the old tree, the nodes of the written path that no snapshot
-    /// shares (the batch's checkpoint, a reader's capture) change in place, which is what makes a
-    /// burst of writes to the same places allocate once rather than once per write.
+    /// shares (a reader's capture, a compaction's) change in place, which is what makes a burst
+    /// of writes to the same places allocate once rather than once per write.
     func keptNodesIfAppliedInPlace(_ write: Write) -> [(path: Path, before: Node)]? {
         guard write.setsNonEmptyValue else { return nil }
         let paths = write.paths
         guard !views.watches(paths) else { return nil }
-        return changeLog.keptNodes(ofNonEmptySetAt: paths, in: database.root)
+        return ChangeLog.undoPoints(ofNonEmptySetAt: paths, in: database.root)
     }
 
-    /// `afterWrite` for a write applied in place (`keptNodesIfAppliedInPlace`): no view watches it.
+    /// `afterWrite` for a write applied in place (`keptNodesIfAppliedInPlace`): no view watches
+    /// it, and the change log and the batch keep its undo points.
     func afterWrite(rev: UInt64, kept: [(path: Path, before: Node)], now: Int64, batch: inout Batch) {
+        batch.undo.wrote(replacing: kept)
         changeLog.record(rev: rev, kept: kept)
         recheckDataDependentGrants(now: now, batch: &batch)
     }

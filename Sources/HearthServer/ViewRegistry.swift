@@ -340,7 +340,7 @@ extension ViewRegistry {
     /// Brings every view and index back to `root` without raising events (after the log
     /// refused writes that the views had already seen).
     func resync(from current: Node, to root: Node, rev: UInt64) {
-        var discarded = Batch(checkpoint: Database())
+        var discarded = Batch(rev: 0)
         apply(write: nil, paths: [.root], before: current, after: root, rev: rev, batch: &discarded)
     }
 }

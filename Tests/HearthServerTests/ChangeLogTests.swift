@@ -8,57 +8,14 @@ import XCTest
 /// every location as of every retained revision is rebuilt from the current tree.
 final class ChangeLogTests: XCTestCase {
     func testUndoRebuildsEveryLocationAtEveryRevision() throws {
-        var random = SeededRandom(seed: 77)
-        let keys = ["a", "b", "c"].map(Key.init)
-        func randomPath(_ maxDepth: Int = 3) -> Path {
-            Path((0..<(1 + random.next(maxDepth))).map { _ in keys[random.next(keys.count)] })
-        }
-        func randomValue() -> PreparedValue {
-            let node: Node
-            switch random.next(5) {
-            case 0: node = .empty
-            case 1:
-                node = .leaf(.number(.int(Int64(random.next(3)))), priority: random.next(2) == 0 ? nil : .string("p"))
-            case 2: node = .leaf(.string("s"))
-            default:
-                var map = ChildMap()
-                for key in keys where random.next(2) == 0 {
-                    map.insert(key, .leaf(.number(.int(Int64(random.next(3))))))
-                }
-                node = .object(map, priority: random.next(3) == 0 ? .number(.int(1)) : nil)
-            }
-            return PreparedValue(node: node)
-        }
-        func randomPriority() -> PreparedValue {
-            PreparedValue(node: random.next(3) == 0 ? .empty : .leaf(.number(.int(Int64(random.next(3))))))
-        }
-        var locations: [Path] = [.root]
-        for a in keys {
-            locations.append(Path([a]))
-            for b in keys {
-                locations.append(Path([a, b]))
-                for c in keys { locations.append(Path([a, b, c])) }
-            }
-        }
+        var writes = RandomWrites(seed: 77)
+        let locations = writes.locations
         for round in 0..<20 {
             var database = Database()
             var log = ChangeLog(capacity: 40)
             var roots: [UInt64: Node] = [0: .empty]
             for _ in 0..<60 {
-                let write: Write
-                switch random.next(5) {
-                case 0: write = .set(path: randomPath().appending(Key.priority), value: randomPriority())
-                case 1:
-                    let base = randomPath(2)
-                    let first = Path([keys[random.next(3)]])
-                    var second = Path([keys[random.next(3)], keys[random.next(3)]])
-                    if second.segments[0] == first.segments[0] { second = Path([Key("d")]) }
-                    write = try Write.update(at: base, values: [(first, randomValue()), (second, randomValue())])
-                case 2:
-                    let path = randomPath(2)
-                    write = .overwrites([(path, randomValue()), (path.appending(keys[random.next(3)]), randomValue())])
-                default: write = .set(path: randomPath(), value: randomValue())
-                }
+                let write = try writes.write()
                 guard case .committed(let logged, let before) = database.apply(write, now: 0) else {
                     return XCTFail("a write did not commit")
                 }

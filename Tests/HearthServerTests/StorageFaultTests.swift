@@ -43,6 +43,39 @@ final class StorageFaultTests: XCTestCase {
         await restarted.shutdown()
     }
 
+    /// Writes that no view watches change the tree in place; when the log refuses a batch of
+    /// them (pipelined, so that one engine turn applies them all), every one is undone: new
+    /// leaves, a leaf written below, the same place written twice, and a copied write among them.
+    func testARefusedBatchOfInPlaceWritesIsUndone() async throws {
+        let directory = temporaryDataDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let disk = FailingDisk()
+        let server = try await HearthServer.start(
+            configuration: FailingDisk.configuration(directory), fileSystem: disk, logger: quietLogger)
+        defer { Task { await server.shutdown() } }
+        let c = try TestClient(port: server.port)
+        XCTAssertEqual(try c.request(#"{"op":"set","path":"/k","value":{"a":1,"b":{"c":2}}}"#)["rev"], .int(1))
+
+        disk.failWrites(true)
+        let pipelined = [
+            #"{"op":"set","path":"/k/b/d","value":3,"id":1}"#,
+            #"{"op":"set","path":"/k/a/x","value":4,"id":2}"#,
+            #"{"op":"set","path":"/n/m","value":{"o":5},"id":3}"#,
+            #"{"op":"set","path":"/k/b/d","value":6,"id":4}"#,
+            #"{"op":"update","path":"/k","values":{"b/c":null,"e":7},"id":5}"#,
+            #"{"op":"set","path":"/k/b/c","value":8,"id":6}"#,
+        ]
+        try c.sendRaw(Array(pipelined.map { $0 + "\n" }.joined().utf8))
+        for id in 1...6 {
+            let answer = try c.readResponse()
+            XCTAssertEqual(answer["id"], .int(Int64(id)))
+            XCTAssertEqual(answer.errorCode, "unavailable", "write \(id)")
+        }
+        let read = try c.request(#"{"op":"get","path":"/"}"#)
+        XCTAssertEqual(read["value"], json(#"{"k":{"a":1,"b":{"c":2}}}"#))
+        XCTAssertEqual(read["rev"], .int(1))
+    }
+
     /// onDisconnect registrations follow writes: one the log refuses is answered `unavailable`
     /// and never runs; those acknowledged before the failure stay in the log (their connections'
     /// disconnects can no longer run them) and run when the server restarts.
