@@ -108,15 +108,29 @@ public struct SortedTree<K: ThreeWayComparable, V: Sendable>: Sendable {
     /// Whether no other map shares this one's root (a snapshot of it shares every branch).
     @inlinable mutating func hasUniqueRoot() -> Bool { isKnownUniquelyReferenced(&root) }
 
+    /// A loop rather than a recursion: one reference held on the way down, not a frame (and its
+    /// retains and releases) per level.
     @inlinable static func modify(_ slot: inout Branch?, _ key: K, _ body: (inout V) -> Void) -> Bool {
         if !isKnownUniquelyReferenced(&slot) { return modifyShared(&slot, key, body) }
-        guard let branch = slot else { return false }
-        let c = K.compare(key, branch.key)
-        if c == 0 {
-            body(&branch.value)
-            return true
+        guard var branch = slot else { return false }
+        // `branch` is reached through unique references only; the reference held here is to it,
+        // not to its children, so their uniqueness still says whether another map shares them.
+        while true {
+            let c = K.compare(key, branch.key)
+            if c == 0 {
+                body(&branch.value)
+                return true
+            }
+            if c < 0 {
+                if !isKnownUniquelyReferenced(&branch.left) { return modifyShared(&branch.left, key, body) }
+                guard let next = branch.left else { return false }
+                branch = next
+            } else {
+                if !isKnownUniquelyReferenced(&branch.right) { return modifyShared(&branch.right, key, body) }
+                guard let next = branch.right else { return false }
+                branch = next
+            }
         }
-        return c < 0 ? modify(&branch.left, key, body) : modify(&branch.right, key, body)
     }
 
     /// `modify` from a branch another map shares (or none): its path is copied. Kept out of line,
