@@ -74,6 +74,28 @@ public struct Database: Sendable {
         return .committed(CommittedWrite(rev: rev, overwrites: overwrites))
     }
 
+    /// `applyInPlace` for a write that sets a non-empty value at one path
+    /// (`Write.setsNonEmptyValue`), which also returns the write's undo point
+    /// (`Node.undoPoint(ofNonEmptySetAt:)`), found on the way down. Nil, with nothing applied,
+    /// for any other write.
+    public mutating func applyInPlace(
+        settingNonEmpty write: Write, now: Int64
+    ) -> (logged: CommittedWrite, undoPoint: (path: Path, before: Node))? {
+        let path: Path
+        let value: PreparedValue
+        switch write {
+        case .set(let p, let v): (path, value) = (p, v)
+        case .overwrites(let entries) where entries.count == 1: (path, value) = entries[0]
+        default: return nil
+        }
+        guard path.last != Key.priority else { return nil }
+        let node = value.resolved(at: path, in: root, now: now, limits: limits)
+        guard !node.isEmpty else { return nil }
+        let undoPoint = root.set(path, toNonEmpty: node)
+        rev += 1
+        return (CommittedWrite(rev: rev, overwrites: [(path, node)]), undoPoint)
+    }
+
     /// Applies a logged write (recovery, a replica), making its revision current; in place,
     /// where no snapshot shares the nodes.
     public mutating func replay(_ write: CommittedWrite) {

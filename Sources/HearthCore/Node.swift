@@ -236,6 +236,60 @@ public struct Node: Sendable {
         self = setting(segments, to: node)
     }
 
+    /// Where a write that sets a non-empty value at `path` (not a priority) is undone from, in
+    /// this tree as it is before the write: the old node of the highest ancestor that the write
+    /// turns from a leaf into an object, else the old node at `path` (empty where there was
+    /// none). Setting that node back at that path undoes the write exactly.
+    public func undoPoint(ofNonEmptySetAt path: Path) -> (path: Path, before: Node) {
+        Self.undoPoint(in: path, undoPoint(ofNonEmptySetAt: path.segments[...]))
+    }
+
+    /// `set(_:to:)` for a non-empty `node` at `path` (not a priority), which returns the write's
+    /// undo point (`undoPoint(ofNonEmptySetAt:)` of the tree before it), found on the way down
+    /// rather than by a walk of its own.
+    public mutating func set(_ path: Path, toNonEmpty node: Node) -> (path: Path, before: Node) {
+        Self.undoPoint(in: path, set(path.segments[...], toNonEmpty: node))
+    }
+
+    /// An undo point of a write at `path` as its depth (`path.count`: the path itself) and node.
+    private static func undoPoint(in path: Path, _ point: (depth: Int, before: Node)) -> (path: Path, before: Node) {
+        point.depth == path.count ? (path, point.before) : (Path(Array(path.segments[..<point.depth])), point.before)
+    }
+
+    /// The depth is an index of the whole path (`segments` is a slice of it).
+    private func undoPoint(ofNonEmptySetAt segments: ArraySlice<Key>) -> (depth: Int, before: Node) {
+        var old = self
+        for depth in segments.indices {
+            if old.isEmpty { return (segments.endIndex, .empty) }
+            if old.isLeaf { return (depth, old) }
+            old = old.child(segments[depth])
+        }
+        return (segments.endIndex, old)
+    }
+
+    private mutating func set(_ segments: ArraySlice<Key>, toNonEmpty node: Node) -> (depth: Int, before: Node) {
+        guard let first = segments.first else {
+            let before = self
+            self = node
+            return (segments.endIndex, before)
+        }
+        // As in `set(_:to:)`: an existing child of an object no snapshot shares changes in place.
+        if case .children(var map) = storage {
+            storage = .leaf(.bool(false))  // lets go of this node's reference, so `map` may own its branches
+            var point: (depth: Int, before: Node)?
+            if map.hasUniqueRoot() {
+                _ = map.modifyValue(ofExisting: first) { child in
+                    point = child.set(segments.dropFirst(), toNonEmpty: node)
+                }
+            }
+            storage = .children(map)
+            if let point { return point }
+        }
+        let point = undoPoint(ofNonEmptySetAt: segments)
+        self = setting(segments, to: node)
+        return point
+    }
+
     func setting(_ segments: ArraySlice<Key>, to node: Node) -> Node {
         guard let first = segments.first else { return node }
         if segments.count == 1, first == Key.priority {

@@ -85,7 +85,7 @@ struct Batch {
         if !receivedPayloads.isEmpty { receivedPayloads = [:] }
         hasUncommittedWrites = false
         provisional.removeAll(keepingCapacity: true)
-        undo = UndoLog(rev: rev)
+        undo.reset(rev: rev)
     }
 
     /// The log refused the writes: acknowledgements become `error`, events vanish.
@@ -105,6 +105,6 @@ struct Batch {
         if !receivedPayloads.isEmpty { receivedPayloads = [:] }
         hasUncommittedWrites = false
         provisional.removeAll(keepingCapacity: true)
-        undo = UndoLog(rev: undo.rev)
+        undo.reset(rev: undo.rev)
     }
 }

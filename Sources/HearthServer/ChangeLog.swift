@@ -55,26 +55,20 @@ struct ChangeLog {
             rev: rev,
             kept: Self.kept(paths: paths) { path in
                 setsNonEmptyValue
-                    ? Self.undoPoint(ofNonEmptySetAt: path, before: before)
+                    ? before.undoPoint(ofNonEmptySetAt: path)
                     : Self.undoPoint(of: path, before: before, after: after)
             })
     }
 
-    /// Records a committed write of revision `rev` with what it replaced, found before it was
-    /// applied: `undoPoints(ofNonEmptySetAt:in:)` (the engine then lets go of the old tree, so
-    /// that the write changes the current one in place).
+    /// Records a committed write of revision `rev` with what it replaced, found as it was applied
+    /// (`Node.set(_:toNonEmpty:)`) or before (`Node.undoPoint(ofNonEmptySetAt:)`): the engine then
+    /// holds no reference to the old tree, so that the write changes the current one in place.
     mutating func record(rev: UInt64, kept changes: [(path: Path, before: Node)]) {
         guard capacity > 0 else { return }
         let entry = Entry(rev: rev, changes: changes)
         entries.append(entry)
         weight += Self.weight(of: entry)
         while weight > capacity, entries.count > 1 { dropOldest() }
-    }
-
-    /// What `record` keeps for a write (`Write.setsNonEmptyValue`) that will set a non-empty value
-    /// at each of `paths` of the current tree `root`.
-    static func undoPoints(ofNonEmptySetAt paths: [Path], in root: Node) -> [(path: Path, before: Node)] {
-        kept(paths: paths) { undoPoint(ofNonEmptySetAt: $0, before: root) }
     }
 
     /// Each path's undo point, the repeats of a path's undo point dropped.
@@ -111,18 +105,6 @@ struct ChangeLog {
             let key = path.segments[depth]
             old = old.child(key)
             new = new.child(key)
-        }
-        return (path, old)
-    }
-
-    /// `undoPoint(of:before:after:)` for a write that set a non-empty value at `path`: no
-    /// ancestor of it became empty or a leaf, so only a leaf it turned into an object matters.
-    static func undoPoint(ofNonEmptySetAt path: Path, before: Node) -> (path: Path, before: Node) {
-        var old = before
-        for depth in 0..<path.count {
-            if old.isEmpty { return (path, .empty) }
-            if old.isLeaf { return (Path(Array(path.segments[..<depth])), old) }
-            old = old.child(path.segments[depth])
         }
         return (path, old)
     }

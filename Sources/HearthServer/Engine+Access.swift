@@ -45,18 +45,18 @@ extension Engine {
     /// old and new roots (O(1) captures, server values resolved) are checked, and a denied write
     /// is undone before anything is logged or any event raised.
     /// A write that carried a write id (`tag`) is logged with it and, once applied, remembered.
-    /// When nothing needs the old tree (`keptNodesIfAppliedInPlace`), it is applied in place.
+    /// When nothing needs the old tree (`appliesInPlace`), it is applied in place.
     func applyChecked(
         _ write: Write, operation: String, at path: Path, identity: AuthContext?, now: Int64, tag: WriteTag? = nil,
         batch: inout Batch
     ) -> CheckedWrite {
-        if enforcedRules(for: identity) == nil, let kept = keptNodesIfAppliedInPlace(write) {
-            guard case .committed(var logged) = database.applyInPlace(write, now: now) else {
-                return .denied(DatabaseError(.internal, "an in-place write did not commit"))
-            }
+        if enforcedRules(for: identity) == nil, appliesInPlace(write),
+            let applied = database.applyInPlace(settingNonEmpty: write, now: now)
+        {
+            var logged = applied.logged
             if let tag { remember(tag, of: &logged) }
             batch.record(logged)
-            afterWrite(rev: logged.rev, kept: kept, now: now, batch: &batch)
+            afterWrite(rev: logged.rev, kept: [applied.undoPoint], now: now, batch: &batch)
             return .committed(rev: logged.rev)
         }
         switch database.apply(write, now: now) {

@@ -619,18 +619,22 @@ final class Engine: @unchecked Sendable {
         views.apply(write: write, paths: paths, before: before, after: database.root, rev: rev, batch: &batch)
     }
 
+    /// Whether `write` can be applied in place (`Database.applyInPlace(settingNonEmpty:now:)`):
+    /// nothing needs the whole old tree. Not so for a write that may empty or reshape an ancestor
+    /// (the change log compares old and new), or one that a view or index watches (its events
+    /// compare them). The caller checks that no rules apply (they compare them too). Without a
+    /// reference to the old tree, the nodes of the written path that no snapshot shares (a
+    /// reader's capture, a compaction's) change in place, which is what makes a burst of writes
+    /// to the same places allocate once rather than once per write.
+    func appliesInPlace(_ write: Write) -> Bool {
+        write.setsNonEmptyValue && !views.watches(write.paths)
+    }
+
     /// The undo points of `write` when it can be applied in place, found in the tree as it is
-    /// now; nil when something needs the whole old tree: a write that may empty or reshape an
-    /// ancestor (the change log compares old and new), or one that a view or index watches (its
-    /// events compare them). The caller checks that no rules apply (they compare them too).
-    /// Without a reference to the old tree, the nodes of the written path that no snapshot
-    /// shares (a reader's capture, a compaction's) change in place, which is what makes a burst
-    /// of writes to the same places allocate once rather than once per write.
+    /// now (a replica, which replays the leader's writes); nil when it cannot.
     func keptNodesIfAppliedInPlace(_ write: Write) -> [(path: Path, before: Node)]? {
-        guard write.setsNonEmptyValue else { return nil }
-        let paths = write.paths
-        guard !views.watches(paths) else { return nil }
-        return ChangeLog.undoPoints(ofNonEmptySetAt: paths, in: database.root)
+        guard appliesInPlace(write), let path = write.paths.first else { return nil }
+        return [database.root.undoPoint(ofNonEmptySetAt: path)]
     }
 
     /// `afterWrite` for a write applied in place (`keptNodesIfAppliedInPlace`): no view watches

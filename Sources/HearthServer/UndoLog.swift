@@ -11,18 +11,25 @@ import HearthCore
 /// nothing more is kept, since restoring that tree undoes every later write too.
 struct UndoLog {
     /// The revision of the last commit: the one a rollback returns to.
-    let rev: UInt64
+    private(set) var rev: UInt64
     /// The undo points of the writes applied in place before `tree` was taken, oldest first.
-    private var points: [(path: Path, before: Node)] = []
+    private var points: [[(path: Path, before: Node)]] = []
     /// The whole tree before the first write since the commit that was not applied in place.
     private var tree: Node?
 
     init(rev: UInt64) { self.rev = rev }
 
-    /// Notes a write applied in place, by its undo points found before it was applied.
+    /// Starts again from a commit of revision `rev`, keeping its storage.
+    mutating func reset(rev: UInt64) {
+        self.rev = rev
+        points.removeAll(keepingCapacity: true)
+        tree = nil
+    }
+
+    /// Notes a write applied in place, by its undo points (the change log's, which it shares).
     mutating func wrote(replacing undoPoints: [(path: Path, before: Node)]) {
         guard tree == nil else { return }
-        points.append(contentsOf: undoPoints)
+        points.append(undoPoints)
     }
 
     /// Notes a write applied to a copy of `before`, the whole tree before it.
@@ -34,7 +41,9 @@ struct UndoLog {
     /// The tree as of the last commit, rebuilt from `current`, the tree now.
     func undone(_ current: Node) -> Node {
         var root = tree ?? current
-        for point in points.reversed() { root.set(point.path, to: point.before) }
+        for write in points.reversed() {
+            for point in write.reversed() { root.set(point.path, to: point.before) }
+        }
         return root
     }
 }

@@ -66,6 +66,64 @@ final class InPlaceWriteTests: XCTestCase {
         }
     }
 
+    /// `set(_:toNonEmpty:)` writes what `set(_:to:)` writes, in place where no snapshot shares
+    /// the path, and returns the undo point the walk `undoPoint(ofNonEmptySetAt:)` finds in the
+    /// tree before it; setting that point back gives that tree again, and snapshots stay as
+    /// they were.
+    func testNonEmptySetsReturnTheUndoPointOfTheTreeBefore() {
+        for seed in 0..<20 {
+            var rng = SplitMix64(seed: UInt64(100 + seed))
+            var tree = Node.empty
+            var model = Node.empty
+            var snapshots: [(snapshot: Node, bytes: [UInt8])] = []
+            var leavesTurnedIntoObjects = 0
+            for step in 0..<2000 {
+                var path = randomPath(&rng)
+                if path.last == Key.priority { path = Path(Array(path.segments.dropLast())) }
+                var node = randomNode(&rng)
+                if node.isEmpty { node = .leaf(.bool(true)) }
+                let walked = model.undoPoint(ofNonEmptySetAt: path)
+                let before = model
+                let point = tree.set(path, toNonEmpty: node)
+                model = model.setting(path, to: node)
+                XCTAssertEqual(point.path, walked.path, "seed \(seed), step \(step): undo point of \(path)")
+                XCTAssertTrue(point.before == walked.before, "seed \(seed), step \(step): undo node of \(path)")
+                XCTAssertTrue(tree == model, "seed \(seed), step \(step): set \(path) diverged")
+                XCTAssertTrue(
+                    model.setting(point.path, to: point.before) == before, "seed \(seed), step \(step): undo")
+                if point.path.count < path.count { leavesTurnedIntoObjects += 1 }
+                if Int.random(in: 0..<50, using: &rng) == 0 {
+                    snapshots.append((tree, tree.jsonBytes(format: .export)))
+                }
+            }
+            XCTAssertGreaterThan(leavesTurnedIntoObjects, 0, "seed \(seed)")
+            for (index, taken) in snapshots.enumerated() {
+                XCTAssertEqual(
+                    taken.snapshot.jsonBytes(format: .export), taken.bytes, "seed \(seed): snapshot \(index)")
+            }
+        }
+    }
+
+    /// `applyInPlace(settingNonEmpty:now:)` takes only a non-empty value at one path, and
+    /// changes nothing when it declines.
+    func testApplyInPlaceSettingNonEmptyDeclinesOtherWrites() throws {
+        var database = Database()
+        let path = try Path.parse("/a/b")
+        let one = PreparedValue(node: .leaf(.number(.int(1))))
+        XCTAssertNotNil(database.applyInPlace(settingNonEmpty: .set(path: path, value: one), now: 0))
+        let declined: [Write] = [
+            .set(path: path, value: PreparedValue(node: .empty)),
+            .set(path: path.appending(Key.priority), value: one),
+            try Write.update(at: path, values: [(Path([Key("c")]), one)]),
+            .overwrites([(path, one), (path, one)]),
+        ]
+        for write in declined {
+            XCTAssertNil(database.applyInPlace(settingNonEmpty: write, now: 0), "\(write)")
+        }
+        XCTAssertEqual(database.rev, 1)
+        XCTAssertEqual(database.root.child(at: path), .leaf(.number(.int(1))))
+    }
+
     /// The point of it: a write to an existing place of a tree nobody else holds keeps the
     /// objects on its path (no allocation per level); after a snapshot it copies them, once.
     func testAWriteToAnExistingPlaceChangesTheTreeInPlaceUnlessASnapshotSharesIt() throws {

@@ -22,7 +22,7 @@ final class ChangeLogTests: XCTestCase {
                 if write.setsNonEmptyValue, let path = write.paths.first {
                     // The shortcut for a growing set finds what the general walk finds.
                     let general = ChangeLog.undoPoint(of: path, before: before, after: database.root)
-                    let shortcut = ChangeLog.undoPoint(ofNonEmptySetAt: path, before: before)
+                    let shortcut = before.undoPoint(ofNonEmptySetAt: path)
                     XCTAssertEqual(shortcut.path, general.path)
                     XCTAssertEqual(shortcut.before, general.before)
                 }

@@ -25,11 +25,10 @@ final class UndoLogTests: XCTestCase {
                 default:
                     let write = try writes.write()
                     if write.setsNonEmptyValue, writes.random.next(4) != 0 {
-                        let points = ChangeLog.undoPoints(ofNonEmptySetAt: write.paths, in: database.root)
-                        guard case .committed = database.applyInPlace(write, now: 0) else {
-                            return XCTFail("a write did not commit")
+                        guard let applied = database.applyInPlace(settingNonEmpty: write, now: 0) else {
+                            return XCTFail("an in-place write was declined")
                         }
-                        undo.wrote(replacing: points)
+                        undo.wrote(replacing: [applied.undoPoint])
                         inPlace += 1
                     } else {
                         guard case .committed(_, let before) = database.apply(write, now: 0) else {

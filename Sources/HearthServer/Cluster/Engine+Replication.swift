@@ -558,7 +558,7 @@ extension Engine {
             let before = database.root
             dropHeld(above: rev)
             database = Database(root: contents.root, rev: rev, limits: database.limits)
-            batch.undo = UndoLog(rev: database.rev)
+            batch.undo.reset(rev: database.rev)
             writeIDs = WriteIDWindow(
                 recovered: contents.writeIDs, capacity: writeIDs.capacity,
                 retentionSeconds: Int(writeIDs.retention / 1000),
@@ -718,7 +718,7 @@ extension Engine {
             return
         }
         for write in found.writes { replay(write, recordingWith: nil, now: now, batch: &batch) }
-        batch.undo = UndoLog(rev: database.rev)
+        batch.undo.reset(rev: database.rev)
     }
 
     /// Closes the link to a leader this node no longer follows. Its later `.closed` is ignored (an
