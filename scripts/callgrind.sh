@@ -13,9 +13,11 @@
 # information (symbols come from the symbol table); names are demangled with `swift demangle`.
 #
 # `--hearthd BINARY` counts a given build (for example a commit's before a change) instead of
-# building this tree's.
+# building this tree's. `--profiles DIR` keeps each scenario's callgrind profile and its annotated
+# listing (every function's inclusive count, demangled) in DIR, to see where a stage's
+# instructions go (`callgrind_annotate --tree=caller` on the profile says who calls what).
 #
-# Usage: scripts/callgrind.sh [--writes N] [--out DIR] [--hearthd BINARY]
+# Usage: scripts/callgrind.sh [--writes N] [--out DIR] [--hearthd BINARY] [--profiles DIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -23,7 +25,9 @@ source scripts/bench-common.sh
 writes=20000
 out=bench-results
 hearthd=""
-value_options "usage: scripts/callgrind.sh [--writes N] [--out DIR] [--hearthd BINARY]" "writes out hearthd" "$@"
+profiles=""
+value_options "usage: scripts/callgrind.sh [--writes N] [--out DIR] [--hearthd BINARY] [--profiles DIR]" \
+    "writes out hearthd profiles" "$@"
 quick=false
 for tool in valgrind redis-server; do
     command -v "$tool" >/dev/null || {
@@ -75,6 +79,9 @@ measure() { # target (hearth | redis), label, connections, window
     server_pid=""
     callgrind_annotate --inclusive=yes --threshold=100 "$profile" | swift demangle --simplified \
         >"$work/$target-$connections-$window.txt"
+    if [ -n "$profiles" ]; then
+        mkdir -p "$profiles" && cp "$profile" "$work/$target-$connections-$window.txt" "$profiles/"
+    fi
     python3 - "$work/$target-$connections-$window.txt" "$target" "$label" "$units" "$connections" >>"$results" <<'EOF'
 import json, re, sys
 path, target, label, writes, kind = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5]
@@ -87,7 +94,7 @@ stages = {
         ("apply to the tree", ["Database.apply(_:now:)", "Database.applyInPlace(_:now:)"]),
         ("change log (resume)", ["ChangeLog.record(rev:paths:before:after:)",
                                  "ChangeLog.record(rev:paths:before:after:setsNonEmptyValue:)",
-                                 "ChangeLog.keptNodes(ofNonEmptySetAt:in:) + ChangeLog.record(rev:kept:)"]),
+                                 "ChangeLog.undoPoints(ofNonEmptySetAt:in:) + ChangeLog.record(rev:kept:)"]),
         ("views", ["ViewRegistry.apply(write:paths:before:after:rev:batch:)", "ViewRegistry.watches(_:)"]),
         ("log: encode and write", ["Storage.append(_:)"]),
         ("engine turn (all of the above but parse)", ["Engine.drain()"]),
