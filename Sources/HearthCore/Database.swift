@@ -81,14 +81,7 @@ public struct Database: Sendable {
     public mutating func applyInPlace(
         settingNonEmpty write: Write, now: Int64
     ) -> (logged: CommittedWrite, undoPoint: (path: Path, before: Node))? {
-        let path: Path
-        let value: PreparedValue
-        switch write {
-        case .set(let p, let v): (path, value) = (p, v)
-        case .overwrites(let entries) where entries.count == 1: (path, value) = entries[0]
-        default: return nil
-        }
-        guard path.last != Key.priority else { return nil }
+        guard let (path, value) = write.nonEmptySet else { return nil }
         let node = value.resolved(at: path, in: root, now: now, limits: limits)
         guard !node.isEmpty else { return nil }
         let undoPoint = root.set(path, toNonEmpty: node)

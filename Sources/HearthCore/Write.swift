@@ -35,15 +35,18 @@ public enum Write: Sendable {
     /// Whether this sets a non-empty value at one data path (not a priority): a `set`, or an
     /// `overwrites` of one entry (a replicated or replayed `set`). No ancestor of the path can
     /// then become empty or a leaf.
-    public var setsNonEmptyValue: Bool {
+    public var setsNonEmptyValue: Bool { nonEmptySet != nil }
+
+    /// The path and value of a write that `setsNonEmptyValue`; nil for any other write.
+    public var nonEmptySet: (path: Path, value: PreparedValue)? {
         let path: Path
         let value: PreparedValue
         switch self {
         case .set(let p, let v): (path, value) = (p, v)
         case .overwrites(let entries) where entries.count == 1: (path, value) = entries[0]
-        default: return false
+        default: return nil
         }
-        return !value.node.isEmpty && path.last != Key.priority
+        return value.node.isEmpty || path.last == Key.priority ? nil : (path, value)
     }
 
     /// The locations this write may change.

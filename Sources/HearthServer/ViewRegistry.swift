@@ -161,7 +161,7 @@ final class ViewRegistry {
 
     /// Whether a write to `paths` concerns any view or index (one at, above or below a path):
     /// `apply(write:paths:before:after:rev:batch:)` then needs the tree as it was before it.
-    func watches(_ paths: [Path]) -> Bool {
+    func watches(_ paths: some Collection<Path>) -> Bool {
         func watched(_ node: TrieNode) -> Bool { !node.views.isEmpty || !node.indexes.isEmpty }
         if root.children.isEmpty { return watched(root) }
         return visitNodes(concernedBy: paths) { node, _ in watched(node) }
@@ -171,7 +171,7 @@ final class ViewRegistry {
     /// path takes below it, then every node under the path's end (key nil), in order. Stops as
     /// soon as `visit` returns true, and returns whether it did.
     @discardableResult
-    private func visitNodes(concernedBy paths: [Path], _ visit: (TrieNode, Key?) -> Bool) -> Bool {
+    private func visitNodes(concernedBy paths: some Collection<Path>, _ visit: (TrieNode, Key?) -> Bool) -> Bool {
         func visitSubtree(_ node: TrieNode) -> Bool {
             visit(node, nil) || node.children.values.contains(where: visitSubtree)
         }
