@@ -223,7 +223,7 @@ final class Engine: @unchecked Sendable {
         }
         // Counted before anything is delivered: a client that saw an answer sees it in the metrics.
         finishTurn(turn, batch: batch, submissions: items.count, storage: storage)
-        deliverOrHold(Array(batch.outputs.values))
+        deliverOrHold(batch.outputs)
         for promise in batch.barriers { promise.succeed() }
         if let storage, storageFailure == nil, storage.wantsCompaction, !storage.isCompacting {
             // The window as of this revision (an O(1) copy), encoded on the compaction queue.
@@ -627,7 +627,8 @@ final class Engine: @unchecked Sendable {
     /// reader's capture, a compaction's) change in place, which is what makes a burst of writes
     /// to the same places allocate once rather than once per write.
     func appliesInPlace(_ write: Write) -> Bool {
-        write.setsNonEmptyValue && !views.watches(write.paths)
+        guard let set = write.nonEmptySet else { return false }
+        return !views.watches(CollectionOfOne(set.path))
     }
 
     /// The undo points of `write` when it can be applied in place, found in the tree as it is
