@@ -45,6 +45,10 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
     private var context: ChannelHandlerContext?
     /// Output gathered during one event-loop turn, written with one write and one flush.
     @exclusivity(unchecked) private var outbox = ByteBuffer()
+    /// The outbox's other buffer: a flush hands the outbox to the channel and gathers into this
+    /// one, and once the channel has written the bytes (as it does at once with small answers),
+    /// their buffer becomes the spare. So an answer allocates no buffer of its own.
+    @exclusivity(unchecked) private var spareOutbox: ByteBuffer?
     /// Outboxes waiting for the channel to become writable, so that the channel itself holds
     /// little: a `slow_consumer` event then goes out right after the lines already handed to it.
     private var waiting = CircularBuffer<ByteBuffer>()
@@ -433,16 +437,25 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
     private func flushOutbox(context: ChannelHandlerContext) {
         guard !closing, outbox.readableBytes > 0 else { return }
         let count = outbox.readableBytes
-        let buffer = outbox
-        outbox = context.channel.allocator.buffer(capacity: Swift.min(count, 64 * 1024))
+        var buffer = outbox
+        outbox = spareOutbox.take() ?? context.channel.allocator.buffer(capacity: Swift.min(count, 64 * 1024))
         if waiting.isEmpty, context.channel.isWritable {
             write(buffer, context: context)
             context.flush()
+            // Written whole, the bytes are no longer the channel's: clearing allocates nothing. A
+            // large buffer is let go, so that an idle connection keeps little.
+            if buffer.capacity <= Self.spareOutboxCapacity {
+                buffer.clear()
+                spareOutbox = buffer
+            }
         } else {
             waiting.append(buffer)
             waitingBytes += count
         }
     }
+
+    /// The largest outbox buffer kept as the spare.
+    static let spareOutboxCapacity = 4096
 
     private func write(_ buffer: ByteBuffer, context: ChannelHandlerContext) {
         context.write(wrapOutboundOut(buffer), promise: nil)
