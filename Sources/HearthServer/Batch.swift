@@ -10,7 +10,14 @@ import NIOCore
 /// provisional until the log has the write: if the append fails, the acknowledgements become
 /// `unavailable` and the events are dropped, so nothing a client sees was lost.
 struct Batch {
-    private(set) var outputs: [UInt64: (session: SessionLink, items: [Outbound])] = [:]
+    /// Each connection's outputs, in the order the connections first had one.
+    private(set) var outputs: [(session: SessionLink, items: [Outbound])] = []
+    /// Where each connection's outputs are in `outputs`, once there are more than
+    /// `searchedOutputs` (below that, searching the list is cheaper than hashing).
+    private var outputIndex: [UInt64: Int] = [:]
+    private static let searchedOutputs = 8
+    /// The events among the outputs.
+    private(set) var eventCount = 0
     /// Recorded since the last commit, in order: writes (in revision order) and onDisconnect
     /// changes.
     private(set) var logged: [LogRecord] = []
@@ -22,8 +29,8 @@ struct Batch {
     private(set) var hasUncommittedWrites = false
     /// How to put the tree back as of the last commit.
     var undo: UndoLog
-    /// Outputs of uncommitted writes: (connection, index in its items, is an event).
-    private var provisional: [(session: UInt64, index: Int, isEvent: Bool)] = []
+    /// Outputs of uncommitted writes: (index in `outputs`, index in its items, is an event).
+    private var provisional: [(output: Int, index: Int, isEvent: Bool)] = []
     var barriers: [EventLoopPromise<Void>] = []
 
     /// A batch starting at revision `rev`, the last one committed.
@@ -33,21 +40,35 @@ struct Batch {
 
     /// Appends output that stands whatever happens to the log.
     mutating func append(_ item: Outbound, for session: SessionLink) {
-        outputs[session.id, default: (session, [])].items.append(item)
+        if case .event = item { eventCount += 1 }
+        outputs[output(for: session)].items.append(item)
     }
 
     /// Appends an acknowledgement or event of a write not yet in the log.
     mutating func appendProvisional(_ item: Outbound, for session: SessionLink) {
         let isEvent: Bool
         if case .event = item { isEvent = true } else { isEvent = false }
-        let index = Self.appending(item, to: &outputs[session.id, default: (session, [])].items)
-        provisional.append((session.id, index, isEvent))
+        if isEvent { eventCount += 1 }
+        let output = output(for: session)
+        outputs[output].items.append(item)
+        provisional.append((output, outputs[output].items.count - 1, isEvent))
     }
 
-    /// Appends `item` and returns its index (one dictionary access for both).
-    private static func appending(_ item: Outbound, to items: inout [Outbound]) -> Int {
-        items.append(item)
-        return items.count - 1
+    /// The index of `session`'s outputs in `outputs`, added when it has none yet.
+    private mutating func output(for session: SessionLink) -> Int {
+        if outputIndex.isEmpty {
+            if let i = outputs.firstIndex(where: { $0.session.id == session.id }) { return i }
+        } else if let i = outputIndex[session.id] {
+            return i
+        }
+        outputs.append((session, []))
+        let added = outputs.count - 1
+        if !outputIndex.isEmpty {
+            outputIndex[session.id] = added
+        } else if outputs.count > Self.searchedOutputs {
+            for (i, output) in outputs.enumerated() { outputIndex[output.session.id] = i }
+        }
+        return added
     }
 
     mutating func record(_ write: CommittedWrite) {
@@ -70,7 +91,10 @@ struct Batch {
 
     /// Whether output for `session` waits in this batch (what is sent to it before the batch
     /// ends must not overtake that).
-    func hasOutputs(for session: UInt64) -> Bool { outputs[session]?.items.isEmpty == false }
+    func hasOutputs(for session: UInt64) -> Bool {
+        let output = outputIndex.isEmpty ? outputs.firstIndex { $0.session.id == session } : outputIndex[session]
+        return output.map { !outputs[$0].items.isEmpty } ?? false
+    }
 
     /// Records a change to the onDisconnect registrations; its acknowledgement must be
     /// provisional like a write's.
@@ -90,16 +114,17 @@ struct Batch {
 
     /// The log refused the writes: acknowledgements become `error`, events vanish.
     mutating func rolledBack(_ error: DatabaseError) {
-        var dropped: [UInt64: [Int]] = [:]
+        var dropped: [Int: [Int]] = [:]
         for entry in provisional {
             if entry.isEvent {
-                dropped[entry.session, default: []].append(entry.index)
-            } else if case .response(let id, _)? = outputs[entry.session]?.items[entry.index] {
-                outputs[entry.session]?.items[entry.index] = .response(id, .failure(error))
+                dropped[entry.output, default: []].append(entry.index)
+            } else if case .response(let id, _) = outputs[entry.output].items[entry.index] {
+                outputs[entry.output].items[entry.index] = .response(id, .failure(error))
             }
         }
-        for (session, indices) in dropped {
-            for index in indices.sorted(by: >) { outputs[session]?.items.remove(at: index) }
+        for (output, indices) in dropped {
+            for index in indices.sorted(by: >) { outputs[output].items.remove(at: index) }
+            eventCount -= indices.count
         }
         logged.removeAll(keepingCapacity: true)
         if !receivedPayloads.isEmpty { receivedPayloads = [:] }

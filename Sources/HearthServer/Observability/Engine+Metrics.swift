@@ -19,11 +19,7 @@ extension Engine {
     /// committed are the revisions gained (a write the log refused was undone, revision and all);
     /// the events are those `batch` handed out.
     func finishTurn(_ start: TurnStart, batch: Batch, submissions: Int, storage: Storage?) {
-        var events = 0
-        for output in batch.outputs.values {
-            for case .event in output.items { events += 1 }
-        }
-        tally.events += events
+        tally.events += batch.eventCount
         let writes = database.rev > start.rev ? Int(truncatingIfNeeded: database.rev - start.rev) : 0
         tally.writes += writes
         metrics.publish(
