@@ -175,12 +175,10 @@ public final class HearthServer: Sendable {
                 channel.eventLoop.makeCompletedFuture {
                     let handler = ConnectionHandler(
                         id: nextID.next(), engine: engine, configuration: configuration, security: security,
-                        registry: registry, logger: logger, clock: clock)
+                        registry: registry, maxLineBytes: inboundLineLimit, logger: logger, clock: clock)
                     if let tls {
                         try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: tls.context))
                     }
-                    try channel.pipeline.syncOperations.addHandler(
-                        LineFrameDecoder(maxLength: inboundLineLimit))
                     try channel.pipeline.syncOperations.addHandler(handler)
                 }
             }
