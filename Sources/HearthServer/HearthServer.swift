@@ -118,7 +118,10 @@ public final class HearthServer: Sendable {
         let metrics = ServerMetrics(storage: storage, security: security, clock: clock)
         storage.fsyncObserver = { metrics.fsync(duration: $0) }
         let engineGroup = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-        let ioGroup = MultiThreadedEventLoopGroup(numberOfThreads: System.coreCount)
+        // One thread per core, the engine's counting as one: a thread more than the cores only
+        // adds context switches (on two cores, 11 % more writes/s at 50 connections and 14 % less
+        // server CPU per write; BENCHMARKS.md, fifth pass).
+        let ioGroup = MultiThreadedEventLoopGroup(numberOfThreads: max(1, System.coreCount - 1))
         let engine = Engine(
             loop: engineGroup.next(),
             database: Database(root: recovered.root, rev: recovered.rev, limits: configuration.limits),
