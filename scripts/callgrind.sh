@@ -91,11 +91,14 @@ path, target, label, writes, kind = sys.argv[1], sys.argv[2], sys.argv[3], int(s
 stages = {
     "hearth": [
         ("frame and parse the request", ["RequestDecoder.decode(_:)", "RequestDecoder.decode(_:reusing:)"]),
-        ("apply to the tree", ["Database.apply(_:now:)", "Database.applyInPlace(_:now:)"]),
+        ("apply to the tree", ["Database.apply(_:now:)", "Database.applyInPlace(_:now:)",
+                               "Database.applyInPlace(settingNonEmpty:now:)"]),
         ("change log (resume)", ["ChangeLog.record(rev:paths:before:after:)",
                                  "ChangeLog.record(rev:paths:before:after:setsNonEmptyValue:)",
-                                 "ChangeLog.undoPoints(ofNonEmptySetAt:in:) + ChangeLog.record(rev:kept:)"]),
-        ("views", ["ViewRegistry.apply(write:paths:before:after:rev:batch:)", "ViewRegistry.watches(_:)"]),
+                                 "ChangeLog.keptNodes(ofNonEmptySetAt:in:) + ChangeLog.record(rev:kept:)",
+                                 "ChangeLog.record(rev:kept:)"]),
+        ("views", ["ViewRegistry.apply(write:paths:before:after:rev:batch:)", "ViewRegistry.watches(_:)",
+                   "ViewRegistry.watches<A>(_:)"]),
         ("log: encode and write", ["Storage.append(_:)"]),
         ("engine turn (all of the above but parse)", ["Engine.drain()"]),
         ("answer: encode and send", ["ConnectionHandler.flushOutbox(context:)"]),
