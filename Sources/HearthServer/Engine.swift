@@ -634,12 +634,12 @@ final class Engine: @unchecked Sendable {
     /// The undo points of `write` when it can be applied in place, found in the tree as it is
     /// now (a replica, which replays the leader's writes); nil when it cannot.
     func keptNodesIfAppliedInPlace(_ write: Write) -> [(path: Path, before: Node)]? {
-        guard appliesInPlace(write), let path = write.paths.first else { return nil }
-        return [database.root.undoPoint(ofNonEmptySetAt: path)]
+        guard appliesInPlace(write), let set = write.nonEmptySet else { return nil }
+        return [database.root.undoPoint(ofNonEmptySetAt: set.path)]
     }
 
-    /// `afterWrite` for a write applied in place (`keptNodesIfAppliedInPlace`): no view watches
-    /// it, and the change log and the batch keep its undo points.
+    /// `afterWrite` for a write applied in place (`appliesInPlace`): no view watches it, and the
+    /// change log and the batch keep its undo points.
     func afterWrite(rev: UInt64, kept: [(path: Path, before: Node)], now: Int64, batch: inout Batch) {
         batch.undo.wrote(replacing: kept)
         changeLog.record(rev: rev, kept: kept)
