@@ -40,9 +40,9 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
     @exclusivity(unchecked) private var slots = CircularBuffer<Slot>()
     @exclusivity(unchecked) private var waitingForEngine = 0
     @exclusivity(unchecked) private var batch: [Submission] = []
-    private var readPaused = false
-    private var closing = false
-    private var closeWhenIdle = false
+    @exclusivity(unchecked) private var readPaused = false
+    @exclusivity(unchecked) private var closing = false
+    @exclusivity(unchecked) private var closeWhenIdle = false
     /// Close once the outboxes waiting for writability are written and have reached the socket.
     private var closeWhenDrained = false
     private var context: ChannelHandlerContext?
@@ -54,20 +54,20 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
     @exclusivity(unchecked) private var spareOutbox: ByteBuffer?
     /// Outboxes waiting for the channel to become writable, so that the channel itself holds
     /// little: a `slow_consumer` event then goes out right after the lines already handed to it.
-    private var waiting = CircularBuffer<ByteBuffer>()
-    private var waitingBytes = 0
+    @exclusivity(unchecked) private var waiting = CircularBuffer<ByteBuffer>()
+    @exclusivity(unchecked) private var waitingBytes = 0
     /// Set once the connection is closing as a slow consumer.
     private var slowConsumerClose: Scheduled<Void>?
     /// Reused encoding buffer for responses.
     @exclusivity(unchecked) private var scratch: [UInt8] = []
-    private var sessionLink: SessionLink?
+    @exclusivity(unchecked) private var sessionLink: SessionLink?
     /// The remote IP address (without port), for per-address limits and logs.
     private var remoteAddress = "?"
     /// Counted in `security.connections` (so released at close).
     private var admitted = false
     @exclusivity(unchecked) private var writeLimiter: WriteRateLimiter?
     /// Authenticated with the cluster secret (a peer node).
-    private var isPeer = false
+    @exclusivity(unchecked) private var isPeer = false
     /// Closes the connection unless it authenticates in time (`authTimeoutSeconds`).
     private var authDeadline: Scheduled<Void>?
 
