@@ -4,8 +4,10 @@ import HearthProtocol
 import HearthStorage
 
 /// The stages of one unpipelined `set` in process, as `scripts/callgrind.sh` counts them in the
-/// server: decoding the request line, encoding its log record, and encoding its answer. (Applying
-/// it is `EngineBenchmarks`.) Each iteration handles one write like the load generator's.
+/// server: decoding the request line, applying it in place (as the engine does when no view,
+/// index or rule needs the old tree; applying it with views is `EngineBenchmarks`), encoding its
+/// log record, and encoding its answer. Each iteration handles one write like the load
+/// generator's.
 let benchmarks: @Sendable () -> Void = {
     let configuration = Benchmark.Configuration(
         metrics: [.wallClock, .throughput, .mallocCountTotal], scalingFactor: .kilo,
@@ -16,6 +18,16 @@ let benchmarks: @Sendable () -> Void = {
     Benchmark("decode a set request", configuration: configuration) { benchmark in
         for _ in benchmark.scaledIterations {
             blackHole(line.withUnsafeBytes { decoder.decode($0) })
+        }
+    }
+
+    Benchmark("apply a set in place, with its undo point", configuration: configuration) { benchmark in
+        var database = Database()
+        let path = Path([Key("bench"), Key("lean"), Key("c12")])
+        let write = Write.set(path: path, value: PreparedValue(node: .leaf(.string("xxx"))))
+        _ = database.applyInPlace(settingNonEmpty: write, now: 0)
+        for _ in benchmark.scaledIterations {
+            blackHole(database.applyInPlace(settingNonEmpty: write, now: 0))
         }
     }
 
