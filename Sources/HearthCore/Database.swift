@@ -74,14 +74,12 @@ public struct Database: Sendable {
         return .committed(CommittedWrite(rev: rev, overwrites: overwrites))
     }
 
-    /// `applyInPlace` for a write that sets a non-empty value at one path
-    /// (`Write.setsNonEmptyValue`), which also returns the write's undo point
-    /// (`Node.undoPoint(ofNonEmptySetAt:)`), found on the way down. Nil, with nothing applied,
-    /// for any other write.
+    /// `applyInPlace` for a write that sets a non-empty value at one path (`Write.nonEmptySet`),
+    /// which also returns the write's undo point (`Node.undoPoint(ofNonEmptySetAt:)`), found on
+    /// the way down. Nil, with nothing applied, when the value resolves to empty.
     public mutating func applyInPlace(
-        settingNonEmpty write: Write, now: Int64
+        settingNonEmpty value: PreparedValue, at path: Path, now: Int64
     ) -> (logged: CommittedWrite, undoPoint: (path: Path, before: Node))? {
-        guard let (path, value) = write.nonEmptySet else { return nil }
         let node = value.resolved(at: path, in: root, now: now, limits: limits)
         guard !node.isEmpty else { return nil }
         let undoPoint = root.set(path, toNonEmpty: node)

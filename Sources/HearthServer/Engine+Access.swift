@@ -45,13 +45,13 @@ extension Engine {
     /// old and new roots (O(1) captures, server values resolved) are checked, and a denied write
     /// is undone before anything is logged or any event raised.
     /// A write that carried a write id (`tag`) is logged with it and, once applied, remembered.
-    /// When nothing needs the old tree (`appliesInPlace`), it is applied in place.
+    /// When nothing needs the old tree (`inPlaceSet`), it is applied in place.
     func applyChecked(
         _ write: Write, operation: String, at path: Path, identity: AuthContext?, now: Int64, tag: WriteTag? = nil,
         batch: inout Batch
     ) -> CheckedWrite {
-        if enforcedRules(for: identity) == nil, appliesInPlace(write),
-            let applied = database.applyInPlace(settingNonEmpty: write, now: now)
+        if enforcedRules(for: identity) == nil, let set = inPlaceSet(write),
+            let applied = database.applyInPlace(settingNonEmpty: set.value, at: set.path, now: now)
         {
             var logged = applied.logged
             if let tag { remember(tag, of: &logged) }

@@ -619,26 +619,26 @@ final class Engine: @unchecked Sendable {
         views.apply(write: write, paths: paths, before: before, after: database.root, rev: rev, batch: &batch)
     }
 
-    /// Whether `write` can be applied in place (`Database.applyInPlace(settingNonEmpty:now:)`):
-    /// nothing needs the whole old tree. Not so for a write that may empty or reshape an ancestor
-    /// (the change log compares old and new), or one that a view or index watches (its events
-    /// compare them). The caller checks that no rules apply (they compare them too). Without a
-    /// reference to the old tree, the nodes of the written path that no snapshot shares (a
-    /// reader's capture, a compaction's) change in place, which is what makes a burst of writes
-    /// to the same places allocate once rather than once per write.
-    func appliesInPlace(_ write: Write) -> Bool {
-        guard let set = write.nonEmptySet else { return false }
-        return !views.watches(CollectionOfOne(set.path))
+    /// The path and value of `write` when it can be applied in place
+    /// (`Database.applyInPlace(settingNonEmpty:at:now:)`), nil when something needs the whole
+    /// old tree: a write that may empty or reshape an ancestor (the change log compares old and
+    /// new), or one that a view or index watches (its events compare them). The caller checks
+    /// that no rules apply (they compare them too). Without a reference to the old tree, the
+    /// nodes of the written path that no snapshot shares (a reader's capture, a compaction's)
+    /// change in place, which is what makes a burst of writes to the same places allocate once
+    /// rather than once per write.
+    func inPlaceSet(_ write: Write) -> (path: Path, value: PreparedValue)? {
+        guard let set = write.nonEmptySet, !views.watches(CollectionOfOne(set.path)) else { return nil }
+        return set
     }
 
     /// The undo points of `write` when it can be applied in place, found in the tree as it is
     /// now (a replica, which replays the leader's writes); nil when it cannot.
     func keptNodesIfAppliedInPlace(_ write: Write) -> [(path: Path, before: Node)]? {
-        guard appliesInPlace(write), let set = write.nonEmptySet else { return nil }
-        return [database.root.undoPoint(ofNonEmptySetAt: set.path)]
+        inPlaceSet(write).map { [database.root.undoPoint(ofNonEmptySetAt: $0.path)] }
     }
 
-    /// `afterWrite` for a write applied in place (`appliesInPlace`): no view watches it, and the
+    /// `afterWrite` for a write applied in place (`inPlaceSet`): no view watches it, and the
     /// change log and the batch keep its undo points.
     func afterWrite(rev: UInt64, kept: [(path: Path, before: Node)], now: Int64, batch: inout Batch) {
         batch.undo.wrote(replacing: kept)

@@ -104,13 +104,15 @@ final class InPlaceWriteTests: XCTestCase {
         }
     }
 
-    /// `applyInPlace(settingNonEmpty:now:)` takes only a non-empty value at one path, and
-    /// changes nothing when it declines.
+    /// Only a non-empty value at one path is a `Write.nonEmptySet`, the writes
+    /// `applyInPlace(settingNonEmpty:at:now:)` takes; it declines a value that resolves to empty
+    /// and then changes nothing.
     func testApplyInPlaceSettingNonEmptyDeclinesOtherWrites() throws {
         var database = Database()
         let path = try Path.parse("/a/b")
         let one = PreparedValue(node: .leaf(.number(.int(1))))
-        XCTAssertNotNil(database.applyInPlace(settingNonEmpty: .set(path: path, value: one), now: 0))
+        let set = try XCTUnwrap(Write.set(path: path, value: one).nonEmptySet)
+        XCTAssertNotNil(database.applyInPlace(settingNonEmpty: set.value, at: set.path, now: 0))
         let declined: [Write] = [
             .set(path: path, value: PreparedValue(node: .empty)),
             .set(path: path.appending(Key.priority), value: one),
@@ -118,8 +120,9 @@ final class InPlaceWriteTests: XCTestCase {
             .overwrites([(path, one), (path, one)]),
         ]
         for write in declined {
-            XCTAssertNil(database.applyInPlace(settingNonEmpty: write, now: 0), "\(write)")
+            XCTAssertNil(write.nonEmptySet, "\(write)")
         }
+        XCTAssertNil(database.applyInPlace(settingNonEmpty: PreparedValue(node: .empty), at: path, now: 0))
         XCTAssertEqual(database.rev, 1)
         XCTAssertEqual(database.root.child(at: path), .leaf(.number(.int(1))))
     }

@@ -24,8 +24,9 @@ final class UndoLogTests: XCTestCase {
                     snapshots.append((database.root, database.root.jsonBytes(format: .export)))
                 default:
                     let write = try writes.write()
-                    if write.setsNonEmptyValue, writes.random.next(4) != 0 {
-                        guard let applied = database.applyInPlace(settingNonEmpty: write, now: 0) else {
+                    if let set = write.nonEmptySet, writes.random.next(4) != 0 {
+                        guard let applied = database.applyInPlace(settingNonEmpty: set.value, at: set.path, now: 0)
+                        else {
                             return XCTFail("an in-place write was declined")
                         }
                         undo.wrote(replacing: [applied.undoPoint])

@@ -24,10 +24,10 @@ let benchmarks: @Sendable () -> Void = {
     Benchmark("apply a set in place, with its undo point", configuration: configuration) { benchmark in
         var database = Database()
         let path = Path([Key("bench"), Key("lean"), Key("c12")])
-        let write = Write.set(path: path, value: PreparedValue(node: .leaf(.string("xxx"))))
-        _ = database.applyInPlace(settingNonEmpty: write, now: 0)
+        let value = PreparedValue(node: .leaf(.string("xxx")))
+        _ = database.applyInPlace(settingNonEmpty: value, at: path, now: 0)
         for _ in benchmark.scaledIterations {
-            blackHole(database.applyInPlace(settingNonEmpty: write, now: 0))
+            blackHole(database.applyInPlace(settingNonEmpty: value, at: path, now: 0))
         }
     }
 
