@@ -56,11 +56,7 @@ struct Batch {
 
     /// The index of `session`'s outputs in `outputs`, added when it has none yet.
     private mutating func output(for session: SessionLink) -> Int {
-        if outputIndex.isEmpty {
-            if let i = outputs.firstIndex(where: { $0.session.id == session.id }) { return i }
-        } else if let i = outputIndex[session.id] {
-            return i
-        }
+        if let i = existingOutput(for: session.id) { return i }
         outputs.append((session, []))
         let added = outputs.count - 1
         if !outputIndex.isEmpty {
@@ -92,8 +88,12 @@ struct Batch {
     /// Whether output for `session` waits in this batch (what is sent to it before the batch
     /// ends must not overtake that).
     func hasOutputs(for session: UInt64) -> Bool {
-        let output = outputIndex.isEmpty ? outputs.firstIndex { $0.session.id == session } : outputIndex[session]
-        return output.map { !outputs[$0].items.isEmpty } ?? false
+        existingOutput(for: session).map { !outputs[$0].items.isEmpty } ?? false
+    }
+
+    /// The index of the outputs of connection `session` in `outputs`, nil when it has none.
+    private func existingOutput(for session: UInt64) -> Int? {
+        outputIndex.isEmpty ? outputs.firstIndex { $0.session.id == session } : outputIndex[session]
     }
 
     /// Records a change to the onDisconnect registrations; its acknowledgement must be

@@ -12,7 +12,7 @@ final class StorageFaultTests: XCTestCase {
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let configuration = FailingDisk.configuration(directory)
         let disk = FailingDisk()
-        let server = try await HearthServer.start(configuration: configuration, fileSystem: disk, logger: quietLogger)
+        let server = try await disk.startServer(in: directory)
         let c = try TestClient(port: server.port)
         let listener = try TestClient(port: server.port)
         try listener.request(#"{"op":"subscribe","path":"/k"}"#)
@@ -50,9 +50,7 @@ final class StorageFaultTests: XCTestCase {
         let directory = temporaryDataDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let disk = FailingDisk()
-        let server = try await HearthServer.start(
-            configuration: FailingDisk.configuration(directory), fileSystem: disk, logger: quietLogger)
-        defer { Task { await server.shutdown() } }
+        let server = try await disk.startServer(in: directory)
         let c = try TestClient(port: server.port)
         XCTAssertEqual(try c.request(#"{"op":"set","path":"/k","value":{"a":1,"b":{"c":2}}}"#)["rev"], .int(1))
 
@@ -74,6 +72,7 @@ final class StorageFaultTests: XCTestCase {
         let read = try c.request(#"{"op":"get","path":"/"}"#)
         XCTAssertEqual(read["value"], json(#"{"k":{"a":1,"b":{"c":2}}}"#))
         XCTAssertEqual(read["rev"], .int(1))
+        await server.shutdown()
     }
 
     /// onDisconnect registrations follow writes: one the log refuses is answered `unavailable`
@@ -84,7 +83,7 @@ final class StorageFaultTests: XCTestCase {
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let configuration = FailingDisk.configuration(directory)
         let disk = FailingDisk()
-        let server = try await HearthServer.start(configuration: configuration, fileSystem: disk, logger: quietLogger)
+        let server = try await disk.startServer(in: directory)
         let c = try TestClient(port: server.port)
         XCTAssertEqual(
             try c.request(#"{"op":"onDisconnect","action":"set","path":"/presence/a","value":"offline"}"#)["ok"],
@@ -116,6 +115,12 @@ final class FailingDisk: FileSystem {
     func failWrites(_ on: Bool) { failing.withLockedValue { $0 = on } }
 
     /// A loopback server on free ports over `directory`, acknowledging writes only once fsynced.
+    /// A server on this disk, with its data in `directory` (`configuration`).
+    func startServer(in directory: String) async throws -> HearthServer {
+        try await HearthServer.start(
+            configuration: Self.configuration(directory), fileSystem: self, logger: quietLogger)
+    }
+
     static func configuration(_ directory: String) -> ServerConfiguration {
         var configuration = ServerConfiguration()
         configuration.port = 0

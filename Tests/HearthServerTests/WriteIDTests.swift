@@ -316,8 +316,7 @@ final class WriteIDTests: XCTestCase {
         let directory = temporaryDataDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let disk = FailingDisk()
-        var server = try await HearthServer.start(
-            configuration: FailingDisk.configuration(directory), fileSystem: disk, logger: quietLogger)
+        var server = try await disk.startServer(in: directory)
         var c = try TestClient(port: server.port)
         let line = #"{"op":"set","path":"/f","value":{".sv":{"increment":1}},"wid":"fd:1"}"#
         disk.failWrites(true)
