@@ -222,6 +222,7 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
                 waitingForEngine += 1
                 guard let sessionLink else { return }
                 batch.append(.request(sessionLink, request))
+                if batch.count >= Submission.burstSlice { submitBatch() }
             case .failure(let failure):
                 var bytes: [UInt8] = []
                 ResponseEncoder.encode(id: failure.id, .failure(failure.error), into: &bytes)
@@ -280,7 +281,8 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
         flushOutbox(context: context)
     }
 
-    /// Hands everything read in this turn to the engine at once.
+    /// Hands what was read since the last submission to the engine: at the end of a read, or
+    /// once a burst has `Submission.burstSlice` requests.
     private func submitBatch() {
         guard !batch.isEmpty else { return }
         engine.submit(batch)

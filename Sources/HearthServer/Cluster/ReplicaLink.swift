@@ -157,8 +157,8 @@ final class LinkHandler: ChannelInboundHandler {
     private let link: ReplicaLink
     private let logger: Logger
     private let deliver: @Sendable (ReplicaLink, [LinkMessage]) -> Void
-    /// Messages read since the last read burst ended: handed to the engine together, one
-    /// submission (and one wakeup of its thread) per burst rather than per line.
+    /// Messages read since the last submission: handed to the engine together at the end of a
+    /// read, or once there are `Submission.burstSlice` of them, rather than one per line.
     private var pending: [LinkMessage] = []
     /// The JSON parser's stacks, reused from one record to the next.
     private var parseWorkspace = JSONParseWorkspace()
@@ -182,6 +182,7 @@ final class LinkHandler: ChannelInboundHandler {
                 return
             }
             pending.append(record)
+            if pending.count >= Submission.burstSlice { flush() }
             return
         }
         guard let json = line.withUnsafeReadableBytes({ try? JSONParser.parse($0, limits: Self.limits) }) else {
