@@ -5,7 +5,7 @@ public import HearthJSON
 /// can be checked without the data is checked here, so the engine only applies.
 public struct RequestDecoder: Sendable {
     public let limits: Limits
-    /// Keep each request's JSON object in `Request.source` (a cluster node forwards writes).
+    /// Keep each request's JSON text in `Request.source` (a cluster node forwards writes).
     public var keepsSource = false
 
     public init(limits: Limits, keepsSource: Bool = false) {
@@ -62,16 +62,16 @@ public struct RequestDecoder: Sendable {
         guard isObject else {
             return .failure(Failure(id: .null, error: DatabaseError(.badRequest, "a request must be a JSON object")))
         }
-        return request(from: fields, source: keepsSource ? fields.object : nil)
+        return request(from: fields, source: keepsSource ? Array(line) : nil)
     }
 
     /// Decodes one request object (already parsed): its id, operation and write id. With
     /// `keepsSource` the request keeps the object, for a replica to forward it to its leader.
     public func request(from json: JSONValue) -> Result<Request, Failure> {
-        request(from: Fields(json), source: keepsSource ? json : nil)
+        request(from: Fields(json), source: keepsSource ? json.serialized : nil)
     }
 
-    private func request(from fields: Fields, source: JSONValue?) -> Result<Request, Failure> {
+    private func request(from fields: Fields, source: [UInt8]?) -> Result<Request, Failure> {
         var id: RequestID = .null
         switch fields[.id] {
         case nil, .null?: break

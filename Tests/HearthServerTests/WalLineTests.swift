@@ -10,7 +10,7 @@ import XCTest
 final class WalLineTests: XCTestCase {
     private func line(_ record: EncodedRecord, rev: UInt64, epoch: UInt64, confirmedRev: UInt64) -> [UInt8] {
         var line: [UInt8] = []
-        Engine.appendWalLine(record, rev: rev, epoch: epoch, to: &line)
+        Engine.appendWalLine(record.payload, isWrite: record.record.isWrite, rev: rev, epoch: epoch, to: &line)
         return line + Array(#","confirmedRev":\#(confirmedRev)}"#.utf8)
     }
 

@@ -84,7 +84,7 @@ extension Engine {
         line += #","owner":"#.utf8
         JSONWriter.writeString("\(replication.node)/\(session.id)", into: &line)
         line += #","request":"#.utf8
-        source.serialize(into: &line)
+        line += source
         line += "}\n".utf8
         link.send(line)
     }

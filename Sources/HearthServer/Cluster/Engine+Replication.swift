@@ -181,7 +181,7 @@ extension Engine {
             respond(.members(answer))
             var lines: [UInt8] = []
             for entry in entries {
-                appendStreamLine(entry.record, rev: entry.rev, epoch: entry.epoch, to: &lines)
+                appendStreamLine(entry.payload, isWrite: entry.isWrite, rev: entry.rev, epoch: entry.epoch, to: &lines)
             }
             if !lines.isEmpty { batch.append(.line(lines), for: session) }
         } else {
@@ -270,8 +270,10 @@ extension Engine {
     }
 
     /// Appends `record`'s `wal` line as streamed now, with the current `confirmedRev`.
-    private func appendStreamLine(_ record: EncodedRecord, rev: UInt64, epoch: UInt64, to lines: inout [UInt8]) {
-        Self.appendWalLine(record, rev: rev, epoch: epoch, to: &lines)
+    private func appendStreamLine(
+        _ payload: [UInt8], isWrite: Bool, rev: UInt64, epoch: UInt64, to lines: inout [UInt8]
+    ) {
+        Self.appendWalLine(payload, isWrite: isWrite, rev: rev, epoch: epoch, to: &lines)
         lines += #","confirmedRev":"#.utf8
         JSONWriter.writeInt(Int64(clamping: replication.confirmedRev), into: &lines)
         lines += "}\n".utf8
@@ -343,14 +345,15 @@ extension Engine {
         var lines: [UInt8] = []
         lines.reserveCapacity(records.reduce(0) { $0 + $1.payload.count + 96 })
         forEachRevision(of: records) { record, rev in
-            appendStreamLine(record, rev: rev, epoch: epoch, to: &lines)
+            appendStreamLine(record.payload, isWrite: record.record.isWrite, rev: rev, epoch: epoch, to: &lines)
         }
         return lines
     }
 
     private func retain(_ records: [EncodedRecord], epoch: (UInt64) -> UInt64) {
         forEachRevision(of: records) { record, rev in
-            retained.append(RetainedLog.Entry(rev: rev, epoch: epoch(rev), record: record))
+            retained.append(
+                RetainedLog.Entry(rev: rev, epoch: epoch(rev), isWrite: record.record.isWrite, payload: record.payload))
         }
     }
 
@@ -361,15 +364,16 @@ extension Engine {
         replication.streams = [:]
     }
 
-    /// Appends a record's `wal` line without its end: `{"event":"wal","rev":N,"epoch":E,"w"|"od":…`
-    /// (the stream adds `confirmedRev`). An onDisconnect record takes the rev of the write before it.
-    static func appendWalLine(_ record: EncodedRecord, rev: UInt64, epoch: UInt64, to line: inout [UInt8]) {
+    /// Appends a record's `wal` line, given its payload, without its end:
+    /// `{"event":"wal","rev":N,"epoch":E,"w"|"od":…` (the stream adds `confirmedRev`). An
+    /// onDisconnect record takes the rev of the write before it.
+    static func appendWalLine(_ payload: [UInt8], isWrite: Bool, rev: UInt64, epoch: UInt64, to line: inout [UInt8]) {
         line += #"{"event":"wal","rev":"#.utf8
         JSONWriter.writeInt(Int64(clamping: rev), into: &line)
         line += #","epoch":"#.utf8
         JSONWriter.writeInt(Int64(clamping: epoch), into: &line)
-        line += record.record.isWrite ? #","w":"#.utf8 : #","od":"#.utf8
-        line += record.payload
+        line += isWrite ? #","w":"#.utf8 : #","od":"#.utf8
+        line += payload
     }
 
     /// Replica: tells the leader that everything up to `rev` is in this node's log.

@@ -1,18 +1,20 @@
-import HearthStorage
 import NIOCore
 
 /// The leader's recent records, so that a replica that reconnects resumes from its revision
 /// instead of receiving a snapshot (replication.md §3). Bounded by a number of records
 /// (`changeLogRevisions`, shared with the clients' resume window); a replica further behind gets
-/// a snapshot. Records are kept as encoded (sharing the payload the log and the stream use) and
-/// become `wal` lines only when a replica catches up.
+/// a snapshot. Records are kept as their encoded payloads only (shared with the log and the
+/// stream), not as the writes they encode: those hold the written nodes, which would keep old
+/// values alive and, being shared, make later writes below them copy instead of changing the tree
+/// in place. They become `wal` lines only when a replica catches up.
 struct RetainedLog {
-    /// A record with its revision (an onDisconnect record carries the revision of the write
-    /// before it) and the epoch it was written in.
+    /// A record's payload with its revision (an onDisconnect record carries the revision of the
+    /// write before it) and the epoch it was written in.
     struct Entry {
         let rev: UInt64
         let epoch: UInt64
-        let record: EncodedRecord
+        let isWrite: Bool
+        let payload: [UInt8]
     }
 
     private var entries = CircularBuffer<Entry>()
@@ -25,7 +27,7 @@ struct RetainedLog {
     mutating func append(_ entry: Entry) {
         entries.append(entry)
         while entries.count > capacity, let first = entries.popFirst() {
-            if first.record.record.isWrite { droppedRev = max(droppedRev, first.rev) }
+            if first.isWrite { droppedRev = max(droppedRev, first.rev) }
         }
     }
 
@@ -39,6 +41,6 @@ struct RetainedLog {
     /// records that carry `rev` itself are sent again: applying them twice changes nothing.
     func entries(after rev: UInt64) -> [Entry]? {
         guard rev >= droppedRev else { return nil }
-        return entries.filter { $0.record.record.isWrite ? $0.rev > rev : $0.rev >= rev }
+        return entries.filter { $0.isWrite ? $0.rev > rev : $0.rev >= rev }
     }
 }

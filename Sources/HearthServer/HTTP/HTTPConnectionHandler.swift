@@ -366,7 +366,7 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
         }
         state = .waiting(Exchange(head: head, call: call, identityAnswers: items.count))
         var request = Request(id: .null, operation: operation)
-        request.source = call.source
+        request.source = call.source?.serialized
         if case .write(_, let method, _) = call.action {
             // The value as stored shows in the body, the ETag or a PATCH's answer; a silent
             // write without an ETag needs only the revision.
