@@ -54,8 +54,8 @@ public struct Request: Sendable {
         set { change { $0.source = newValue } }
     }
 
-    public init(id: RequestID, operation: Operation, writeID: WriteID? = nil) {
-        box = Box(Values(id: id, operation: operation, writeID: writeID))
+    public init(id: RequestID, operation: Operation, writeID: WriteID? = nil, source: [UInt8]? = nil) {
+        box = Box(Values(id: id, operation: operation, writeID: writeID, source: source))
     }
 }
 

@@ -62,7 +62,15 @@ public struct RequestDecoder: Sendable {
         guard isObject else {
             return .failure(Failure(id: .null, error: DatabaseError(.badRequest, "a request must be a JSON object")))
         }
-        return request(from: fields, source: keepsSource ? Array(line) : nil)
+        return request(from: fields, source: keepsSource ? Self.copy(line) : nil)
+    }
+
+    /// The line's bytes, copied at once (`Array(_:)` of a raw buffer goes byte by byte).
+    private static func copy(_ line: UnsafeRawBufferPointer) -> [UInt8] {
+        [UInt8](unsafeUninitializedCapacity: line.count) { buffer, count in
+            UnsafeMutableRawBufferPointer(buffer).copyMemory(from: line)
+            count = line.count
+        }
     }
 
     /// Decodes one request object (already parsed): its id, operation and write id. With
@@ -83,9 +91,8 @@ public struct RequestDecoder: Sendable {
         }
         do {
             let operation = try operation(fields)
-            var request = Request(id: id, operation: operation, writeID: try Self.writeID(fields[.wid], of: operation))
-            if let source { request.source = source }
-            return .success(request)
+            let writeID = try Self.writeID(fields[.wid], of: operation)
+            return .success(Request(id: id, operation: operation, writeID: writeID, source: source))
         } catch {
             return .failure(Failure(id: id, error: error))
         }

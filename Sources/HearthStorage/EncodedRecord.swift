@@ -5,6 +5,12 @@ public struct EncodedRecord: Sendable {
     public let record: LogRecord
     /// The payload, byte for byte what the WAL stores and the `wal` line carries.
     public let payload: [UInt8]
+    /// `record.writeRev`, read once: the loops over a batch's records then never copy a record
+    /// out of its enum to look at it.
+    public let writeRev: UInt64?
+
+    /// Whether the record is a write (which takes a revision).
+    public var isWrite: Bool { writeRev != nil }
 
     /// Encodes `record`'s payload.
     public init(_ record: LogRecord) {
@@ -19,5 +25,6 @@ public struct EncodedRecord: Sendable {
     public init(_ record: LogRecord, payload: [UInt8]) {
         self.record = record
         self.payload = payload
+        self.writeRev = record.writeRev
     }
 }

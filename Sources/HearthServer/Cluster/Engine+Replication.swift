@@ -329,13 +329,17 @@ extension Engine {
         }
     }
 
-    /// Calls `body` with each record's revision, for a batch just committed (its writes end at
-    /// `database.rev`): a write's own, an onDisconnect record's that of the write before it.
-    private func forEachRevision(of records: [EncodedRecord], _ body: (EncodedRecord, UInt64) -> Void) {
-        var rev = database.rev - UInt64(records.count { $0.record.isWrite })
-        for record in records {
-            if record.record.isWrite { rev += 1 }
-            body(record, rev)
+    /// Calls `body` with each record's payload, kind and revision, for a batch just committed
+    /// (its writes end at `database.rev`): a write's own, an onDisconnect record's that of the
+    /// write before it.
+    private func forEachRevision(
+        of records: [EncodedRecord], _ body: (_ payload: [UInt8], _ isWrite: Bool, _ rev: UInt64) -> Void
+    ) {
+        var rev = database.rev - UInt64(records.count { $0.isWrite })
+        for index in records.indices {
+            let isWrite = records[index].isWrite
+            if isWrite { rev += 1 }
+            body(records[index].payload, isWrite, rev)
         }
     }
 
@@ -344,16 +348,15 @@ extension Engine {
     private func streamLines(_ records: [EncodedRecord], epoch: UInt64) -> [UInt8] {
         var lines: [UInt8] = []
         lines.reserveCapacity(records.reduce(0) { $0 + $1.payload.count + 96 })
-        forEachRevision(of: records) { record, rev in
-            appendStreamLine(record.payload, isWrite: record.record.isWrite, rev: rev, epoch: epoch, to: &lines)
+        forEachRevision(of: records) { payload, isWrite, rev in
+            appendStreamLine(payload, isWrite: isWrite, rev: rev, epoch: epoch, to: &lines)
         }
         return lines
     }
 
     private func retain(_ records: [EncodedRecord], epoch: (UInt64) -> UInt64) {
-        forEachRevision(of: records) { record, rev in
-            retained.append(
-                RetainedLog.Entry(rev: rev, epoch: epoch(rev), isWrite: record.record.isWrite, payload: record.payload))
+        forEachRevision(of: records) { payload, isWrite, rev in
+            retained.append(RetainedLog.Entry(rev: rev, epoch: epoch(rev), isWrite: isWrite, payload: payload))
         }
     }
 
