@@ -28,7 +28,6 @@ command_line="scripts/bench-cluster.sh$(if $quick; then echo " --quick"; fi) --f
 swift build -c release --product hearthd >&2
 swift build -c release --product hearth-bench >&2
 bin=.build/release
-[ -x /usr/bin/etcd ] || { echo "etcd is missing: apt-get install etcd-server" >&2; exit 2; }
 
 bench_files bench-cluster
 pids=()
@@ -40,14 +39,7 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 lease=2
-etcd_port=$(free_port)
-etcd_peer=$(free_port)
-/usr/bin/etcd --name bench --data-dir "$work/etcd" --listen-client-urls "http://127.0.0.1:$etcd_port" \
-    --advertise-client-urls "http://127.0.0.1:$etcd_port" --listen-peer-urls "http://127.0.0.1:$etcd_peer" \
-    --initial-advertise-peer-urls "http://127.0.0.1:$etcd_peer" --initial-cluster "bench=http://127.0.0.1:$etcd_peer" \
-    --log-level error >"$work/etcd.log" 2>&1 &
-pids+=($!)
-wait_for_port "$etcd_port" etcd
+start_etcd bench
 
 # start_node NAME SYNC_REPLICAS CLUSTER(yes|no): starts hearthd, sets `port` and `http` and `pid`.
 start_node() {

@@ -75,3 +75,18 @@ stop_pid() { # pid (or nothing)
     kill "$1" 2>/dev/null || true
     wait "$1" 2>/dev/null || true
 }
+
+# Starts one etcd member (Debian's /usr/bin/etcd) on free loopback ports with its data in
+# `$work/etcd`; sets `etcd_port` (its client port) and appends its pid to `pids`.
+start_etcd() { # name
+    [ -x /usr/bin/etcd ] || { echo "etcd is missing: apt-get install etcd-server" >&2; exit 2; }
+    etcd_port=$(free_port)
+    local peer
+    peer=$(free_port)
+    /usr/bin/etcd --name "$1" --data-dir "$work/etcd" --listen-client-urls "http://127.0.0.1:$etcd_port" \
+        --advertise-client-urls "http://127.0.0.1:$etcd_port" --listen-peer-urls "http://127.0.0.1:$peer" \
+        --initial-advertise-peer-urls "http://127.0.0.1:$peer" --initial-cluster "$1=http://127.0.0.1:$peer" \
+        --log-level error >"$work/etcd.log" 2>&1 &
+    pids+=($!)
+    wait_for_port "$etcd_port" etcd
+}

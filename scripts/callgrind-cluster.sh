@@ -20,7 +20,6 @@ out=bench-results
 hearthd=""
 value_options "usage: scripts/callgrind-cluster.sh [--writes N] [--connections C] [--window W] [--hearthd BINARY] [--out DIR]" \
     "writes connections window hearthd out" "$@"
-[ -x /usr/bin/etcd ] || { echo "etcd is missing: apt-get install etcd-server" >&2; exit 2; }
 command -v valgrind >/dev/null || { echo "valgrind is missing: apt-get install valgrind" >&2; exit 2; }
 if [ -z "$hearthd" ]; then
     swift build -c release --product hearthd >&2
@@ -37,14 +36,7 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 objcopy --strip-debug "$hearthd" "$work/hearthd"
 
-etcd_port=$(free_port)
-etcd_peer=$(free_port)
-/usr/bin/etcd --name cg --data-dir "$work/etcd" --listen-client-urls "http://127.0.0.1:$etcd_port" \
-    --advertise-client-urls "http://127.0.0.1:$etcd_port" --listen-peer-urls "http://127.0.0.1:$etcd_peer" \
-    --initial-advertise-peer-urls "http://127.0.0.1:$etcd_peer" --initial-cluster "cg=http://127.0.0.1:$etcd_peer" \
-    --log-level error >"$work/etcd.log" 2>&1 &
-pids+=($!)
-wait_for_port "$etcd_port" etcd
+start_etcd cg
 
 # node_args NAME CLUSTER(yes|no): the arguments of one hearthd (a long lease: valgrind is slow).
 node_args() {
