@@ -151,7 +151,8 @@ let package = Package(
         .testTarget(
             name: "HearthClientTests",
             dependencies: [
-                "HearthClient", "HearthServer", "HearthCore", "HearthJSON", "HearthAuth", "HearthTestSupport", "HearthCluster",
+                "HearthClient", "HearthServer", "HearthCore", "HearthJSON", "HearthAuth", "HearthTestSupport",
+                "HearthCluster",
                 .product(name: "Logging", package: "swift-log"),
             ]),
         // Starts a real etcd (/usr/bin/etcd) for its integration tests.
