@@ -131,17 +131,6 @@ struct Fields {
         }
     }
 
-    /// The fields as a request object (a cluster node forwards it to its leader).
-    var object: JSONValue {
-        var members: [JSONMember] = []
-        members.reserveCapacity(5 + others.count)
-        for field in [RequestField.id, .op, .path, .value, .wid] {
-            if let value = self[field] { members.append(JSONMember(field.rawValue, value)) }
-        }
-        for (field, value) in others { members.append(JSONMember(field.rawValue, value)) }
-        return .object(members)
-    }
-
     func has(_ field: RequestField) -> Bool { self[field] != nil }
 
     func required(_ field: RequestField) throws(DatabaseError) -> JSONValue {

@@ -55,7 +55,7 @@ enum Submission: Sendable {
     /// How many requests (or replicated records) a connection hands the engine at once while it
     /// is still reading a burst. The engine starts on the head of a pipelined burst while the
     /// connection's event loop decodes the rest, rather than waiting for the whole read; on two
-    /// cores this doubled the pipelined write rate (BENCHMARKS.md, sixth pass). Smaller reads
+    /// cores this raised the pipelined write rate 1.6 × (BENCHMARKS.md, sixth pass). Smaller reads
     /// still go over in one submission, when the read ends.
     static let burstSlice = 64
 }
