@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
-# What a leader pays per write beyond a standalone node, in user-space instructions
+# What a cluster node pays per write against a standalone node, in user-space instructions
 # (deterministic where wall time on this shared machine is not): the same lean load against a
-# standalone hearthd and against the leader of a 2-node cluster with `syncReplicas: 1`, each
-# under `valgrind --tool=callgrind` (the replica runs natively). Reports the totals per write,
-# the cluster's own stages, and the functions whose inclusive counts differ most.
+# standalone hearthd and against the leader of a 2-node cluster with `syncReplicas: 1`, with the
+# standalone node and then the leader (`--node leader`) or the replica (`--node replica`) under
+# `valgrind --tool=callgrind`; the other node runs natively. Reports the totals per write, the
+# cluster's own stages, and the functions whose inclusive counts differ most.
 #
-#   scripts/callgrind-cluster.sh [--writes N] [--connections C] [--window W] [--hearthd BINARY] [--out DIR]
+#   scripts/callgrind-cluster.sh [--node leader|replica] [--writes N] [--connections C] [--window W]
+#                                [--hearthd BINARY] [--out DIR]
 #
-# Defaults: 20,000 writes, one connection with a window of 2,000, fsync never on both nodes.
+# Defaults: the leader, 20,000 writes, one connection with a window of 2,000, fsync never on both
+# nodes.
 # Writes `<out>/callgrind-cluster-<UTC time>.md` and `.jsonl`. Needs /usr/bin/etcd and valgrind.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,8 +21,11 @@ connections=1
 window=2000
 out=bench-results
 hearthd=""
-value_options "usage: scripts/callgrind-cluster.sh [--writes N] [--connections C] [--window W] [--hearthd BINARY] [--out DIR]" \
-    "writes connections window hearthd out" "$@"
+node=leader
+value_options "usage: scripts/callgrind-cluster.sh [--node leader|replica] [--writes N] [--connections C] [--window W] [--hearthd BINARY] [--out DIR]" \
+    "node writes connections window hearthd out" "$@"
+case $node in leader | replica) ;; *) echo "--node must be leader or replica" >&2; exit 2 ;; esac
+measured_node=$node
 command -v valgrind >/dev/null || { echo "valgrind is missing: apt-get install valgrind" >&2; exit 2; }
 if [ -z "$hearthd" ]; then
     swift build -c release --product hearthd >&2
@@ -38,7 +44,8 @@ objcopy --strip-debug "$hearthd" "$work/hearthd"
 
 start_etcd cg
 
-# node_args NAME CLUSTER(yes|no): the arguments of one hearthd (a long lease: valgrind is slow).
+# node_args NAME CLUSTER(yes|no): sets `node_cmd`, the arguments of one hearthd (a long lease:
+# valgrind is slow).
 node_args() {
     local name=$1 cluster=$2 cluster_json="" extra=()
     if [ "$cluster" = yes ]; then
@@ -46,48 +53,67 @@ node_args() {
         extra=(--cluster-etcd "http://127.0.0.1:$etcd_port" --cluster-name cg --node "$name")
     fi
     echo "{\"maxWritesPerSecondPerConnection\":0$cluster_json}" >"$work/$name.json"
-    node=(--port "$port" --http-port "$(free_port)" --data-dir "$work/$name" --fsync never --log-level warning
+    node_cmd=(--port "$port" --http-port "$(free_port)" --data-dir "$work/$name" --fsync never --log-level warning
         --config "$work/$name.json" "${extra[@]}")
 }
 
-measure() { # label, cluster (yes|no)
-    local label=$1 cluster=$2 profile="$work/$1.out"
+# start NAME CLUSTER(yes|no) VALGRIND(yes|no): starts one hearthd on a free port; sets `started`
+# (its pid) and `started_port`.
+start() {
+    local name=$1 cluster=$2 profiled=$3
     port=$(free_port)
-    node_args "$label" "$cluster"
-    local measured_port=$port
-    HEARTH_CLUSTER_SECRET=callgrind valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$profile" \
-        "$work/hearthd" "${node[@]}" 2>"$work/$label-valgrind.log" &
-    local server=$!
-    pids+=("$server")
-    for _ in $(seq 600); do (exec 3<>"/dev/tcp/127.0.0.1/$measured_port") 2>/dev/null && break; sleep 0.1; done
-    local replica=""
-    if [ "$cluster" = yes ]; then
-        sleep 8 # the node under valgrind takes the lease first
-        port=$(free_port)
-        node_args replica yes
-        HEARTH_CLUSTER_SECRET=callgrind "$work/hearthd" "${node[@]}" 2>"$work/replica.log" &
-        replica=$!
-        pids+=("$replica")
-        wait_for_port "$port" replica
-        sleep 8 # until it streams
+    node_args "$name" "$cluster"
+    started_port=$port
+    if [ "$profiled" = yes ]; then
+        HEARTH_CLUSTER_SECRET=callgrind valgrind --tool=callgrind --instr-atstart=no \
+            --callgrind-out-file="$work/$name.out" "$work/hearthd" "${node_cmd[@]}" 2>"$work/$name-valgrind.log" &
+    else
+        HEARTH_CLUSTER_SECRET=callgrind "$work/hearthd" "${node_cmd[@]}" 2>"$work/$name.log" &
     fi
-    local load=(--target hearth --port "$measured_port" --connections "$connections" --window "$window" --seconds 600)
-    echo "==> $label: warm-up, then $writes writes under callgrind" >&2
-    .build/release/hearth-bench lean "${load[@]}" --count $((writes / 5)) >/dev/null
-    callgrind_control -i on "$server" >/dev/null
-    .build/release/hearth-bench lean "${load[@]}" --count "$writes" >/dev/null
-    callgrind_control -i off "$server" >/dev/null
-    stop_pid "$server"
-    stop_pid "$replica"
-    callgrind_annotate --inclusive=yes --threshold=99.9 "$profile" | swift demangle --simplified >"$work/$label.txt"
+    started=$!
+    pids+=("$started")
+    for _ in $(seq 600); do (exec 3<>"/dev/tcp/127.0.0.1/$started_port") 2>/dev/null && return 0; sleep 0.1; done
+    echo "$name did not start on port $started_port" >&2
+    exit 1
 }
 
-measure standalone no
-measure leader yes
+measure() { # label: standalone, leader or replica
+    local label=$1 profiled loaded others=()
+    if [ "$label" = standalone ]; then
+        start standalone no yes
+        profiled=$started loaded=$started_port
+    else
+        # The first node takes the lease (the other waits for it before it runs for election).
+        start leader yes "$([ "$label" = leader ] && echo yes || echo no)"
+        local leader=$started
+        loaded=$started_port
+        sleep 8
+        start replica yes "$([ "$label" = replica ] && echo yes || echo no)"
+        local replica=$started
+        sleep 8 # until it streams
+        if [ "$label" = leader ]; then profiled=$leader others=("$replica"); else profiled=$replica others=("$leader"); fi
+    fi
+    local load=(--target hearth --port "$loaded" --connections "$connections" --window "$window" --seconds 600)
+    echo "==> $label: warm-up, then $writes writes under callgrind" >&2
+    .build/release/hearth-bench lean "${load[@]}" --count $((writes / 5)) >/dev/null
+    callgrind_control -i on "$profiled" >/dev/null
+    .build/release/hearth-bench lean "${load[@]}" --count "$writes" >/dev/null
+    # A replica acknowledges a write before it has done with it (its views, its retained log).
+    if [ "$label" = replica ]; then sleep 2; fi
+    callgrind_control -i off "$profiled" >/dev/null
+    stop_pid "$profiled"
+    for pid in "${others[@]}"; do stop_pid "$pid"; done
+    callgrind_annotate --inclusive=yes --threshold=99.9 "$work/$label.out" | swift demangle --simplified \
+        >"$work/$label.txt"
+}
 
-python3 - "$work/standalone.txt" "$work/leader.txt" "$writes" "$connections" "$window" "$results" <<'EOF' >"$report"
+measure standalone
+measure "$measured_node"
+
+python3 - "$work/standalone.txt" "$work/$measured_node.txt" "$writes" "$connections" "$window" "$results" \
+    "$measured_node" <<'EOF' >"$report"
 import json, re, sys
-standalone_path, leader_path, writes, connections, window, results = sys.argv[1:7]
+standalone_path, leader_path, writes, connections, window, results, role = sys.argv[1:8]
 writes = int(writes)
 
 def load(path):
@@ -108,37 +134,48 @@ def load(path):
     return total / writes, {k: v / writes for k, v in inclusive.items()}
 
 solo_total, solo = load(standalone_path)
-leader_total, leader = load(leader_path)
-stages = [
+node_total, node = load(leader_path)
+common = [
     ("engine turn", "Engine.drain()"),
     ("commit (log, stream, retain)", "Engine.commit(_:)"),
-    ("encode the batch's records", "Batch.encodedRecords()"),
-    ("stream before the fsync", "Engine.streamBeforeSync(_:batch:)"),
     ("retain and stream after", "Engine.replicationCommitted(_:streamed:now:batch:)"),
     ("retained log", "RetainedLog.append(_:)"),
-    ("frame and parse the request", "RequestDecoder.decode(_:reusing:)"),
 ]
-row = {"scenario": "callgrind-cluster", "writes": writes, "connections": int(connections), "window": int(window),
-       "standalone": round(solo_total), "leader": round(leader_total)}
+if role == "leader":
+    stages = common[:2] + [
+        ("encode the batch's records", "Batch.encodedRecords()"),
+        ("stream before the fsync", "Engine.streamBeforeSync(_:batch:)"),
+    ] + common[2:] + [("frame and parse the request", "RequestDecoder.decode(_:reusing:)")]
+else:
+    stages = common + [
+        ("frame and parse the request", "RequestDecoder.decode(_:reusing:)"),
+        ("read and decode the leader's records", "LinkHandler.channelRead(context:data:)"),
+        ("decode a record's payload", "WritePayload.decode(_:rev:previousPath:reusing:)"),
+        ("apply a record (replay)", "Engine.replay(_:recordingWith:now:batch:)"),
+        ("log append", "Storage.append(_:beforeSync:)"),
+    ]
+row = {"scenario": "callgrind-cluster", "node": role, "writes": writes, "connections": int(connections),
+       "window": int(window), "standalone": round(solo_total), role: round(node_total)}
 for label, name in stages:
-    row[label] = [round(solo.get(name, 0)), round(leader.get(name, 0))]
+    row[label] = [round(solo.get(name, 0)), round(node.get(name, 0))]
 with open(results, "a") as out:
     out.write(json.dumps(row) + "\n")
-print(f"# callgrind: a leader's instructions per write against a standalone node\n")
-print(f"From `scripts/callgrind-cluster.sh`: {writes:,} writes, {connections} connection(s), window {window},")
-print("fsync never; the leader of 2 nodes with `syncReplicas: 1` (its replica not measured).\n")
-print(f"**standalone**: {solo_total:,.0f} instructions per write; **leader**: {leader_total:,.0f} "
-      f"({leader_total / solo_total:.2f} ×)\n")
-print("| stage (inclusive) | standalone | leader |\n|---|---|---|")
+print(f"# callgrind: a {role}'s instructions per write against a standalone node\n")
+print(f"From `scripts/callgrind-cluster.sh --node {role}`: {writes:,} writes, {connections} connection(s), "
+      f"window {window},")
+print(f"fsync never; the {role} of 2 nodes with `syncReplicas: 1` (the other node not measured).\n")
+print(f"**standalone**: {solo_total:,.0f} instructions per write; **{role}**: {node_total:,.0f} "
+      f"({node_total / solo_total:.2f} ×)\n")
+print(f"| stage (inclusive) | standalone | {role} |\n|---|---|---|")
 for label, name in stages:
-    print(f"| {label} | {solo.get(name, 0):,.0f} | {leader.get(name, 0):,.0f} |")
-print("\nThe functions whose inclusive count per write grew most:\n")
-print("| function | standalone | leader | difference |\n|---|---|---|---|")
-grown = sorted(set(solo) | set(leader), key=lambda k: solo.get(k, 0) - leader.get(k, 0))
-for name in [n for n in grown if not n.startswith(("SelectableEventLoop", "Selector", "closure", "partial apply",
-                                                   "protocol witness", "thunk"))][:20]:
-    print(f"| `{name[:110]}` | {solo.get(name, 0):,.0f} | {leader.get(name, 0):,.0f} | "
-          f"{leader.get(name, 0) - solo.get(name, 0):+,.0f} |")
+    print(f"| {label} | {solo.get(name, 0):,.0f} | {node.get(name, 0):,.0f} |")
+print(f"\nThe functions whose inclusive count per write differs most:\n")
+print(f"| function | standalone | {role} | difference |\n|---|---|---|---|")
+changed = sorted(set(solo) | set(node), key=lambda k: -abs(node.get(k, 0) - solo.get(k, 0)))
+for name in [n for n in changed if not n.startswith(("SelectableEventLoop", "Selector", "closure", "partial apply",
+                                                     "protocol witness", "thunk"))][:24]:
+    print(f"| `{name[:110]}` | {solo.get(name, 0):,.0f} | {node.get(name, 0):,.0f} | "
+          f"{node.get(name, 0) - solo.get(name, 0):+,.0f} |")
 EOF
 cat "$report"
 echo "wrote $report and $results" >&2
