@@ -94,6 +94,14 @@ public struct Database: Sendable {
         rev = write.rev
     }
 
+    /// `replay(_:)` of a write that sets one non-empty node (not a priority) at `path`
+    /// (`CommittedWrite.nonEmptySet`), returning its undo point, found on the way down.
+    public mutating func replay(settingNonEmpty node: Node, at path: Path, rev: UInt64) -> (path: Path, before: Node) {
+        let undoPoint = root.set(path, toNonEmpty: node)
+        self.rev = rev
+        return undoPoint
+    }
+
     /// Replaces the whole state (recovery from storage).
     public mutating func restore(root: Node, rev: UInt64) {
         self.root = root
@@ -114,6 +122,14 @@ public struct CommittedWrite: Sendable {
         self.rev = rev
         self.overwrites = overwrites
         self.tag = tag
+    }
+
+    /// The path and node of a write that sets one non-empty node, not a priority (which can be
+    /// applied in place with `Database.replay(settingNonEmpty:at:rev:)`); nil for any other.
+    public var nonEmptySet: (path: Path, node: Node)? {
+        guard overwrites.count == 1, let (path, node) = overwrites.first, !node.isEmpty, path.last != Key.priority
+        else { return nil }
+        return (path, node)
     }
 
     /// For a push, its key: the last segment of its only overwrite.

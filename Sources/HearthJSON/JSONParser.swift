@@ -109,6 +109,22 @@ public enum JSONParser {
         return try parser.parseObjectMembers(member)
     }
 
+    /// Parses one JSON document that is an array of `[string, value]` pairs without building the
+    /// array or the pairs (a write-ahead log record's payload): each pair is handed to `pair`, in
+    /// order, as its string's UTF-8 (escapes resolved; valid only during the call) and its value.
+    /// The first element may instead be an object, handed to `leading`. Errors, limits and offsets
+    /// are those of `parse` (the array counts as depth 1, a pair as depth 2). Returns false, having
+    /// called nothing, when the document does not start with `[` (after whitespace).
+    public static func parsePairs(
+        of bytes: UnsafeRawBufferPointer, limits: JSONLimits = .default, reusing workspace: inout JSONParseWorkspace,
+        leading: (consuming JSONValue) -> Void, pair: (UnsafeRawBufferPointer, consuming JSONValue) -> Void
+    ) throws(JSONError) -> Bool {
+        var parser = _JSONByteParser(bytes: bytes, limits: limits)
+        workspace.lend(to: &parser)
+        defer { workspace.takeBack(from: &parser) }
+        return try parser.parsePairs(leading: leading, pair: pair)
+    }
+
     /// Parses one JSON document from the UTF-8 of `text`.
     public static func parse(
         _ text: String, limits: JSONLimits = .default
@@ -351,6 +367,74 @@ struct _JSONByteParser {
         skipWhitespace()
         if pos < end { throw trailingGarbage(at: pos) }
         return true
+    }
+
+    /// Reads a document that is an array of `[string, value]` pairs (`JSONParser.parsePairs`).
+    mutating func parsePairs(
+        leading: (consuming JSONValue) -> Void, pair: (UnsafeRawBufferPointer, consuming JSONValue) -> Void
+    ) throws(JSONError) -> Bool {
+        skipWhitespace()
+        guard pos < end, bytes[pos] == UInt8(ascii: "[") else { return false }
+        try openContainer(isObject: false)
+        skipWhitespace()
+        if pos < end && bytes[pos] == UInt8(ascii: "]") {
+            pos += 1
+        } else {
+            var first = true
+            while true {
+                skipWhitespace()
+                if first, pos < end, bytes[pos] == UInt8(ascii: "{") {
+                    floor = 1
+                    leading(try parseValue())
+                } else {
+                    try parsePair(pair)
+                }
+                first = false
+                skipWhitespace()
+                guard pos < end else { throw unexpected(at: pos, expecting: "',' or ']'") }
+                if bytes[pos] == UInt8(ascii: ",") {
+                    pos += 1
+                    continue
+                }
+                guard bytes[pos] == UInt8(ascii: "]") else { throw unexpected(at: pos, expecting: "',' or ']'") }
+                pos += 1
+                break
+            }
+        }
+        frames.removeLast()
+        floor = 0
+        skipWhitespace()
+        if pos < end { throw trailingGarbage(at: pos) }
+        return true
+    }
+
+    /// One `[string, value]` element of `parsePairs`, at `pos`.
+    private mutating func parsePair(_ pair: (UnsafeRawBufferPointer, consuming JSONValue) -> Void) throws(JSONError) {
+        guard pos < end, bytes[pos] == UInt8(ascii: "[") else { throw unexpected(at: pos, expecting: "'['") }
+        try openContainer(isObject: false)
+        skipWhitespace()
+        guard pos < end, bytes[pos] == asciiQuote else { throw unexpected(at: pos, expecting: "a string") }
+        var string: Range<Int>?
+        var escaped = ""  // the value may decode strings into `scratch` too
+        switch try scanString() {
+        case .plain(let range): string = range
+        case .escaped(let quote, let firstEscape):
+            escaped = try parseEscapedString(quote: quote, firstEscape: firstEscape)
+        }
+        skipWhitespace()
+        guard pos < end, bytes[pos] == UInt8(ascii: ",") else { throw unexpected(at: pos, expecting: "','") }
+        pos += 1
+        floor = 2
+        let value = try parseValue()
+        skipWhitespace()
+        guard pos < end, bytes[pos] == UInt8(ascii: "]") else { throw unexpected(at: pos, expecting: "']'") }
+        pos += 1
+        frames.removeLast()
+        if let string {
+            pair(UnsafeRawBufferPointer(rebasing: bytes[string]), value)
+        } else {
+            escaped.withUTF8 { pair(UnsafeRawBufferPointer($0), value) }
+        }
     }
 
     // MARK: Containers

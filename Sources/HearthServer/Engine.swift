@@ -639,12 +639,6 @@ final class Engine: @unchecked Sendable {
         return set
     }
 
-    /// The undo points of `write` when it can be applied in place, found in the tree as it is
-    /// now (a replica, which replays the leader's writes); nil when it cannot.
-    func keptNodesIfAppliedInPlace(_ write: Write) -> [(path: Path, before: Node)]? {
-        inPlaceSet(write).map { [database.root.undoPoint(ofNonEmptySetAt: $0.path)] }
-    }
-
     /// `afterWrite` for a write applied in place (`inPlaceSet`): no view watches it, and the
     /// change log and the batch keep its undo points.
     func afterWrite(rev: UInt64, kept: [(path: Path, before: Node)], now: Int64, batch: inout Batch) {

@@ -137,6 +137,17 @@ public enum ReplicatedRecord {
         }
     }
 
+    /// Decodes a write's payload from its bytes as revision `rev`, without a JSON tree for its
+    /// envelope; `previousPath` (the last path of the record before) lets records share keys.
+    public static func decodeWrite(
+        _ payload: UnsafeRawBufferPointer, rev: UInt64, previousPath: Path?, reusing workspace: inout JSONParseWorkspace
+    ) throws(StorageError) -> CommittedWrite {
+        do { return try WritePayload.decode(payload, rev: rev, previousPath: previousPath, reusing: &workspace) } catch
+        {
+            throw .invalid("replicated record of rev \(rev): \(error.reason)")
+        }
+    }
+
     /// Decodes an onDisconnect change's payload.
     public static func decodeChange(_ bytes: [UInt8]) throws(StorageError) -> OnDisconnectChange {
         do { return try RegistrationPayload.decode(bytes, 0..<bytes.count) } catch {

@@ -49,11 +49,48 @@ enum WritePayload {
     static func decode(
         _ bytes: [UInt8], _ range: Range<Int>, rev: UInt64, previousPath: Path? = nil
     ) throws(FormatError) -> CommittedWrite {
-        let json: JSONValue
-        do { json = try JSONParser.parse(bytes[range], limits: RecoveryLimits.json) } catch {
+        var workspace = JSONParseWorkspace()
+        let result = bytes.withUnsafeBytes { raw in
+            Result { () throws(FormatError) -> CommittedWrite in
+                try decode(
+                    UnsafeRawBufferPointer(rebasing: raw[range]), rev: rev, previousPath: previousPath,
+                    reusing: &workspace)
+            }
+        }
+        return try result.get()
+    }
+
+    /// Decodes a payload's bytes as the write of revision `rev`, without a JSON tree for the
+    /// record's array and pairs (each value is parsed, then imported), with the JSON parser's
+    /// stacks kept in `workspace` between records.
+    static func decode(
+        _ bytes: UnsafeRawBufferPointer, rev: UInt64, previousPath: Path? = nil,
+        reusing workspace: inout JSONParseWorkspace
+    ) throws(FormatError) -> CommittedWrite {
+        var overwrites: [(path: Path, node: Node)] = []
+        var tag: WriteTag?
+        var failure: FormatError?
+        let isArray: Bool
+        do throws(JSONError) {
+            isArray = try JSONParser.parsePairs(
+                of: bytes, limits: RecoveryLimits.json, reusing: &workspace,
+                leading: { json in
+                    guard failure == nil else { return }
+                    do throws(FormatError) { tag = try decodeTag(json) } catch { failure = error }
+                },
+                pair: { pathText, value in
+                    guard failure == nil else { return }
+                    do throws(FormatError) {
+                        overwrites.append(
+                            try overwrite(pathText, value, previous: overwrites.last?.path ?? previousPath))
+                    } catch { failure = error }
+                })
+        } catch {
             throw FormatError(offset: Int64(error.offset), reason: "record payload is not valid JSON: \(error.message)")
         }
-        return try decode(json, rev: rev, previousPath: previousPath)
+        if let failure { throw failure }
+        guard isArray else { throw FormatError(offset: 0, reason: "record payload is not a JSON array") }
+        return CommittedWrite(rev: rev, overwrites: overwrites, tag: tag)
     }
 
     /// Decodes a payload already parsed (a replicated record, parsed with its line).
@@ -71,20 +108,31 @@ enum WritePayload {
             pairs = entries.dropFirst()
         }
         for entry in pairs {
-            guard case .array(let pair) = entry, pair.count == 2, case .string(let pathText) = pair[0] else {
+            guard case .array(let pair) = entry, pair.count == 2, case .string(var pathText) = pair[0] else {
                 throw FormatError(offset: 0, reason: "record payload entry is not a [path, value] pair")
             }
-            let path = try parsePath(pathText, previous: overwrites.last?.path ?? previousPath)
-            let node: Node
-            do {
-                var importer = NodeImporter(limits: RecoveryLimits.node, baseDepth: path.count)
-                node = try importer.importNode(pair[1])
-            } catch {
-                throw FormatError(offset: 0, reason: "record payload has an invalid entry: \(error.message)")
+            let previous = overwrites.last?.path ?? previousPath
+            let result = pathText.withUTF8 { utf8 in
+                Result { () throws(FormatError) in
+                    try overwrite(UnsafeRawBufferPointer(utf8), pair[1], previous: previous)
+                }
             }
-            overwrites.append((path, node))
+            overwrites.append(try result.get())
         }
         return CommittedWrite(rev: rev, overwrites: overwrites, tag: tag)
+    }
+
+    /// One `[path, value]` entry: the path (given as UTF-8) and the value imported.
+    private static func overwrite(
+        _ pathText: UnsafeRawBufferPointer, _ value: JSONValue, previous: Path?
+    ) throws(FormatError) -> (path: Path, node: Node) {
+        let path = try parsePath(pathText, previous: previous)
+        do {
+            var importer = NodeImporter(limits: RecoveryLimits.node, baseDepth: path.count)
+            return (path, try importer.importNode(value))
+        } catch {
+            throw FormatError(offset: 0, reason: "record payload has an invalid entry: \(error.message)")
+        }
     }
 
     /// The tag of a write that carried a write id: `{"wid":"client:n","kind":…,"at":ms}`.
@@ -101,36 +149,39 @@ enum WritePayload {
     /// holds, so only the structure is checked here (much faster than `Path.parse`). Segments
     /// equal to those of `previous` (the path decoded before) reuse its keys.
     static func parsePath(_ text: String, previous: Path? = nil) throws(FormatError) -> Path {
+        var text = text
+        let result = text.withUTF8 { utf8 in
+            Result { () throws(FormatError) in try parsePath(UnsafeRawBufferPointer(utf8), previous: previous) }
+        }
+        return try result.get()
+    }
+
+    /// `parsePath(_:previous:)` of a path's UTF-8.
+    static func parsePath(_ bytes: UnsafeRawBufferPointer, previous: Path? = nil) throws(FormatError) -> Path {
         var segments: [Key] = []
         segments.reserveCapacity(8)
-        var text = text
-        let failure: String? = text.withUTF8 { bytes in
-            var start = 0
-            var index = 0
-            while index <= bytes.count {
-                if index == bytes.count || bytes[index] == UInt8(ascii: "/") {
-                    if index > start {
-                        let part = UnsafeBufferPointer(rebasing: bytes[start..<index])
-                        let position = segments.count
-                        if let previous, position < previous.count,
-                            previous.segments[position].string.utf8Equals(part)
-                        {
-                            segments.append(previous.segments[position])
-                        } else {
-                            let string = String(decoding: part, as: UTF8.self)
-                            segments.append(string == ".priority" ? Key.priority : Key(string, utf8: part))
-                        }
+        var start = 0
+        var index = 0
+        while index <= bytes.count {
+            if index == bytes.count || bytes[index] == UInt8(ascii: "/") {
+                if index > start {
+                    let part = UnsafeBufferPointer(rebasing: bytes.assumingMemoryBound(to: UInt8.self)[start..<index])
+                    let position = segments.count
+                    if let previous, position < previous.count, previous.segments[position].string.utf8Equals(part) {
+                        segments.append(previous.segments[position])
+                    } else {
+                        let string = String(decoding: part, as: UTF8.self)
+                        segments.append(string == ".priority" ? Key.priority : Key(string, utf8: part))
                     }
-                    start = index + 1
                 }
-                index += 1
+                start = index + 1
             }
-            if let index = segments.firstIndex(of: Key.priority), index != segments.count - 1 {
-                return "has .priority before its end"
-            }
-            return nil
+            index += 1
         }
-        if let failure { throw FormatError(offset: 0, reason: "record payload path \"\(text)\" \(failure)") }
+        if let index = segments.firstIndex(of: Key.priority), index != segments.count - 1 {
+            let text = String(decoding: bytes, as: UTF8.self)
+            throw FormatError(offset: 0, reason: "record payload path \"\(text)\" has .priority before its end")
+        }
         return Path(segments)
     }
 }

@@ -526,17 +526,24 @@ extension Engine {
     /// batch with its payload when one is given (and remembers its write id), then brings the
     /// change log and the views up to date.
     private func replay(_ committed: CommittedWrite, recordingWith payload: [UInt8]?, now: Int64, batch: inout Batch) {
-        let write = Write.overwrites(committed.overwrites.map { ($0.path, PreparedValue(node: $0.node)) })
-        let kept = keptNodesIfAppliedInPlace(write)
-        let before = kept == nil ? database.root : nil
-        database.replay(committed)
+        var kept: [(path: Path, before: Node)]?
+        var write: Write?
+        var before: Node?
+        if let (path, node) = committed.nonEmptySet, !views.watches(CollectionOfOne(path)) {
+            // In place, its undo point found on the way down (as `applyInPlace` does).
+            kept = [database.replay(settingNonEmpty: node, at: path, rev: committed.rev)]
+        } else {
+            write = Write.overwrites(committed.overwrites.map { ($0.path, PreparedValue(node: $0.node)) })
+            before = database.root
+            database.replay(committed)
+        }
         if let payload {
             if let tag = committed.tag { writeIDs.remember(tag, rev: committed.rev, pushKey: committed.pushKey) }
             batch.record(committed, payload: payload)
         }
         if let kept {
             afterWrite(rev: committed.rev, kept: kept, now: now, batch: &batch)
-        } else if let before {
+        } else if let write, let before {
             afterWrite(write, before: before, rev: committed.rev, now: now, batch: &batch)
         }
     }

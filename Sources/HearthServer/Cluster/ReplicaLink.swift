@@ -8,6 +8,12 @@ import NIOCore
 import NIOPosix
 import NIOSSL
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// What a replica's peer connection hears from its leader, handed to the engine in order.
 enum LinkMessage: Sendable {
     /// The leader took the `replicate`: `mode` is `stream` or `snapshot`, at the leader's `rev`,
@@ -162,6 +168,9 @@ final class LinkHandler: ChannelInboundHandler {
     private var pending: [LinkMessage] = []
     /// The JSON parser's stacks, reused from one record to the next.
     private var parseWorkspace = JSONParseWorkspace()
+    /// The last path of the last write read: the next record's keys are shared with it where
+    /// they are the same.
+    private var previousPath: Path?
 
     init(link: ReplicaLink, logger: Logger, deliver: @escaping @Sendable (ReplicaLink, [LinkMessage]) -> Void) {
         self.link = link
@@ -175,12 +184,15 @@ final class LinkHandler: ChannelInboundHandler {
             context.close(promise: nil)
             return
         }
-        if let record = line.withUnsafeReadableBytes({ Self.walRecord($0, reusing: &parseWorkspace) }) {
+        if let record = line.withUnsafeReadableBytes({
+            Self.walRecord($0, previousPath: previousPath, reusing: &parseWorkspace)
+        }) {
             guard case .record(_, _, let write, _, let isWrite, _) = record, write != nil || !isWrite else {
                 logger.error("the leader sent a record that is not a valid write; reconnecting")
                 context.close(promise: nil)
                 return
             }
+            if let path = write?.overwrites.last?.path { previousPath = path }
             pending.append(record)
             if pending.count >= Submission.burstSlice { flush() }
             return
@@ -230,12 +242,13 @@ final class LinkHandler: ChannelInboundHandler {
     /// Nil for any other line; a record whose payload is not a valid write has a nil `write`.
     static func walRecord(_ bytes: UnsafeRawBufferPointer) -> LinkMessage? {
         var workspace = JSONParseWorkspace()
-        return walRecord(bytes, reusing: &workspace)
+        return walRecord(bytes, previousPath: nil, reusing: &workspace)
     }
 
-    /// `walRecord(_:)` with the JSON parser's stacks kept in `workspace` between lines.
+    /// `walRecord(_:)` with the JSON parser's stacks kept in `workspace` between lines, and the
+    /// keys of `previousPath` (the last record's) shared.
     static func walRecord(
-        _ bytes: UnsafeRawBufferPointer, reusing workspace: inout JSONParseWorkspace
+        _ bytes: UnsafeRawBufferPointer, previousPath: Path?, reusing workspace: inout JSONParseWorkspace
     ) -> LinkMessage? {
         var reader = LineReader(bytes: bytes)
         guard reader.skip(#"{"event":"wal","rev":"#), let rev = reader.number(), reader.skip(#","epoch":"#),
@@ -252,14 +265,23 @@ final class LinkHandler: ChannelInboundHandler {
         guard let (confirmedRev, payloadEnd) = reader.trailingConfirmedRev() else { return nil }
         let payload = UnsafeRawBufferPointer(rebasing: bytes[reader.offset..<payloadEnd])
         let write =
-            isWrite ? decodeWrite(try? JSONParser.parse(payload, limits: limits, reusing: &workspace), rev: rev) : nil
+            isWrite
+            ? try? ReplicatedRecord.decodeWrite(payload, rev: rev, previousPath: previousPath, reusing: &workspace)
+            : nil
         return .record(
-            rev: rev, epoch: epoch, write: write, payload: Array(payload), isWrite: isWrite, confirmedRev: confirmedRev)
+            rev: rev, epoch: epoch, write: write, payload: copy(payload), isWrite: isWrite, confirmedRev: confirmedRev)
     }
 
-    private static func decodeWrite(_ json: JSONValue?, rev: UInt64) -> CommittedWrite? {
-        guard let json else { return nil }
-        return try? ReplicatedRecord.decodeWrite(json, rev: rev)
+    private static func decodeWrite(_ json: JSONValue, rev: UInt64) -> CommittedWrite? {
+        try? ReplicatedRecord.decodeWrite(json, rev: rev)
+    }
+
+    /// The bytes, copied at once (`Array(_:)` of a raw buffer goes byte by byte).
+    private static func copy(_ bytes: UnsafeRawBufferPointer) -> [UInt8] {
+        [UInt8](unsafeUninitializedCapacity: bytes.count) { buffer, count in
+            UnsafeMutableRawBufferPointer(buffer).copyMemory(from: bytes)
+            count = bytes.count
+        }
     }
 
     private static func rev(_ value: JSONValue?) -> UInt64 {
@@ -333,8 +355,9 @@ private struct LineReader {
     /// Skips `text` if the line continues with it.
     mutating func skip(_ text: StaticString) -> Bool {
         let count = text.utf8CodeUnitCount
-        guard bytes.count - offset >= count else { return false }
-        for index in 0..<count where bytes[offset + index] != text.utf8Start[index] { return false }
+        guard bytes.count - offset >= count, let base = bytes.baseAddress,
+            memcmp(base + offset, text.utf8Start, count) == 0
+        else { return false }
         offset += count
         return true
     }

@@ -1,0 +1,69 @@
+import HearthCore
+import HearthJSON
+import HearthStorage
+import XCTest
+
+/// A replica decodes each record's payload from its bytes, without a JSON tree for the record
+/// (`ReplicatedRecord.decodeWrite(_:rev:previousPath:reusing:)`); it must give back exactly the
+/// write the leader logged, as decoding the parsed JSON does.
+final class PayloadDecodingTests: XCTestCase {
+    func decodeBytes(_ payload: [UInt8], rev: UInt64, previousPath: Path? = nil) throws -> CommittedWrite {
+        var workspace = JSONParseWorkspace()
+        let result = payload.withUnsafeBytes { raw in
+            Result { () throws(StorageError) in
+                try ReplicatedRecord.decodeWrite(raw, rev: rev, previousPath: previousPath, reusing: &workspace)
+            }
+        }
+        return try result.get()
+    }
+
+    func assertSame(_ decoded: CommittedWrite, _ write: CommittedWrite, _ message: String) {
+        XCTAssertEqual(decoded.rev, write.rev, message)
+        XCTAssertEqual(decoded.tag, write.tag, message)
+        XCTAssertEqual(decoded.overwrites.map(\.path), write.overwrites.map(\.path), message)
+        XCTAssertEqual(decoded.overwrites.map(\.node), write.overwrites.map(\.node), message)
+    }
+
+    func testRandomWritesDecodeToWhatWasLogged() throws {
+        var generator = RandomWrites(seed: 7)
+        var reference = Database()
+        let keys = [#"q"uote"#, #"back\slash"#, "é😀", "tab\tkey", "a", "-Nx0"].map { Key($0) }
+        var previous: Path?
+        for round in 0..<400 {
+            var write = generator.write(rev: UInt64(round + 1), &reference)
+            // Keys that JSON must escape, and write ids, on some of them.
+            let overwrites = write.overwrites.map { overwrite in
+                (path: Path([keys[round % keys.count]] + overwrite.path.segments), node: overwrite.node)
+            }
+            write = CommittedWrite(rev: write.rev, overwrites: overwrites)
+            if round % 3 == 0, let id = WriteID(client: "app-\(round)", sequence: UInt64(round)) {
+                write.tag = WriteTag(id: id, kind: [.write, .push, .transaction][round % 9 / 3], at: Int64(round))
+            }
+            let payload = EncodedRecord(.write(write)).payload
+            let fromBytes = try decodeBytes(payload, rev: write.rev, previousPath: previous)
+            assertSame(fromBytes, write, "round \(round): \(String(decoding: payload, as: UTF8.self))")
+            assertSame(
+                try ReplicatedRecord.decodeWrite(JSONParser.parse(payload), rev: write.rev), write, "round \(round)")
+            previous = fromBytes.overwrites.last?.path ?? previous
+        }
+    }
+
+    func testPayloadsThatAreNotWritesAreRefusedWithTheReason() throws {
+        let write = CommittedWrite(rev: 3, overwrites: [(try Path.parse("/a/b"), .leaf(.string("v")))])
+        let payload = EncodedRecord(.write(write)).payload
+        for end in 0..<payload.count {
+            XCTAssertThrowsError(try decodeBytes(Array(payload[..<end]), rev: 3), "prefix of \(end) bytes")
+        }
+        let cases = [
+            (#"{"a":1}"#, "not a JSON array"),
+            (#"[["/a"]]"#, "not valid JSON"),
+            (#"[["/a/.priority/b",1]]"#, "has .priority before its end"),
+            (#"[{"wid":"nocolon","kind":"push","at":1},["/a",1]]"#, "invalid write id tag"),
+        ]
+        for (text, reason) in cases {
+            XCTAssertThrowsError(try decodeBytes(Array(text.utf8), rev: 1), text) { error in
+                XCTAssertTrue("\(error)".contains(reason), "\(text): \(error)")
+            }
+        }
+    }
+}
