@@ -127,7 +127,7 @@ final class ClusterNode: ClusterHooks, @unchecked Sendable {
             group: group,
             maxLineBytes: maxLineBytes, logger: logger
         ) { [weak self] link, messages in
-            self?.engine?.submit(messages.map { .cluster(.link(link, $0)) })
+            self?.engine?.submit(.cluster(.link(link, messages)))
         }
     }
 

@@ -10,8 +10,9 @@ import NIOCore
 enum ClusterInput: Sendable {
     /// The coordinator decided this node's role.
     case role(EngineRole)
-    /// A message of the peer connection to the leader.
-    case link(ReplicaLink, LinkMessage)
+    /// Messages of the peer connection to the leader, in order (a read's worth: one submission
+    /// for a burst of records, not one each).
+    case link(ReplicaLink, [LinkMessage])
     /// Timeouts and heartbeats (every 100 ms).
     case tick
     /// An answer decided off the engine thread (a switchover's outcome).
@@ -31,9 +32,11 @@ extension Engine {
         switch input {
         case .role(let role):
             changeRole(role, now: now, batch: &batch)
-        case .link(let link, let message):
-            guard link.id == replication.link?.id else { return }  // an earlier link's last words
-            handleLink(link, message, now: now, batch: &batch)
+        case .link(let link, let messages):
+            for message in messages {
+                guard link.id == replication.link?.id else { return }  // an earlier link's last words
+                handleLink(link, message, now: now, batch: &batch)
+            }
         case .tick:
             clusterTick(now: now, batch: &batch)
         case .answer(let session, let id, let body):
