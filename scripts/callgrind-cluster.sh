@@ -7,10 +7,11 @@
 # cluster's own stages, and the functions whose inclusive counts differ most.
 #
 #   scripts/callgrind-cluster.sh [--node leader|replica] [--writes N] [--connections C] [--window W]
-#                                [--hearthd BINARY] [--out DIR]
+#                                [--hearthd BINARY] [--out DIR] [--profiles DIR]
 #
 # Defaults: the leader, 20,000 writes, one connection with a window of 2,000, fsync never on both
 # nodes.
+# `--profiles DIR` keeps both profiles and their annotated listings in DIR (as callgrind.sh does).
 # Writes `<out>/callgrind-cluster-<UTC time>.md` and `.jsonl`. Needs /usr/bin/etcd and valgrind.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,8 +23,9 @@ window=2000
 out=bench-results
 hearthd=""
 node=leader
-value_options "usage: scripts/callgrind-cluster.sh [--node leader|replica] [--writes N] [--connections C] [--window W] [--hearthd BINARY] [--out DIR]" \
-    "node writes connections window hearthd out" "$@"
+profiles=""
+value_options "usage: scripts/callgrind-cluster.sh [--node leader|replica] [--writes N] [--connections C] [--window W] [--hearthd BINARY] [--out DIR] [--profiles DIR]" \
+    "node writes connections window hearthd out profiles" "$@"
 case $node in leader | replica) ;; *) echo "--node must be leader or replica" >&2; exit 2 ;; esac
 measured_node=$node
 command -v valgrind >/dev/null || { echo "valgrind is missing: apt-get install valgrind" >&2; exit 2; }
@@ -105,6 +107,7 @@ measure() { # label: standalone, leader or replica
     for pid in "${others[@]}"; do stop_pid "$pid"; done
     callgrind_annotate --inclusive=yes --threshold=99.9 "$work/$label.out" | swift demangle --simplified \
         >"$work/$label.txt"
+    if [ -n "$profiles" ]; then mkdir -p "$profiles" && cp "$work/$label.out" "$work/$label.txt" "$profiles/"; fi
 }
 
 measure standalone
