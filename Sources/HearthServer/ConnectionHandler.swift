@@ -23,9 +23,11 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
 
     private let id: UInt64
     private let engine: Engine
-    private let decoder: RequestDecoder
+    /// Whether the server is a cluster node (its decoder may keep request text to forward).
+    private let clustered: Bool
     // Properties every request touches are `@exclusivity(unchecked)`: only the channel's event
     // loop touches them, and no access calls code that could reach them again (see `Engine`).
+    @exclusivity(unchecked) private var decoder: RequestDecoder
     /// The JSON parser's stacks, reused from one request line to the next.
     @exclusivity(unchecked) private var parseWorkspace = JSONParseWorkspace()
     /// Splits the input into lines (here rather than in a handler of its own: one pipeline hop
@@ -82,8 +84,8 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
         self.configuration = configuration
         self.security = security
         self.writeLimiter = WriteRateLimiter(rate: security.limits.maxWritesPerSecondPerConnection)
-        self.decoder = RequestDecoder(
-            limits: configuration.limits, keepsSource: configuration.cluster != nil || engine.clusterHooks != nil)
+        self.clustered = configuration.cluster != nil || engine.clusterHooks != nil
+        self.decoder = RequestDecoder(limits: configuration.limits, keepsSource: clustered)
         self.registry = registry
         self.clock = clock
         var logger = logger
@@ -197,6 +199,8 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
     // MARK: Inbound
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        // A cluster node keeps each request's text in case it must forward it, unless it leads.
+        if clustered { decoder.keepsSource = !engine.isLeading }
         framer.frames(in: unwrapInboundIn(data)) { frame in received(frame, context: context) }
     }
 

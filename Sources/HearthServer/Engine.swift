@@ -5,6 +5,7 @@ import HearthStorage
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore
+import Synchronization
 
 /// What the engine sends back to a connection, in order: responses to its requests (encoded on
 /// the connection's thread) and events (a body encoded once and shared by all subscribers of a
@@ -122,6 +123,18 @@ final class Engine: @unchecked Sendable {
     var clusterHooks: (any ClusterHooks)?
     /// The `cluster` object connections put in `hello` (any thread); nil standalone.
     private let publishedCluster = NIOLockedValueBox<JSONValue?>(nil)
+    /// Whether this node leads its cluster, as of its last role change (any thread). A leader's
+    /// connections do not keep a request's text for forwarding (`Request.source`): copying each
+    /// line cost a leader an allocation per request on its I/O thread and a free on this one.
+    /// A request decoded just before a leader steps down then cannot be forwarded and is
+    /// answered `unavailable` "not the leader", which clients send again (with its write id).
+    private let leads = Atomic<Bool>(false)
+
+    /// Whether this node leads its cluster (see `leads`). Any thread.
+    var isLeading: Bool { leads.load(ordering: .relaxed) }
+
+    /// Records whether this node leads (engine thread, on each role change).
+    func setLeads(_ value: Bool) { leads.store(value, ordering: .relaxed) }
 
     /// The `cluster` object of `hello`, as of the last change. Any thread.
     func clusterObject() -> JSONValue? { publishedCluster.withLockedValue { $0 } }

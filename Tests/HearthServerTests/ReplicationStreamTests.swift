@@ -181,6 +181,32 @@ final class ReplicationStreamTests: XCTestCase {
         XCTAssertEqual(try client.request(#"{"op":"get","path":"/items/2"}"#)["value"], .int(20))
     }
 
+    func testAConnectionToALeaderThatStepsDownHasItsLaterWritesForwarded() async throws {
+        // A leader's connections keep no request text (nothing to forward); once it follows
+        // another leader, the same connections' writes must be forwarded again.
+        let first = try await startNode("first")
+        let second = try await startNode("second")
+        lead(first, epoch: 3, followers: [second])
+        let client = try TestClient(port: first.server.port)
+        XCTAssertEqual(try client.request(#"{"op":"set","path":"/x","value":1,"wid":"c:1"}"#)["ok"], .bool(true))
+        try waitForValue(second.server.port, "/x", .int(1))
+        XCTAssertTrue(first.server.engine.isLeading)
+        XCTAssertFalse(second.server.engine.isLeading)
+
+        lead(second, epoch: 4, followers: [first])
+        var answer = try client.request(#"{"op":"set","path":"/x","value":2,"wid":"c:2"}"#)
+        for _ in 0..<100 where answer["ok"] != .bool(true) {  // until the first node follows
+            XCTAssertEqual(answer["error"]?["code"], .string("unavailable"), "\(answer)")
+            try await Task.sleep(for: .milliseconds(50))
+            answer = try client.request(#"{"op":"set","path":"/x","value":2,"wid":"c:2"}"#)
+        }
+        XCTAssertEqual(answer["ok"], .bool(true), "\(answer)")
+        XCTAssertFalse(first.server.engine.isLeading)
+        XCTAssertTrue(second.server.engine.isLeading)
+        let onSecond = try TestClient(port: second.server.port)
+        XCTAssertEqual(try onSecond.request(#"{"op":"get","path":"/x"}"#)["value"], .int(2))
+    }
+
     func testPeersSpeakTLSWhenTheListenersDo() async throws {
         let pki = try TestPKI.serverPKI()
         defer { pki.remove() }
