@@ -116,7 +116,7 @@ final class Engine: @unchecked Sendable {
     /// The last revisions' replaced nodes, for subscriptions that resume (`ChangeLog`).
     @exclusivity(unchecked) var changeLog: ChangeLog
     /// Replication state (Cluster/); inert on a standalone server.
-    var replication = ReplicationState()
+    @exclusivity(unchecked) var replication = ReplicationState()
     /// The recent records a leader streams to replicas that reconnect.
     var retained: RetainedLog
     /// The cluster node this engine belongs to; nil standalone. Set before the first request.
@@ -211,6 +211,7 @@ final class Engine: @unchecked Sendable {
         let now = clock()
         let turn = startTurn()
         var batch = Batch(rev: database.rev)
+        replication.turnLeadershipProof = nil
         for item in items {
             switch item {
             case .request(let session, let request):

@@ -30,7 +30,10 @@ extension Engine {
         }
         let id = session.id
         let needsLeader = operation.needsLeader
-        if replication.deferred[id] != nil || (replication.inFlight[id] ?? 0) > 0 && !needsLeader {
+        // (Both maps are nearly always empty on a leader: looked into only when they are not.)
+        if !replication.deferred.isEmpty && replication.deferred[id] != nil
+            || !needsLeader && !replication.inFlight.isEmpty && (replication.inFlight[id] ?? 0) > 0
+        {
             replication.deferred[id, default: []].append(request)
             return
         }
@@ -42,7 +45,7 @@ extension Engine {
             forward(request, session: session, now: now, batch: &batch)
             return
         }
-        guard clusterHooks?.hasLeadershipProof() ?? true, replication.switchover == nil else {
+        guard hasLeadershipProofThisTurn(), replication.switchover == nil else {
             batch.append(.response(request.id, .failure(DatabaseError(.unavailable, "not the leader"))), for: session)
             return
         }
@@ -51,6 +54,15 @@ extension Engine {
             return
         }
         handle(request, operation: operation, session: session, now: now, batch: &batch)
+    }
+
+    /// Whether this leader could prove its lease, asked once per engine turn
+    /// (`ReplicationState.turnLeadershipProof`).
+    private func hasLeadershipProofThisTurn() -> Bool {
+        if let proof = replication.turnLeadershipProof { return proof }
+        let proof = clusterHooks?.hasLeadershipProof() ?? true
+        replication.turnLeadershipProof = proof
+        return proof
     }
 
     /// Sends `request` to the leader (or holds it until one is known).
@@ -279,7 +291,7 @@ extension Engine {
             switchover(to: target, request: request, session: peer, now: now, batch: &batch)
             return
         }
-        guard clusterHooks?.hasLeadershipProof() ?? true, replication.switchover == nil else {
+        guard hasLeadershipProofThisTurn(), replication.switchover == nil else {
             batch.append(.response(id, .failure(DatabaseError(.unavailable, "not the leader"))), for: peer)
             return
         }

@@ -666,6 +666,7 @@ extension Engine {
         guard role != previous else { return }
         if batch.hasUncommittedRecords { commit(&batch) }
         replication.role = role
+        replication.turnLeadershipProof = nil
         setLeads(role.isLeader)
         replication.fencedUntilRoleChange = false
         switch role {

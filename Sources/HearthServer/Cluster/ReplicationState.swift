@@ -101,6 +101,11 @@ struct ReplicationState {
     var confirmationUnsent = false
     /// Leader: a `.confirm` is scheduled (`Engine.confirmSoon`).
     var confirmationScheduled = false
+    /// Leader: whether it could prove its lease when this engine turn first asked (nil: not asked
+    /// yet this turn). Checked once a turn rather than once a write: `commit` proves it again
+    /// before anything is logged (`Engine.isFenced`), so a proof that ran out within the turn
+    /// still refuses the batch.
+    var turnLeadershipProof: Bool?
     /// Leader: the replicas streaming from it, by peer session.
     var streams: [UInt64: ReplicaStream] = [:]
     /// Leader: writes waiting for enough replicas to stream (not applied yet).
