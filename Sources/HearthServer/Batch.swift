@@ -80,9 +80,8 @@ struct Batch {
 
     /// The recorded records with their payloads: received ones as they came, others encoded now.
     func encodedRecords() -> [EncodedRecord] {
-        logged.enumerated().map { index, record in
-            receivedPayloads[index].map { EncodedRecord(record, payload: $0) } ?? EncodedRecord(record)
-        }
+        if receivedPayloads.isEmpty { return EncodedRecord.encoding(logged) { _ in nil } }
+        return EncodedRecord.encoding(logged) { receivedPayloads[$0] }
     }
 
     /// Whether output for `session` waits in this batch (what is sent to it before the batch

@@ -1,13 +1,20 @@
+import HearthCore
+
 /// A log record with its payload already encoded (docs/STORAGE.md "Record payloads"): a leader
 /// encodes each record once for its log and for its replication stream, and a replica logs the
 /// bytes its leader sent rather than encoding them again.
+///
+/// It keeps what the log and the stream need of its record, not the record: copies of it then
+/// retain one buffer, where a record's copies retained the written nodes too.
 public struct EncodedRecord: Sendable {
-    public let record: LogRecord
-    /// The payload, byte for byte what the WAL stores and the `wal` line carries.
-    public let payload: [UInt8]
-    /// `record.writeRev`, read once: the loops over a batch's records then never copy a record
-    /// out of its enum to look at it.
+    /// The payload, byte for byte what the WAL stores and the `wal` line carries. The records of
+    /// one batch share one buffer (`encoding(_:received:)`), so that a batch costs one allocation
+    /// rather than one per record, also in the leader's retained log, which keeps these slices.
+    public let payload: ArraySlice<UInt8>
+    /// The record's `writeRev`: its revision when it is a write, nil otherwise.
     public let writeRev: UInt64?
+    /// The change of an onDisconnect record (the storage takes it once logged); nil for a write.
+    let onDisconnectChange: OnDisconnectChange?
 
     /// Whether the record is a write (which takes a revision).
     public var isWrite: Bool { writeRev != nil }
@@ -17,14 +24,39 @@ public struct EncodedRecord: Sendable {
         var payload: [UInt8] = []
         payload.reserveCapacity(128)
         record.encodePayload(into: &payload)
-        self.init(record, payload: payload)
+        self.init(record, payload: payload[...])
     }
 
     /// A record with the payload it was decoded from (a replicated record): the caller
     /// guarantees that the two agree.
-    public init(_ record: LogRecord, payload: [UInt8]) {
-        self.record = record
+    public init(_ record: LogRecord, payload: ArraySlice<UInt8>) {
         self.payload = payload
         self.writeRev = record.writeRev
+        self.onDisconnectChange = record.onDisconnectChange
+    }
+
+    /// The records of a batch with their payloads: `received(i)` for the records that came with
+    /// one (a replica's, as its leader encoded them), and the others encoded now, one after the
+    /// other into a single buffer that their payloads slice.
+    public static func encoding(_ records: [LogRecord], received: (Int) -> [UInt8]?) -> [EncodedRecord] {
+        var buffer: [UInt8] = []
+        buffer.reserveCapacity(records.count * 96)
+        var ends: [Int] = []
+        ends.reserveCapacity(records.count)
+        var given: [Int: [UInt8]] = [:]
+        for index in records.indices {
+            if let payload = received(index) {
+                given[index] = payload
+            } else {
+                records[index].encodePayload(into: &buffer)
+            }
+            ends.append(buffer.count)
+        }
+        var start = 0
+        return records.indices.map { index in
+            defer { start = ends[index] }
+            if let payload = given[index] { return EncodedRecord(records[index], payload: payload[...]) }
+            return EncodedRecord(records[index], payload: buffer[start..<ends[index]])
+        }
     }
 }

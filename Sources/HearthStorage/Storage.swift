@@ -256,7 +256,7 @@ public final class Storage: @unchecked Sendable {
     /// records to its replicas there, so that both flush at once; replication.md §3).
     public func append(_ records: [EncodedRecord], beforeSync: () -> Void) throws(StorageError) {
         try append(
-            records, writeRev: { $0.writeRev }, change: { $0.isWrite ? nil : $0.record.onDisconnectChange },
+            records, writeRev: { $0.writeRev }, change: { $0.onDisconnectChange },
             beforeSync: beforeSync,
             encode: { encoded, rev, continues, buffer throws(StorageError) in
                 try WALFormat.appendRecord(rev: rev, continues: continues, to: &buffer) { $0 += encoded.payload }

@@ -18,9 +18,11 @@ final class EncodedAppendTests: XCTestCase {
         let batches = (0..<5).map { _ in workload.batch(4).map(LogRecord.write) }
         let first = try Storage.open(directory: plain.path, logger: logs.logger).storage
         let second = try Storage.open(directory: encoded.path, logger: logs.logger).storage
-        for batch in batches {
+        for (index, batch) in batches.enumerated() {
             try first.append(batch)
-            try second.append(batch.map(EncodedRecord.init)) {}
+            // Records encoded one by one, and a batch's records encoded into one shared buffer.
+            let records = index % 2 == 0 ? batch.map(EncodedRecord.init) : EncodedRecord.encoding(batch) { _ in nil }
+            try second.append(records) {}
         }
         try first.close()
         try second.close()
@@ -30,6 +32,21 @@ final class EncodedAppendTests: XCTestCase {
         try reopened.close()
         XCTAssertEqual(recovered.rev, 20)
         XCTAssertEqual(recovered.root, workload.database.root)
+    }
+
+    func testABatchEncodedIntoOneBufferHasEachRecordsOwnPayload() {
+        var workload = Workload(seed: 5)
+        let batch = workload.batch(9).map(LogRecord.write)
+        let separately = batch.map { Array(EncodedRecord($0).payload) }
+        // Every third record came with its payload (a replica's): it is kept as given.
+        let given = { (index: Int) -> [UInt8]? in index % 3 == 1 ? Array("given \(index)".utf8) : nil }
+        let shared = EncodedRecord.encoding(batch, received: given)
+        XCTAssertEqual(shared.count, batch.count)
+        for index in batch.indices {
+            XCTAssertEqual(Array(shared[index].payload), given(index) ?? separately[index], "record \(index)")
+            XCTAssertEqual(shared[index].writeRev, batch[index].writeRev)
+        }
+        XCTAssertTrue(EncodedRecord.encoding([]) { _ in nil }.isEmpty)
     }
 
     func testBeforeSyncRunsOnceTheBatchIsWrittenAndBeforeItsFsync() throws {

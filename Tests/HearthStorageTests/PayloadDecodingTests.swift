@@ -39,7 +39,7 @@ final class PayloadDecodingTests: XCTestCase {
             if round % 3 == 0, let id = WriteID(client: "app-\(round)", sequence: UInt64(round)) {
                 write.tag = WriteTag(id: id, kind: [.write, .push, .transaction][round % 9 / 3], at: Int64(round))
             }
-            let payload = EncodedRecord(.write(write)).payload
+            let payload = Array(EncodedRecord(.write(write)).payload)
             let fromBytes = try decodeBytes(payload, rev: write.rev, previousPath: previous)
             assertSame(fromBytes, write, "round \(round): \(String(decoding: payload, as: UTF8.self))")
             assertSame(
@@ -50,7 +50,7 @@ final class PayloadDecodingTests: XCTestCase {
 
     func testPayloadsThatAreNotWritesAreRefusedWithTheReason() throws {
         let write = CommittedWrite(rev: 3, overwrites: [(try Path.parse("/a/b"), .leaf(.string("v")))])
-        let payload = EncodedRecord(.write(write)).payload
+        let payload = Array(EncodedRecord(.write(write)).payload)
         for end in 0..<payload.count {
             XCTAssertThrowsError(try decodeBytes(Array(payload[..<end]), rev: 3), "prefix of \(end) bytes")
         }

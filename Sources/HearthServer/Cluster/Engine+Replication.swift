@@ -183,8 +183,12 @@ extension Engine {
         if let entries {
             respond(.members(answer))
             var lines: [UInt8] = []
+            let end = WalLineWriter.end(confirmedRev: replication.confirmedRev)
+            var writer = WalLineWriter(epoch: entries.first?.epoch ?? epoch)
             for entry in entries {
-                appendStreamLine(entry.payload, isWrite: entry.isWrite, rev: entry.rev, epoch: entry.epoch, to: &lines)
+                if entry.epoch != writer.epoch { writer = WalLineWriter(epoch: entry.epoch) }
+                writer.append(entry.payload, isWrite: entry.isWrite, rev: entry.rev, to: &lines)
+                lines += end
             }
             if !lines.isEmpty { batch.append(.line(lines), for: session) }
         } else {
@@ -272,16 +276,6 @@ extension Engine {
         logger.notice("took the leader's rules", metadata: ["file": "\(rulesFile ?? "(memory)")"])
     }
 
-    /// Appends `record`'s `wal` line as streamed now, with the current `confirmedRev`.
-    private func appendStreamLine(
-        _ payload: [UInt8], isWrite: Bool, rev: UInt64, epoch: UInt64, to lines: inout [UInt8]
-    ) {
-        Self.appendWalLine(payload, isWrite: isWrite, rev: rev, epoch: epoch, to: &lines)
-        lines += #","confirmedRev":"#.utf8
-        JSONWriter.writeInt(Int64(clamping: replication.confirmedRev), into: &lines)
-        lines += "}\n".utf8
-    }
-
     /// A leader's records sent to its replicas before its own fsync: their lines (one buffer),
     /// and the streams that got them.
     struct StreamedEarly {
@@ -336,7 +330,7 @@ extension Engine {
     /// (its writes end at `database.rev`): a write's own, an onDisconnect record's that of the
     /// write before it.
     private func forEachRevision(
-        of records: [EncodedRecord], _ body: (_ payload: [UInt8], _ isWrite: Bool, _ rev: UInt64) -> Void
+        of records: [EncodedRecord], _ body: (_ payload: ArraySlice<UInt8>, _ isWrite: Bool, _ rev: UInt64) -> Void
     ) {
         var rev = database.rev - UInt64(records.count { $0.isWrite })
         for index in records.indices {
@@ -351,8 +345,11 @@ extension Engine {
     private func streamLines(_ records: [EncodedRecord], epoch: UInt64) -> [UInt8] {
         var lines: [UInt8] = []
         lines.reserveCapacity(records.reduce(0) { $0 + $1.payload.count + 96 })
+        let writer = WalLineWriter(epoch: epoch)
+        let end = WalLineWriter.end(confirmedRev: replication.confirmedRev)
         forEachRevision(of: records) { payload, isWrite, rev in
-            appendStreamLine(payload, isWrite: isWrite, rev: rev, epoch: epoch, to: &lines)
+            writer.append(payload, isWrite: isWrite, rev: rev, to: &lines)
+            lines += end
         }
         return lines
     }
@@ -368,18 +365,6 @@ extension Engine {
     func endStreams(batch: inout Batch) {
         for stream in replication.streams.values { batch.append(.close, for: stream.session) }
         replication.streams = [:]
-    }
-
-    /// Appends a record's `wal` line, given its payload, without its end:
-    /// `{"event":"wal","rev":N,"epoch":E,"w"|"od":…` (the stream adds `confirmedRev`). An
-    /// onDisconnect record takes the rev of the write before it.
-    static func appendWalLine(_ payload: [UInt8], isWrite: Bool, rev: UInt64, epoch: UInt64, to line: inout [UInt8]) {
-        line += #"{"event":"wal","rev":"#.utf8
-        JSONWriter.writeInt(Int64(clamping: rev), into: &line)
-        line += #","epoch":"#.utf8
-        JSONWriter.writeInt(Int64(clamping: epoch), into: &line)
-        line += isWrite ? #","w":"#.utf8 : #","od":"#.utf8
-        line += payload
     }
 
     /// Replica: tells the leader that everything up to `rev` is in this node's log.
@@ -1011,5 +996,43 @@ extension Outbound {
         case .line, .computed, .close: return true
         case .response, .event, .cancelled, .authRevoked: return false
         }
+    }
+}
+
+/// Writes `wal` lines (replication.md §3): `{"event":"wal","rev":N,"epoch":E,"w"|"od":<payload>`,
+/// then `end(confirmedRev:)`. The parts every line of a batch shares (its epoch, the confirmed
+/// revision) are encoded once for the batch, not once a line.
+struct WalLineWriter {
+    private static let start = Array(#"{"event":"wal","rev":"#.utf8)
+    private static let writeField = Array(#","w":"#.utf8)
+    private static let onDisconnectField = Array(#","od":"#.utf8)
+
+    let epoch: UInt64
+    /// `,"epoch":E`
+    private let epochPart: [UInt8]
+
+    init(epoch: UInt64) {
+        self.epoch = epoch
+        var part = Array(#","epoch":"#.utf8)
+        JSONWriter.writeInt(Int64(clamping: epoch), into: &part)
+        epochPart = part
+    }
+
+    /// Appends a record's line, given its payload, without its end. An onDisconnect record takes
+    /// the rev of the write before it.
+    func append(_ payload: ArraySlice<UInt8>, isWrite: Bool, rev: UInt64, to line: inout [UInt8]) {
+        line += Self.start
+        JSONWriter.writeInt(Int64(clamping: rev), into: &line)
+        line += epochPart
+        line += isWrite ? Self.writeField : Self.onDisconnectField
+        line += payload
+    }
+
+    /// The end of a line as streamed now: `,"confirmedRev":C}` and the newline.
+    static func end(confirmedRev: UInt64) -> [UInt8] {
+        var end = Array(#","confirmedRev":"#.utf8)
+        JSONWriter.writeInt(Int64(clamping: confirmedRev), into: &end)
+        end += "}\n".utf8
+        return end
     }
 }

@@ -4,7 +4,7 @@ import NIOCore
 /// instead of receiving a snapshot (replication.md §3). Bounded by a number of records
 /// (`changeLogRevisions`, shared with the clients' resume window); a replica further behind gets
 /// a snapshot. Records are kept as their encoded payloads only (shared with the log and the
-/// stream), not as the writes they encode: those hold the written nodes, which would keep old
+/// stream, and with the other records of their batch), not as the writes they encode: those hold the written nodes, which would keep old
 /// values alive and, being shared, make later writes below them copy instead of changing the tree
 /// in place. They become `wal` lines only when a replica catches up.
 struct RetainedLog {
@@ -14,7 +14,8 @@ struct RetainedLog {
         let rev: UInt64
         let epoch: UInt64
         let isWrite: Bool
-        let payload: [UInt8]
+        /// A slice of its batch's buffer (`EncodedRecord.encoding`), which it keeps alive.
+        let payload: ArraySlice<UInt8>
     }
 
     private var entries = CircularBuffer<Entry>()
