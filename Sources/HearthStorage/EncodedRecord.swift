@@ -43,20 +43,15 @@ public struct EncodedRecord: Sendable {
         buffer.reserveCapacity(records.count * 96)
         var ends: [Int] = []
         ends.reserveCapacity(records.count)
-        var given: [Int: [UInt8]] = [:]
         for index in records.indices {
-            if let payload = received(index) {
-                given[index] = payload
-            } else {
-                records[index].encodePayload(into: &buffer)
-            }
+            if received(index) == nil { records[index].encodePayload(into: &buffer) }
             ends.append(buffer.count)
         }
         var start = 0
         return records.indices.map { index in
             defer { start = ends[index] }
-            if let payload = given[index] { return EncodedRecord(records[index], payload: payload[...]) }
-            return EncodedRecord(records[index], payload: buffer[start..<ends[index]])
+            let payload = received(index).map { $0[...] } ?? buffer[start..<ends[index]]
+            return EncodedRecord(records[index], payload: payload)
         }
     }
 }

@@ -245,9 +245,10 @@ public final class Storage: @unchecked Sendable {
     /// it. `onDisconnect` takes the changes once they are in the log.
     public func append(_ records: [LogRecord]) throws(StorageError) {
         try append(
-            records, writeRev: { $0.writeRev }, change: { $0.onDisconnectChange }, beforeSync: {},
-            encode: { record, rev, continues, buffer throws(StorageError) in
-                try WALFormat.appendRecord(record, rev: rev, continues: continues, to: &buffer)
+            count: records.count, writeRev: { records[$0].writeRev }, change: { records[$0].onDisconnectChange },
+            beforeSync: {},
+            encode: { index, rev, continues, buffer throws(StorageError) in
+                try WALFormat.appendRecord(records[index], rev: rev, continues: continues, to: &buffer)
             })
     }
 
@@ -256,24 +257,25 @@ public final class Storage: @unchecked Sendable {
     /// records to its replicas there, so that both flush at once; replication.md §3).
     public func append(_ records: [EncodedRecord], beforeSync: () -> Void) throws(StorageError) {
         try append(
-            records, writeRev: { $0.writeRev }, change: { $0.onDisconnectChange },
+            count: records.count, writeRev: { records[$0].writeRev }, change: { records[$0].onDisconnectChange },
             beforeSync: beforeSync,
-            encode: { encoded, rev, continues, buffer throws(StorageError) in
-                try WALFormat.appendRecord(rev: rev, continues: continues, to: &buffer) { $0 += encoded.payload }
+            encode: { index, rev, continues, buffer throws(StorageError) in
+                try WALFormat.appendRecord(rev: rev, continues: continues, to: &buffer) { $0 += records[index].payload }
             })
     }
 
-    /// `writeRev` and `change` look into an item's record without copying it.
-    private func append<Item>(
-        _ items: [Item], writeRev: (borrowing Item) -> UInt64?, change: (borrowing Item) -> OnDisconnectChange?,
-        beforeSync: () -> Void,
-        encode: (borrowing Item, UInt64, Bool, inout [UInt8]) throws(StorageError) -> Void
+    /// Appends `count` records, read by index: `writeRev`, `change` and `encode` look into a
+    /// record where the caller's array holds it, so that no record is copied out of it (a copy
+    /// of an encoded record retains its payload, and a log record's its written nodes).
+    private func append(
+        count: Int, writeRev: (Int) -> UInt64?, change: (Int) -> OnDisconnectChange?, beforeSync: () -> Void,
+        encode: (Int, UInt64, Bool, inout [UInt8]) throws(StorageError) -> Void
     ) throws(StorageError) {
         try checkUsable()
-        guard !items.isEmpty, let segment else { return }
+        guard count > 0, let segment else { return }
         var rev = lastRev
-        for index in items.indices {
-            guard let itemRev = writeRev(items[index]) else { continue }
+        for index in 0..<count {
+            guard let itemRev = writeRev(index) else { continue }
             guard itemRev == rev + 1 else {
                 throw .invalid("append: got rev \(itemRev) where rev \(rev + 1) was expected")
             }
@@ -281,9 +283,9 @@ public final class Storage: @unchecked Sendable {
         }
         encodeBuffer.removeAll(keepingCapacity: true)
         rev = lastRev
-        for index in items.indices {
-            if let itemRev = writeRev(items[index]) { rev = itemRev }
-            try encode(items[index], rev, index < items.count - 1, &encodeBuffer)
+        for index in 0..<count {
+            if let itemRev = writeRev(index) { rev = itemRev }
+            try encode(index, rev, index < count - 1, &encodeBuffer)
         }
         let start = segmentEnd
         do { try fileSystem.write(segment, encodeBuffer, at: start) } catch {
@@ -297,8 +299,8 @@ public final class Storage: @unchecked Sendable {
         }
         segmentEnd = start + Int64(encodeBuffer.count)
         lastRev = rev
-        for index in items.indices {
-            if let change = change(items[index]) { onDisconnect.apply(change) }
+        for index in 0..<count {
+            if let change = change(index) { onDisconnect.apply(change) }
         }
         if encodeBuffer.capacity > 16 * 1024 * 1024 { encodeBuffer = [] }
     }
