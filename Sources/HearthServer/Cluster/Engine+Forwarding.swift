@@ -24,7 +24,9 @@ extension Engine {
             handleClusterRequest(op, request: request, session: session, now: now, batch: &batch)
             return
         }
-        guard replication.isClustered, sessions[session.id]?.isPeer != true else {
+        // A peer's own requests are never forwarded. (On a leader, where nothing is forwarded, a
+        // peer's write takes the checks a client's does, and a client's write no lookup.)
+        guard replication.isClustered, replication.role.isLeader || sessions[session.id]?.isPeer != true else {
             handle(request, operation: operation, session: session, now: now, batch: &batch)
             return
         }
