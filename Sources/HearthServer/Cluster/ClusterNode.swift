@@ -124,7 +124,10 @@ final class ClusterNode: ClusterHooks, @unchecked Sendable {
         ReplicaLink.connect(
             id: id, leader: leader, secret: secret, node: node, fromRev: fromRev, history: history,
             firstLines: firstLines, tls: peerTLS,
-            group: group,
+            // On the engine's own thread: the leader's records reach the engine, and its
+            // acknowledgements the socket, without a hand-off between threads each way (a
+            // replica's work is then bound by one core, which applying alone already was).
+            group: engine?.loop ?? group,
             maxLineBytes: maxLineBytes, logger: logger
         ) { [weak self] link, messages in
             self?.engine?.submit(.cluster(.link(link, messages)))
