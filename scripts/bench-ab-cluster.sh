@@ -24,13 +24,7 @@ case $fsync in never | always) ;; *) echo "$usage" >&2 && exit 2 ;; esac
 quick=false
 swift build -c release --product hearth-bench >&2
 bench_files ab-cluster
-pids=()
-cleanup() {
-    for pid in "${pids[@]}"; do stop_pid "$pid"; done
-    rm -rf "$work"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+stop_pids_on_exit
 start_etcd ab
 
 # start_node BINARY CLUSTER NAME: starts one node; sets `port` and `pid`.
@@ -43,24 +37,6 @@ start_node() {
     pid=$!
     pids+=("$pid")
     wait_for_port "$port" "hearthd $3"
-}
-
-# Prints the port of the node whose hello says it leads (waits for the election).
-leader_port() {
-    python3 - "$@" <<'PY'
-import json, socket, sys, time
-deadline = time.time() + 30
-while time.time() < deadline:
-    for port in sys.argv[1:]:
-        try:
-            with socket.create_connection(("127.0.0.1", int(port)), timeout=1) as s:
-                if json.loads(s.makefile().readline()).get("cluster", {}).get("role") == "leader":
-                    print(port); sys.exit(0)
-        except OSError:
-            pass
-    time.sleep(0.1)
-sys.exit("no leader within 30 s")
-PY
 }
 
 # Each side runs first in odd rounds and second in even ones (see scripts/bench-ab.sh).

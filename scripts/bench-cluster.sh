@@ -30,13 +30,7 @@ swift build -c release --product hearth-bench >&2
 bin=.build/release
 
 bench_files bench-cluster
-pids=()
-cleanup() {
-    for pid in "${pids[@]}"; do stop_pid "$pid"; done
-    rm -rf "$work"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+stop_pids_on_exit
 
 lease=2
 start_etcd bench
@@ -58,25 +52,6 @@ start_node() {
     pid=$!
     pids+=("$pid")
     wait_for_port "$port" "hearthd $name"
-}
-
-# The port of the node whose hello says it leads (waits for an election).
-leader_port() {
-    python3 - "$@" <<'PY'
-import json, socket, sys, time
-deadline = time.time() + 30
-while time.time() < deadline:
-    for port in sys.argv[1:]:
-        try:
-            with socket.create_connection(("127.0.0.1", int(port)), timeout=1) as s:
-                hello = json.loads(s.makefile().readline())
-                if hello.get("cluster", {}).get("role") == "leader":
-                    print(port); sys.exit(0)
-        except OSError:
-            pass
-    time.sleep(0.1)
-sys.exit("no leader within 30 s")
-PY
 }
 
 # CPU clock ticks (user + system) a process used, and the machine's idle (+ iowait) ticks.

@@ -90,3 +90,30 @@ start_etcd() { # name
     pids+=($!)
     wait_for_port "$etcd_port" etcd
 }
+
+# For scripts that start several processes: on exit or interrupt, stops every pid in `pids` (which
+# this sets to empty; append to it) and removes `work`.
+stop_pids_on_exit() {
+    pids=()
+    trap 'for pid in "${pids[@]}"; do stop_pid "$pid"; done; rm -rf "$work"' EXIT
+    trap 'exit 130' INT TERM
+}
+
+# Prints the port, among the given ones, of the hearthd whose hello says it leads its cluster
+# (waits up to 30 s for an election).
+leader_port() {
+    python3 - "$@" <<'PY'
+import json, socket, sys, time
+deadline = time.time() + 30
+while time.time() < deadline:
+    for port in sys.argv[1:]:
+        try:
+            with socket.create_connection(("127.0.0.1", int(port)), timeout=1) as s:
+                if json.loads(s.makefile().readline()).get("cluster", {}).get("role") == "leader":
+                    print(port); sys.exit(0)
+        except OSError:
+            pass
+    time.sleep(0.1)
+sys.exit("no leader within 30 s")
+PY
+}

@@ -35,13 +35,7 @@ if [ -z "$hearthd" ]; then
 fi
 swift build -c release --product hearth-bench >&2
 bench_files callgrind-cluster
-pids=()
-cleanup() {
-    for pid in "${pids[@]}"; do stop_pid "$pid"; done
-    rm -rf "$work"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+stop_pids_on_exit
 objcopy --strip-debug "$hearthd" "$work/hearthd"
 
 start_etcd cg
