@@ -23,7 +23,7 @@ struct Batch {
     private(set) var logged: [LogRecord] = []
     /// The payloads of replicated records as the leader encoded them, by index in `logged` (a
     /// replica logs those bytes rather than encoding the records again).
-    private var receivedPayloads: [Int: [UInt8]] = [:]
+    private var receivedPayloads: [Int: ArraySlice<UInt8>] = [:]
     /// Whether `logged` holds a write (a read must then commit first; onDisconnect changes show
     /// no data and need not).
     private(set) var hasUncommittedWrites = false
@@ -73,7 +73,7 @@ struct Batch {
     }
 
     /// Records a write replicated from the leader with the payload it came in.
-    mutating func record(_ write: CommittedWrite, payload: [UInt8]) {
+    mutating func record(_ write: CommittedWrite, payload: ArraySlice<UInt8>) {
         receivedPayloads[logged.count] = payload
         record(write)
     }

@@ -38,7 +38,7 @@ public struct EncodedRecord: Sendable {
     /// The records of a batch with their payloads: `received(i)` for the records that came with
     /// one (a replica's, as its leader encoded them), and the others encoded now, one after the
     /// other into a single buffer that their payloads slice.
-    public static func encoding(_ records: [LogRecord], received: (Int) -> [UInt8]?) -> [EncodedRecord] {
+    public static func encoding(_ records: [LogRecord], received: (Int) -> ArraySlice<UInt8>?) -> [EncodedRecord] {
         var buffer: [UInt8] = []
         buffer.reserveCapacity(records.count * 96)
         var ends: [Int] = []
@@ -50,7 +50,7 @@ public struct EncodedRecord: Sendable {
         var start = 0
         return records.indices.map { index in
             defer { start = ends[index] }
-            let payload = received(index).map { $0[...] } ?? buffer[start..<ends[index]]
+            let payload = received(index) ?? buffer[start..<ends[index]]
             return EncodedRecord(records[index], payload: payload)
         }
     }

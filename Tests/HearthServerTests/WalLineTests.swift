@@ -1,6 +1,10 @@
 import HearthCore
 import HearthJSON
+import HearthProtocol
 import HearthStorage
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOEmbedded
 import XCTest
 
 @testable import HearthServer
@@ -27,7 +31,7 @@ final class WalLineTests: XCTestCase {
         }
         XCTAssertEqual([rev, epoch, confirmedRev, decoded.rev], [12, 3, 11, 12])
         XCTAssertTrue(isWrite)
-        XCTAssertEqual(payload, Array(record.payload))
+        XCTAssertEqual(Array(payload), Array(record.payload))
         XCTAssertEqual(decoded.overwrites.map(\.path), write.overwrites.map(\.path))
         XCTAssertEqual(decoded.overwrites.map(\.node), write.overwrites.map(\.node))
     }
@@ -38,8 +42,37 @@ final class WalLineTests: XCTestCase {
         guard case .record(4, 2, nil, let payload, false, 0)? = read(bytes) else {
             return XCTFail("\(String(describing: read(bytes)))")
         }
-        XCTAssertEqual(payload, Array(#"{"add":[]}"#.utf8))
+        XCTAssertEqual(Array(payload), Array(#"{"add":[]}"#.utf8))
         XCTAssertEqual(Array(record.payload), Array("[]".utf8))
+    }
+
+    func testRecordsReadTogetherEachKeepTheirOwnPayload() throws {
+        // 100 records in one read: handed over at 64 (a slice of a burst) and at the read's end,
+        // each group's payloads in one buffer that the messages slice.
+        let received = NIOLockedValueBox<[LinkMessage]>([])
+        let handler = LinkHandler(link: ReplicaLink(id: 1, leader: "127.0.0.1:1"), logger: quietLogger) {
+            _, messages in received.withLockedValue { $0 += messages }
+        }
+        let channel = EmbeddedChannel(handlers: [LineFrameDecoder(maxLength: 1 << 20), handler])
+        var bytes: [UInt8] = []
+        var expected: [[UInt8]] = []
+        for rev in UInt64(1)...100 {
+            let value = Node.leaf(.string(String(repeating: "v", count: Int(rev))))
+            let write = CommittedWrite(rev: rev, overwrites: [(Path([Key("a"), Key("\(rev)")]), value)])
+            let record = EncodedRecord(.write(write))
+            expected.append(Array(record.payload))
+            bytes += line(record, rev: rev, epoch: 1, confirmedRev: rev - 1) + [UInt8(ascii: "\n")]
+        }
+        try channel.writeInbound(ByteBuffer(bytes: bytes))
+        channel.pipeline.fireChannelReadComplete()
+        let messages = received.withLockedValue { $0 }
+        let records = messages.compactMap { message -> (rev: UInt64, payload: [UInt8])? in
+            guard case .record(let rev, _, _?, let payload, true, _) = message else { return nil }
+            return (rev, Array(payload))
+        }
+        XCTAssertEqual(records.map(\.rev), Array(1...100))
+        XCTAssertEqual(records.map(\.payload), expected)
+        _ = try channel.finish()
     }
 
     func testOtherSpellingsAreLeftToTheJSONParser() throws {
@@ -58,7 +91,7 @@ final class WalLineTests: XCTestCase {
         }
         XCTAssertEqual(write.rev, 4)
         XCTAssertTrue(write.overwrites.isEmpty)
-        XCTAssertEqual(payload, Array("[]".utf8))
+        XCTAssertEqual(Array(payload), Array("[]".utf8))
     }
 
     func testAPayloadThatIsNotAValidWriteHasNoWrite() {

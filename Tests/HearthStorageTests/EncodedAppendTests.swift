@@ -39,11 +39,12 @@ final class EncodedAppendTests: XCTestCase {
         let batch = workload.batch(9).map(LogRecord.write)
         let separately = batch.map { Array(EncodedRecord($0).payload) }
         // Every third record came with its payload (a replica's): it is kept as given.
-        let given = { (index: Int) -> [UInt8]? in index % 3 == 1 ? Array("given \(index)".utf8) : nil }
+        let given = { (index: Int) -> ArraySlice<UInt8>? in index % 3 == 1 ? Array("given \(index)".utf8)[...] : nil }
         let shared = EncodedRecord.encoding(batch, received: given)
         XCTAssertEqual(shared.count, batch.count)
         for index in batch.indices {
-            XCTAssertEqual(Array(shared[index].payload), given(index) ?? separately[index], "record \(index)")
+            let payload = given(index).map(Array.init) ?? separately[index]
+            XCTAssertEqual(Array(shared[index].payload), payload, "record \(index)")
             XCTAssertEqual(shared[index].writeRev, batch[index].writeRev)
         }
         XCTAssertTrue(EncodedRecord.encoding([]) { _ in nil }.isEmpty)

@@ -472,7 +472,7 @@ extension Engine {
                 }
                 applyReplicated(write, payload: payload, now: now, batch: &batch)
             } else if !isWrite {
-                guard let decoded = try? ReplicatedRecord.decodeChange(payload) else { return }
+                guard let decoded = try? ReplicatedRecord.decodeChange(Array(payload)) else { return }
                 batch.record(decoded)
             }
             advanceConfirmed(to: confirmedRev, batch: &batch)
@@ -505,7 +505,9 @@ extension Engine {
 
     /// Applies a write the leader committed, exactly as the leader did: same revision, same log
     /// record, same events.
-    private func applyReplicated(_ committed: CommittedWrite, payload: [UInt8], now: Int64, batch: inout Batch) {
+    private func applyReplicated(
+        _ committed: CommittedWrite, payload: ArraySlice<UInt8>, now: Int64, batch: inout Batch
+    ) {
         replay(committed, recordingWith: payload, now: now, batch: &batch)
         releaseAnsweredForwards(batch: &batch)
     }
@@ -513,7 +515,9 @@ extension Engine {
     /// Replays a committed write (in place when nothing needs the old tree), records it in the
     /// batch with its payload when one is given (and remembers its write id), then brings the
     /// change log and the views up to date.
-    private func replay(_ committed: CommittedWrite, recordingWith payload: [UInt8]?, now: Int64, batch: inout Batch) {
+    private func replay(
+        _ committed: CommittedWrite, recordingWith payload: ArraySlice<UInt8>?, now: Int64, batch: inout Batch
+    ) {
         var kept: [(path: Path, before: Node)]?
         var write: Write?
         var before: Node?

@@ -23,11 +23,13 @@ enum LinkMessage: Sendable {
     case diverged(keepRev: UInt64)
     /// The leader refused (`reason`): the link closes and is retried.
     case refused(String)
-    /// A committed record: a write (decoded on the link's event loop, so the engine only applies
-    /// it; nil when its payload is not a valid write), with its payload's bytes as the leader
-    /// logged them, or an onDisconnect change (its payload's bytes).
+    /// A committed record: a write (decoded as it is read, so the engine only applies it; nil
+    /// when its payload is not a valid write), with its payload's bytes as the leader logged
+    /// them, or an onDisconnect change (its payload's bytes). The records handed over together
+    /// share one buffer of payloads, which the replica's log and retained log slice.
     case record(
-        rev: UInt64, epoch: UInt64, write: CommittedWrite?, payload: [UInt8], isWrite: Bool, confirmedRev: UInt64)
+        rev: UInt64, epoch: UInt64, write: CommittedWrite?, payload: ArraySlice<UInt8>, isWrite: Bool,
+        confirmedRev: UInt64)
     /// A chunk of the snapshot at `rev` (`data` base64), or its end (`done`).
     case snapshotChunk(rev: UInt64, data: String?, done: Bool)
     /// Nothing new; the leader's confirmed revision.
@@ -55,7 +57,8 @@ final class ReplicaLink: Sendable {
     private let channel: NIOLockedValueBox<(any Channel)?> = NIOLockedValueBox(nil)
     private let pending = NIOLockedValueBox<[[UInt8]]>([])
 
-    private init(id: UInt64, leader: String) {
+    /// A link not connected yet (`connect` connects it; tests feed its handler directly).
+    init(id: UInt64, leader: String) {
         self.id = id
         self.leader = leader
     }
@@ -165,7 +168,16 @@ final class LinkHandler: ChannelInboundHandler {
     private let deliver: @Sendable (ReplicaLink, [LinkMessage]) -> Void
     /// Messages read since the last submission: handed to the engine together at the end of a
     /// read, or once there are `Submission.burstSlice` of them, rather than one per line.
-    private var pending: [LinkMessage] = []
+    private var pending: [Pending] = []
+    /// The payloads of the records in `pending`, one after the other: one allocation for the
+    /// records handed over together rather than one each (their messages slice it).
+    private var pendingPayloads: [UInt8] = []
+
+    /// A message read, or a record whose payload is still to be sliced from `pendingPayloads`.
+    private enum Pending {
+        case message(LinkMessage)
+        case record(WalRecord, payload: Range<Int>)
+    }
     /// The JSON parser's stacks, reused from one record to the next.
     private var parseWorkspace = JSONParseWorkspace()
     /// The last path of the last write read: the next record's keys are shared with it where
@@ -184,16 +196,24 @@ final class LinkHandler: ChannelInboundHandler {
             context.close(promise: nil)
             return
         }
-        if let record = line.withUnsafeReadableBytes({
-            Self.walRecord($0, previousPath: previousPath, reusing: &parseWorkspace)
+        if let (record, payload) = line.withUnsafeReadableBytes({ bytes -> (WalRecord, Range<Int>)? in
+            guard let record = Self.walRecord(bytes, previousPath: previousPath, reusing: &parseWorkspace) else {
+                return nil
+            }
+            let start = pendingPayloads.count
+            // (As typed bytes: appending raw bytes would copy them one by one.)
+            UnsafeRawBufferPointer(rebasing: bytes[record.payload]).withMemoryRebound(to: UInt8.self) {
+                pendingPayloads.append(contentsOf: $0)
+            }
+            return (record, start..<pendingPayloads.count)
         }) {
-            guard case .record(_, _, let write, _, let isWrite, _) = record, write != nil || !isWrite else {
+            guard record.write != nil || !record.isWrite else {
                 logger.error("the leader sent a record that is not a valid write; reconnecting")
                 context.close(promise: nil)
                 return
             }
-            if let path = write?.overwrites.last?.path { previousPath = path }
-            pending.append(record)
+            if let path = record.write?.overwrites.last?.path { previousPath = path }
+            pending.append(.record(record, payload: payload))
             if pending.count >= Submission.burstSlice { flush() }
             return
         }
@@ -207,7 +227,7 @@ final class LinkHandler: ChannelInboundHandler {
             context.close(promise: nil)
             return
         }
-        pending.append(message)
+        pending.append(.message(message))
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
@@ -216,15 +236,23 @@ final class LinkHandler: ChannelInboundHandler {
     }
 
     func channelInactive(context: ChannelHandlerContext) {
-        pending.append(.closed)
+        pending.append(.message(.closed))
         flush()
         context.fireChannelInactive()
     }
 
     private func flush() {
         guard !pending.isEmpty else { return }
-        deliver(link, pending)
+        let payloads = pendingPayloads
+        let messages = pending.map { item -> LinkMessage in
+            switch item {
+            case .message(let message): message
+            case .record(let record, let payload): record.message(payload: payloads[payload])
+            }
+        }
         pending = []
+        pendingPayloads = []  // a new buffer: the messages keep this one
+        deliver(link, messages)
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
@@ -236,20 +264,36 @@ final class LinkHandler: ChannelInboundHandler {
     /// record's envelope.
     private static let limits = JSONLimits(maxDepth: 4_200)
 
+    /// A `wal` line's fields, its payload where it stands in the line.
+    struct WalRecord {
+        let rev: UInt64
+        let epoch: UInt64
+        let write: CommittedWrite?
+        /// The payload's bytes in the line.
+        let payload: Range<Int>
+        let isWrite: Bool
+        let confirmedRev: UInt64
+
+        func message(payload bytes: ArraySlice<UInt8>) -> LinkMessage {
+            .record(rev: rev, epoch: epoch, write: write, payload: bytes, isWrite: isWrite, confirmedRev: confirmedRev)
+        }
+    }
+
     /// A `wal` line read by position, as its leader writes it —
     /// `{"event":"wal","rev":N,"epoch":E,"w"|"od":<payload>,"confirmedRev":C}` — so that the
     /// payload's bytes are kept as they are (the replica logs them) and only the payload is parsed.
     /// Nil for any other line; a record whose payload is not a valid write has a nil `write`.
     static func walRecord(_ bytes: UnsafeRawBufferPointer) -> LinkMessage? {
         var workspace = JSONParseWorkspace()
-        return walRecord(bytes, previousPath: nil, reusing: &workspace)
+        guard let record = walRecord(bytes, previousPath: nil, reusing: &workspace) else { return nil }
+        return record.message(payload: copy(UnsafeRawBufferPointer(rebasing: bytes[record.payload]))[...])
     }
 
-    /// `walRecord(_:)` with the JSON parser's stacks kept in `workspace` between lines, and the
-    /// keys of `previousPath` (the last record's) shared.
+    /// `walRecord(_:)`, leaving the payload in the line, with the JSON parser's stacks kept in
+    /// `workspace` between lines, and the keys of `previousPath` (the last record's) shared.
     static func walRecord(
         _ bytes: UnsafeRawBufferPointer, previousPath: Path?, reusing workspace: inout JSONParseWorkspace
-    ) -> LinkMessage? {
+    ) -> WalRecord? {
         var reader = LineReader(bytes: bytes)
         guard reader.skip(#"{"event":"wal","rev":"#), let rev = reader.number(), reader.skip(#","epoch":"#),
             let epoch = reader.number()
@@ -268,8 +312,9 @@ final class LinkHandler: ChannelInboundHandler {
             isWrite
             ? try? ReplicatedRecord.decodeWrite(payload, rev: rev, previousPath: previousPath, reusing: &workspace)
             : nil
-        return .record(
-            rev: rev, epoch: epoch, write: write, payload: copy(payload), isWrite: isWrite, confirmedRev: confirmedRev)
+        return WalRecord(
+            rev: rev, epoch: epoch, write: write, payload: reader.offset..<payloadEnd, isWrite: isWrite,
+            confirmedRev: confirmedRev)
     }
 
     private static func decodeWrite(_ json: JSONValue, rev: UInt64) -> CommittedWrite? {
@@ -301,7 +346,7 @@ final class LinkHandler: ChannelInboundHandler {
                 return .record(
                     rev: recordRev, epoch: rev(json["epoch"]),
                     write: isWrite ? decodeWrite(payload, rev: recordRev) : nil,
-                    payload: payload.serialized, isWrite: isWrite, confirmedRev: rev(json["confirmedRev"]))
+                    payload: payload.serialized[...], isWrite: isWrite, confirmedRev: rev(json["confirmedRev"]))
             case "snapshot":
                 var data: String?
                 if case .string(let text)? = json["data"] { data = text }
