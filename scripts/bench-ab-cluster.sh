@@ -21,7 +21,6 @@ fsync=always
 source scripts/bench-common.sh
 value_options "$usage" "rounds out fsync" "$@"
 case $fsync in never | always) ;; *) echo "$usage" >&2 && exit 2 ;; esac
-quick=false
 swift build -c release --product hearth-bench >&2
 bench_files ab-cluster
 stop_pids_on_exit
@@ -38,6 +37,9 @@ start_node() {
     pids+=("$pid")
     wait_for_port "$port" "hearthd $3"
 }
+
+# per_write TICKS COUNT: CPU clock ticks as µs per write.
+per_write() { python3 -c "print(round(($1) / $(getconf CLK_TCK) * 1e6 / $2, 2))"; }
 
 # Each side runs first in odd rounds and second in even ones (see scripts/bench-ab.sh).
 for round in $(seq "$rounds"); do
@@ -61,9 +63,8 @@ for round in $(seq "$rounds"); do
             leader_before=$(cpu_ticks "$leader_pid")
             replica_before=$(cpu_ticks "$replica_pid")
             line=$(.build/release/hearth-bench lean "${load[@]}" --count "$count" --seconds 60 2>/dev/null | tail -1)
-            per_write() { python3 -c "print(round(($1) / $(getconf CLK_TCK) * 1e6 / $count, 2))"; }
-            leader_cpu=$(per_write "$(cpu_ticks "$leader_pid") - $leader_before")
-            replica_cpu=$(per_write "$(cpu_ticks "$replica_pid") - $replica_before")
+            leader_cpu=$(per_write "$(cpu_ticks "$leader_pid") - $leader_before" "$count")
+            replica_cpu=$(per_write "$(cpu_ticks "$replica_pid") - $replica_before" "$count")
             echo "{\"side\":\"$side\",\"round\":$round,\"leaderCPUMicrosPerWrite\":$leader_cpu,\"replicaCPUMicrosPerWrite\":$replica_cpu,${line#\{}" |
                 tee -a "$results" >&2
         done

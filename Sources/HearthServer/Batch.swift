@@ -80,8 +80,7 @@ struct Batch {
 
     /// The recorded records with their payloads: received ones as they came, others encoded now.
     func encodedRecords() -> [EncodedRecord] {
-        if receivedPayloads.isEmpty { return EncodedRecord.encoding(logged) { _ in nil } }
-        return EncodedRecord.encoding(logged) { receivedPayloads[$0] }
+        EncodedRecord.encoding(logged) { receivedPayloads.isEmpty ? nil : receivedPayloads[$0] }
     }
 
     /// Whether output for `session` waits in this batch (what is sent to it before the batch

@@ -41,17 +41,20 @@ public struct EncodedRecord: Sendable {
     public static func encoding(_ records: [LogRecord], received: (Int) -> ArraySlice<UInt8>?) -> [EncodedRecord] {
         var buffer: [UInt8] = []
         buffer.reserveCapacity(records.count * 96)
-        var ends: [Int] = []
-        ends.reserveCapacity(records.count)
+        // Each record's payload as received, or where it ends in `buffer` (whose slices are taken
+        // once it is whole: slicing it earlier would make each append copy it).
+        var payloads: [(given: ArraySlice<UInt8>?, end: Int)] = []
+        payloads.reserveCapacity(records.count)
         for index in records.indices {
-            if received(index) == nil { records[index].encodePayload(into: &buffer) }
-            ends.append(buffer.count)
+            let given = received(index)
+            if given == nil { records[index].encodePayload(into: &buffer) }
+            payloads.append((given, buffer.count))
         }
         var start = 0
         return records.indices.map { index in
-            defer { start = ends[index] }
-            let payload = received(index) ?? buffer[start..<ends[index]]
-            return EncodedRecord(records[index], payload: payload)
+            let (given, end) = payloads[index]
+            defer { start = end }
+            return EncodedRecord(records[index], payload: given ?? buffer[start..<end])
         }
     }
 }

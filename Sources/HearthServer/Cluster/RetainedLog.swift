@@ -4,9 +4,10 @@ import NIOCore
 /// instead of receiving a snapshot (replication.md §3). Bounded by a number of records
 /// (`changeLogRevisions`, shared with the clients' resume window); a replica further behind gets
 /// a snapshot. Records are kept as their encoded payloads only (shared with the log and the
-/// stream, and with the other records of their batch), not as the writes they encode: those hold the written nodes, which would keep old
-/// values alive and, being shared, make later writes below them copy instead of changing the tree
-/// in place. They become `wal` lines only when a replica catches up.
+/// stream, and with the other records of their batch), not as the writes they encode: those hold
+/// the written nodes, which would keep old values alive and, being shared, make later writes
+/// below them copy instead of changing the tree in place. They become `wal` lines only when a
+/// replica catches up.
 struct RetainedLog {
     /// A record's payload with its revision (an onDisconnect record carries the revision of the
     /// write before it) and the epoch it was written in.
