@@ -104,7 +104,7 @@ final class Engine: @unchecked Sendable {
     /// The write-ahead log; nil keeps the data in memory only.
     let storage: Storage?
     /// Set when the log failed: writes are refused with `unavailable` until a restart.
-    private var storageFailure: StorageError?
+    private(set) var storageFailure: StorageError?
     let logger: Logger
     let clock: @Sendable () -> Int64
     /// Counts and timings for the metrics and stats endpoints (Observability/).
@@ -212,6 +212,7 @@ final class Engine: @unchecked Sendable {
         let turn = startTurn()
         var batch = Batch(rev: database.rev)
         replication.turnLeadershipProof = nil
+        if replication.isClustered { logAhead(items) }
         for item in items {
             switch item {
             case .request(let session, let request):
@@ -344,7 +345,7 @@ final class Engine: @unchecked Sendable {
         )
     }
 
-    private func storageFailed(_ error: StorageError) {
+    func storageFailed(_ error: StorageError) {
         guard storageFailure == nil else { return }
         storageFailure = error
         metrics.storageFailed(reason: error.message)

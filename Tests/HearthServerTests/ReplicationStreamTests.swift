@@ -1,6 +1,7 @@
 import Foundation
 import HearthCore
 import HearthJSON
+import HearthStorage
 import HearthTestSupport
 import Logging
 import NIOConcurrencyHelpers
@@ -66,7 +67,7 @@ final class ReplicationStreamTests: XCTestCase {
 
     func startNode(
         _ name: String, directory: String? = nil, syncReplicas: Int = 0, http: Bool = false, pki: TestPKI? = nil,
-        maxMessageBytes: Int? = nil, rulesFile: String? = nil
+        maxMessageBytes: Int? = nil, rulesFile: String? = nil, fileSystem: any FileSystem = PosixFileSystem()
     ) async throws -> Node {
         var configuration = ServerConfiguration()
         configuration.rulesFile = rulesFile
@@ -80,7 +81,7 @@ final class ReplicationStreamTests: XCTestCase {
         configuration.fsync = .never
         let membership = FixedMembership()
         let server = try await HearthServer.start(
-            configuration: configuration, logger: Self.logger(name),
+            configuration: configuration, fileSystem: fileSystem, logger: Self.logger(name),
             cluster: ClusterSetup(
                 node: name, name: "test", secret: "peer-secret", syncReplicas: syncReplicas, syncTimeoutMs: 2000,
                 membership: membership, peerCA: pki?.path("ca.crt")))
@@ -476,5 +477,28 @@ final class ReplicationStreamTests: XCTestCase {
         var event = try subscriber.readJSON()
         while event["value"] == .null, event["event"] != nil { event = try subscriber.readJSON() }
         XCTAssertEqual(event["value"], .int(2), "\(event)")
+    }
+
+    /// A replica acknowledges records once its log has them (it logs them before applying them):
+    /// one whose disk refuses them acknowledges nothing, and shows nothing of them.
+    func testAReplicaWhoseLogFailsAcknowledgesAndShowsNothingOfTheRecords() async throws {
+        let disk = FailingDisk()
+        let leader = try await startNode("leader", syncReplicas: 1)
+        let replica = try await startNode("replica", syncReplicas: 1, fileSystem: disk)
+        lead(leader, epoch: 4, followers: [replica])
+        try waitForValue(replica.server.port, "/", .null)
+        let client = try TestClient(port: leader.server.port)
+        for i in 1...20 {
+            let answer = try client.request(#"{"op":"set","path":"/n","value":\#(i)}"#)
+            XCTAssertEqual(answer["ok"], .bool(true), "\(answer)")
+        }
+        let onReplica = try TestClient(port: replica.server.port)
+        XCTAssertEqual(try onReplica.request(#"{"op":"get","path":"/n"}"#)["value"], .int(20))
+
+        disk.failWrites(true)
+        let refused = try client.request(#"{"op":"set","path":"/n","value":21}"#)
+        XCTAssertEqual(refused["error"]?["code"], .string("unavailable"), "\(refused)")
+        XCTAssertTrue(refused["error"]?["message"]?.stringValue?.contains("not enough replicas") == true, "\(refused)")
+        XCTAssertEqual(try onReplica.request(#"{"op":"get","path":"/n"}"#)["value"], .int(20), "not applied")
     }
 }

@@ -309,7 +309,7 @@ extension Engine {
         case .leader(let epoch):
             // Before the lines are made: they carry it.
             if replication.syncReplicas == 0 { replication.confirmedRev = database.rev }
-            retain(records) { _ in epoch }
+            retain(records, endingAt: database.rev) { _ in epoch }
             let lines = replication.streams.isEmpty ? [] : streamed?.lines ?? streamLines(records, epoch: epoch)
             for (id, stream) in replication.streams {
                 if streamed?.sessions.contains(id) != true { batch.append(.line(lines), for: stream.session) }
@@ -321,18 +321,19 @@ extension Engine {
         case .replica, .candidate:
             // Records of a replica come from its leader; retained so that it can serve streams
             // if it is elected.
-            retain(records) { replication.history.epoch(of: $0) }
+            retain(records, endingAt: database.rev) { replication.history.epoch(of: $0) }
             sendAck(database.rev)
         }
     }
 
-    /// Calls `body` with each record's payload, kind and revision, for a batch just committed
-    /// (its writes end at `database.rev`): a write's own, an onDisconnect record's that of the
-    /// write before it.
+    /// Calls `body` with each record's payload, kind and revision, for a batch whose writes end
+    /// at `last` (`database.rev` for a batch just committed): a write's own, an onDisconnect
+    /// record's that of the write before it.
     private func forEachRevision(
-        of records: [EncodedRecord], _ body: (_ payload: ArraySlice<UInt8>, _ isWrite: Bool, _ rev: UInt64) -> Void
+        of records: [EncodedRecord], endingAt last: UInt64,
+        _ body: (_ payload: ArraySlice<UInt8>, _ isWrite: Bool, _ rev: UInt64) -> Void
     ) {
-        var rev = database.rev - UInt64(records.count { $0.isWrite })
+        var rev = last - UInt64(records.count { $0.isWrite })
         for index in records.indices {
             let isWrite = records[index].isWrite
             if isWrite { rev += 1 }
@@ -347,15 +348,15 @@ extension Engine {
         lines.reserveCapacity(records.reduce(0) { $0 + $1.payload.count + 96 })
         let writer = WalLineWriter(epoch: epoch)
         let end = WalLineWriter.end(confirmedRev: replication.confirmedRev)
-        forEachRevision(of: records) { payload, isWrite, rev in
+        forEachRevision(of: records, endingAt: database.rev) { payload, isWrite, rev in
             writer.append(payload, isWrite: isWrite, rev: rev, to: &lines)
             lines += end
         }
         return lines
     }
 
-    private func retain(_ records: [EncodedRecord], epoch: (UInt64) -> UInt64) {
-        forEachRevision(of: records) { payload, isWrite, rev in
+    private func retain(_ records: [EncodedRecord], endingAt last: UInt64, epoch: (UInt64) -> UInt64) {
+        forEachRevision(of: records, endingAt: last) { payload, isWrite, rev in
             retained.append(RetainedLog.Entry(rev: rev, epoch: epoch(rev), isWrite: isWrite, payload: payload))
         }
     }
@@ -460,6 +461,8 @@ extension Engine {
                 "the leader refused replication", metadata: ["leader": "\(link.leader)", "reason": "\(reason)"])
             link.close()
         case .record(let rev, _, let write, let payload, let isWrite, let confirmedRev):
+            let loggedAhead = replication.recordsLoggedAhead > 0
+            if loggedAhead { replication.recordsLoggedAhead -= 1 }
             if isWrite, let write {
                 guard rev == database.rev + 1 else {
                     if rev > database.rev + 1 {
@@ -470,10 +473,15 @@ extension Engine {
                     }
                     return
                 }
-                applyReplicated(write, payload: payload, now: now, batch: &batch)
-            } else if !isWrite {
+                applyReplicated(write, payload: payload, loggedAhead: loggedAhead, now: now, batch: &batch)
+            } else if !isWrite, !loggedAhead {
                 guard let decoded = try? ReplicatedRecord.decodeChange(Array(payload)) else { return }
                 batch.record(decoded)
+            }
+            if loggedAhead, replication.recordsLoggedAhead == 0 {
+                // Every record logged ahead is applied: nothing of this turn is left to log or undo.
+                batch.committed(rev: database.rev)
+                writeIDs.settle()
             }
             advanceConfirmed(to: confirmedRev, batch: &batch)
             noteCaughtUp()
@@ -504,12 +512,58 @@ extension Engine {
     }
 
     /// Applies a write the leader committed, exactly as the leader did: same revision, same log
-    /// record, same events.
+    /// record, same events. A write `logAhead` already put in the log is not recorded again.
     private func applyReplicated(
-        _ committed: CommittedWrite, payload: ArraySlice<UInt8>, now: Int64, batch: inout Batch
+        _ committed: CommittedWrite, payload: ArraySlice<UInt8>, loggedAhead: Bool, now: Int64, batch: inout Batch
     ) {
-        replay(committed, recordingWith: payload, now: now, batch: &batch)
+        if loggedAhead, let tag = committed.tag {
+            writeIDs.remember(tag, rev: committed.rev, pushKey: committed.pushKey)
+        }
+        replay(committed, recordingWith: loggedAhead ? nil : payload, now: now, batch: &batch)
         releaseAnsweredForwards(batch: &batch)
+    }
+
+    /// Replica, at the start of a turn: logs the leader's records that open it (the `.link`
+    /// submissions at its front, up to the first message that is not a record following on), with
+    /// one write and per its fsync policy one fsync, and acknowledges them before applying any.
+    /// `replicaAck` says that the records are durable here, not that they are applied
+    /// (replication.md §3), so the leader hears while this node applies them rather than after:
+    /// under `syncReplicas ≥ 1` its clients wait that much less. The turn then applies them without
+    /// logging them again (`ReplicationState.recordsLoggedAhead` counts them down). Nothing else
+    /// comes between: the records are the turn's first submissions, and a replica applies nothing
+    /// else. When the log fails, nothing is logged ahead, and the records go the way of any batch
+    /// the log refuses.
+    func logAhead(_ items: [Submission]) {
+        assert(replication.recordsLoggedAhead == 0, "records logged ahead in an earlier turn were not applied")
+        guard case .replica = replication.role, let storage, storageFailure == nil,
+            replication.incomingSnapshot == nil, let current = replication.link?.id
+        else { return }
+        var records: [EncodedRecord] = []
+        var rev = database.rev
+        scan: for item in items {
+            guard case .cluster(.link(let link, let messages)) = item, link.id == current else { break }
+            for message in messages {
+                guard case .record(let recordRev, _, let write, let payload, let isWrite, _) = message else {
+                    break scan
+                }
+                if isWrite {
+                    guard let write, recordRev == rev + 1 else { break scan }
+                    rev = recordRev
+                    records.append(EncodedRecord(.write(write), payload: payload))
+                } else {
+                    guard let change = try? ReplicatedRecord.decodeChange(Array(payload)) else { break scan }
+                    records.append(EncodedRecord(.onDisconnect(change), payload: payload))
+                }
+            }
+        }
+        guard !records.isEmpty else { return }
+        do { try storage.append(records) {} } catch {
+            storageFailed(error)
+            return
+        }
+        replication.recordsLoggedAhead = records.count
+        retain(records, endingAt: rev) { replication.history.epoch(of: $0) }
+        sendAck(rev)
     }
 
     /// Replays a committed write (in place when nothing needs the old tree), records it in the

@@ -130,6 +130,8 @@ struct ReplicationState {
     var lastHeard: Int64 = 0
     var linkOpenedAt: Int64 = 0
     var nextLinkID: UInt64 = 0
+    /// Replica: records of this turn already in the log (`Engine.logAhead`), not applied yet.
+    var recordsLoggedAhead = 0
     /// Replica: the leader took this link's `replicate`, and the revision it had then.
     var linkStarted = false
     var catchUpTo: UInt64 = 0
