@@ -1,5 +1,13 @@
 public import NIOCore
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// One inbound frame of the line protocol.
 public enum LineFrame: Sendable {
     /// A non-blank line without its `\n` (and without a `\r` before it).
@@ -52,18 +60,27 @@ public struct LineFramer: Sendable {
         if !failed, buffer.readableBytes > 0 { keepPartial(buffer, body) }
     }
 
-    /// The bytes before the first `\n` of `buffer`, or nil when it holds none.
+    /// The bytes before the first `\n` of `buffer`, or nil when it holds none. (`memchr` looks at
+    /// many bytes per instruction; a loop over the bytes costs several instructions each.)
     private static func lineLength(in buffer: ByteBuffer) -> Int? {
         buffer.withUnsafeReadableBytes { bytes in
-            bytes.firstIndex(of: UInt8(ascii: "\n"))
+            guard let base = bytes.baseAddress, let found = memchr(base, Int32(UInt8(ascii: "\n")), bytes.count) else {
+                return nil
+            }
+            return UnsafeRawPointer(found) - base
         }
+    }
+
+    /// Whether the last readable byte of `buffer` is a `\r`.
+    private static func endsWithCarriageReturn(_ buffer: ByteBuffer) -> Bool {
+        buffer.readableBytes > 0 && buffer.getInteger(at: buffer.writerIndex - 1, as: UInt8.self) == UInt8(ascii: "\r")
     }
 
     /// Keeps an unterminated line, unless it is already too long. A `\r` at its end may be the
     /// first half of a `\r\n` split across reads: it counts only once a byte other than `\n`
     /// follows it.
     private mutating func keepPartial(_ head: ByteBuffer, _ body: (LineFrame) -> Void) {
-        let pending = head.readableBytes - (head.readableBytesView.last == UInt8(ascii: "\r") ? 1 : 0)
+        let pending = head.readableBytes - (Self.endsWithCarriageReturn(head) ? 1 : 0)
         if pending > maxLength {
             fail(body)
         } else {
@@ -73,7 +90,7 @@ public struct LineFramer: Sendable {
 
     private mutating func emit(_ line: ByteBuffer, _ body: (LineFrame) -> Void) {
         var line = line
-        if line.readableBytesView.last == UInt8(ascii: "\r") { line.moveWriterIndex(to: line.writerIndex - 1) }
+        if Self.endsWithCarriageReturn(line) { line.moveWriterIndex(to: line.writerIndex - 1) }
         if line.readableBytes > maxLength {
             fail(body)
         } else if !Self.isBlank(line) {
@@ -97,7 +114,9 @@ public final class LineFrameDecoder: ChannelInboundHandler, RemovableChannelHand
     public typealias InboundIn = ByteBuffer
     public typealias InboundOut = LineFrame
 
-    private var framer: LineFramer
+    /// Unchecked for exclusivity (a dynamic check per read otherwise): only the channel's event
+    /// loop touches it.
+    @exclusivity(unchecked) private var framer: LineFramer
 
     public init(maxLength: Int) { framer = LineFramer(maxLength: maxLength) }
 

@@ -166,12 +166,14 @@ final class LinkHandler: ChannelInboundHandler {
     private let link: ReplicaLink
     private let logger: Logger
     private let deliver: @Sendable (ReplicaLink, [LinkMessage]) -> Void
+    // The state every line touches is unchecked for exclusivity (a dynamic check per access
+    // otherwise): only the link's event loop touches it, and nothing it calls reaches it.
     /// Messages read since the last submission: handed to the engine together at the end of a
     /// read, or once there are `Submission.burstSlice` of them, rather than one per line.
-    private var pending: [Pending] = []
+    @exclusivity(unchecked) private var pending: [Pending] = []
     /// The payloads of the records in `pending`, one after the other: one allocation for the
     /// records handed over together rather than one each (their messages slice it).
-    private var pendingPayloads: [UInt8] = []
+    @exclusivity(unchecked) private var pendingPayloads: [UInt8] = []
 
     /// A message read, or a record whose payload is still to be sliced from `pendingPayloads`.
     private enum Pending {
@@ -179,10 +181,10 @@ final class LinkHandler: ChannelInboundHandler {
         case record(WalRecord, payload: Range<Int>)
     }
     /// The JSON parser's stacks, reused from one record to the next.
-    private var parseWorkspace = JSONParseWorkspace()
+    @exclusivity(unchecked) private var parseWorkspace = JSONParseWorkspace()
     /// The last path of the last write read: the next record's keys are shared with it where
     /// they are the same.
-    private var previousPath: Path?
+    @exclusivity(unchecked) private var previousPath: Path?
 
     init(link: ReplicaLink, logger: Logger, deliver: @escaping @Sendable (ReplicaLink, [LinkMessage]) -> Void) {
         self.link = link
