@@ -66,13 +66,17 @@ enum WALFormat {
         try appendRecord(rev: rev, continues: continues, to: &buffer) { record.encodePayload(into: &$0) }
     }
 
+    /// A record header's room, filled in once its payload is written (appending it from an array
+    /// copies it at once; `repeatElement` was appended a byte at a time).
+    private static let emptyRecordHeader = [UInt8](repeating: 0, count: recordHeaderSize)
+
     /// Appends a record whose payload `writePayload` appends (encoding it, or copying bytes
     /// encoded before).
     static func appendRecord(
         rev: UInt64, continues: Bool, to buffer: inout [UInt8], payload writePayload: (inout [UInt8]) -> Void
     ) throws(StorageError) {
         let start = buffer.count
-        buffer.append(contentsOf: repeatElement(0, count: recordHeaderSize))
+        buffer.append(contentsOf: emptyRecordHeader)
         writePayload(&buffer)
         let length = buffer.count - start - recordHeaderSize
         guard length < Int(continuesFlag) else {
