@@ -5,25 +5,38 @@
 # cluster), the time from a leader's kill -9 to the first write the new leader acknowledges, and
 # fan-out with subscribers spread over the three nodes against all on one node.
 #
-#   scripts/bench-cluster.sh [--quick] [--out DIR] [--fsync always|never]
+#   scripts/bench-cluster.sh [--quick] [--out DIR] [--fsync always|never] [--rounds N]
 #
 # The write-rate runs also record each node's CPU time per write (user + system, from
 # /proc/<pid>/stat) and the machine's idle time per write (from /proc/stat), which show what
 # bounds the ratios on a machine the nodes share. `--fsync never` (default always) takes the
-# shared disk out of those runs.
+# shared disk out of those runs. The write rates run in `--rounds` interleaved rounds (default 5,
+# 1 with `--quick`); the report gives each configuration's median and its ratio to standalone both
+# as a ratio of medians and as the median of each round's ratio.
 # Needs /usr/bin/etcd (Debian's etcd-server). Every process is on loopback and stopped by its pid.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 source scripts/bench-common.sh
 fsync=always
+rounds=5
 args=()
 while [ $# -gt 0 ]; do
-    if [ "$1" = --fsync ] && [ $# -ge 2 ]; then fsync=$2; shift 2; else args+=("$1"); shift; fi
+    if [ "$1" = --fsync ] && [ $# -ge 2 ]; then
+        fsync=$2
+        shift 2
+    elif [ "$1" = --rounds ] && [ $# -ge 2 ]; then
+        rounds=$2
+        shift 2
+    else
+        args+=("$1")
+        shift
+    fi
 done
 case $fsync in always | never) ;; *) echo "--fsync must be always or never" >&2; exit 2 ;; esac
-bench_options "scripts/bench-cluster.sh [--fsync always|never]" "${args[@]}"
-command_line="scripts/bench-cluster.sh$(if $quick; then echo " --quick"; fi) --fsync $fsync"
+case $rounds in '' | *[!0-9]* | 0) echo "--rounds must be a positive number" >&2; exit 2 ;; esac
+bench_options "scripts/bench-cluster.sh [--fsync always|never] [--rounds N]" "${args[@]}"
+command_line="scripts/bench-cluster.sh$(if $quick; then echo " --quick"; fi) --fsync $fsync --rounds $rounds"
 
 swift build -c release --product hearthd >&2
 swift build -c release --product hearth-bench >&2
@@ -92,11 +105,10 @@ PY
 writes=$(scale 200000)
 pipelined=$(scale 400000)
 
-# 1. Write rates, in interleaved rounds (runs on this machine differ by 10-25 %; the report gives
-# medians): standalone, then clusters with syncReplicas 1 (writes to the leader) of two nodes (a
+# 1. Write rates, in interleaved rounds (runs on this machine differ by 10-25 %, and rounds of one
+# run by up to 1.7 ×; the report gives medians): standalone, then clusters with syncReplicas 1 (writes to the leader) of two nodes (a
 # leader and the one replica syncReplicas 1 needs) and of three: on two shared cores every node
 # added takes CPU from the leader, which a cluster of machines would not.
-rounds=3
 if $quick; then rounds=1; fi
 for round in $(seq "$rounds"); do
     round_tag=$round
@@ -229,16 +241,21 @@ for r in rows:
         rest = {k: v for k, v in r.items() if k != "label"}
         print(f"| {r['label']} | {json.dumps(rest)} |")
 print()
-print("Write rates, median of the rounds (each round runs every configuration in turn):")
+print("Write rates, median of the rounds (each round runs every configuration in turn). The last")
+print("column divides each round's rate by the standalone rate of the same round (the machine's")
+print("speed drifts between rounds more than within one) and gives the median of those ratios:")
 print()
-print("| configuration | writes/s per round | median | ÷ standalone (same load) |")
-print("|---|---|---|---|")
+print("| configuration | writes/s per round | median | ÷ standalone (medians) | ÷ standalone, each round (median) |")
+print("|---|---|---|---|---|")
 for label, values in rates.items():
     median = statistics.median(values)
     load = "50 connections" if label.endswith("50 connections") else "pipelined"
-    base = statistics.median(rates.get(f"standalone, {load}", [median]))
+    standalone = rates.get(f"standalone, {load}", values)
+    base = statistics.median(standalone)
     rounds = ", ".join(f"{v:,.0f}" for v in values)
-    print(f"| {label} | {rounds} | {median:,.0f} | {median / base:.2f} |")
+    paired = [v / s for v, s in zip(values, standalone)]
+    each = ", ".join(f"{p:.2f}" for p in paired)
+    print(f"| {label} | {rounds} | {median:,.0f} | {median / base:.2f} | {each} ({statistics.median(paired):.2f}) |")
 cpu = {}
 for r in rows:
     if "cpuMicrosPerWrite" in r:
