@@ -35,6 +35,14 @@ public struct EncodedRecord: Sendable {
         self.onDisconnectChange = record.onDisconnectChange
     }
 
+    /// A write of revision `writeRev` with the payload it was decoded from (a replicated write,
+    /// logged before it is applied): the caller guarantees that the two agree.
+    public init(writeRev: UInt64, payload: ArraySlice<UInt8>) {
+        self.payload = payload
+        self.writeRev = writeRev
+        self.onDisconnectChange = nil
+    }
+
     /// The records of a batch with their payloads: `received(i)` for the records that came with
     /// one (a replica's, as its leader encoded them), and the others encoded now, one after the
     /// other into a single buffer that their payloads slice.

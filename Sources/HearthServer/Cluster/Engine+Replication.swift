@@ -542,17 +542,17 @@ extension Engine {
         var rev = database.rev
         scan: for item in items {
             guard case .cluster(.link(let link, let messages)) = item, link.id == current else { break }
-            for message in messages {
-                guard case .record(let recordRev, _, let write, let payload, let isWrite, _) = message else {
-                    break scan
-                }
-                if isWrite {
-                    guard let write, recordRev == rev + 1 else { break scan }
+            for index in messages.indices {
+                // Matched without binding the decoded write: a copy of it would retain its nodes.
+                switch messages[index] {
+                case .record(let recordRev, _, .some, let payload, true, _) where recordRev == rev + 1:
                     rev = recordRev
-                    records.append(EncodedRecord(.write(write), payload: payload))
-                } else {
+                    records.append(EncodedRecord(writeRev: recordRev, payload: payload))
+                case .record(_, _, _, let payload, false, _):
                     guard let change = try? ReplicatedRecord.decodeChange(Array(payload)) else { break scan }
                     records.append(EncodedRecord(.onDisconnect(change), payload: payload))
+                default:
+                    break scan
                 }
             }
         }
