@@ -11,16 +11,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-usage="usage: scripts/bench-ab-cluster.sh BEFORE_HEARTHD AFTER_HEARTHD [--rounds N] [--out DIR] [--fsync always|never]"
-[ $# -ge 2 ] || { echo "$usage" >&2; exit 2; }
-before=$1 after=$2
-shift 2
-rounds=3
-out=bench-results
-fsync=always
 source scripts/bench-common.sh
-value_options "$usage" "rounds out fsync" "$@"
-case $fsync in never | always) ;; *) echo "$usage" >&2 && exit 2 ;; esac
+ab_arguments \
+    "usage: scripts/bench-ab-cluster.sh BEFORE_HEARTHD AFTER_HEARTHD [--rounds N] [--out DIR] [--fsync always|never]" \
+    always "$@"
 swift build -c release --product hearth-bench >&2
 bench_files ab-cluster
 stop_pids_on_exit

@@ -12,16 +12,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-usage="usage: scripts/bench-ab.sh BEFORE_HEARTHD AFTER_HEARTHD [--rounds N] [--out DIR] [--fsync never|always]"
-[ $# -ge 2 ] || { echo "$usage" >&2; exit 2; }
-before=$1 after=$2
-shift 2
-rounds=3
-out=bench-results
-fsync=never
 source scripts/bench-common.sh
-value_options "$usage" "rounds out fsync" "$@"
-case $fsync in never | always) ;; *) echo "$usage" >&2 && exit 2 ;; esac
+ab_arguments "usage: scripts/bench-ab.sh BEFORE_HEARTHD AFTER_HEARTHD [--rounds N] [--out DIR] [--fsync never|always]" \
+    never "$@"
 swift build -c release --product hearth-bench >&2
 bench_files ab
 stop_server_on_exit

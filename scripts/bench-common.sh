@@ -34,6 +34,22 @@ value_options() {
     done
 }
 
+# Parses the arguments of a side-by-side script, `BEFORE_HEARTHD AFTER_HEARTHD [--rounds N]
+# [--out DIR] [--fsync never|always]`, into `before`, `after`, `rounds` (default 3), `out` and
+# `fsync` (default $2); $1 is the usage line, then the arguments.
+ab_arguments() {
+    local usage=$1
+    fsync=$2
+    shift 2
+    [ $# -ge 2 ] || { echo "$usage" >&2; exit 2; }
+    before=$1 after=$2
+    shift 2
+    rounds=3
+    out=bench-results
+    value_options "$usage" "rounds out fsync" "$@"
+    case $fsync in never | always) ;; *) echo "$usage" >&2 && exit 2 ;; esac
+}
+
 # A count, divided by 10 under --quick.
 scale() { if $quick; then echo $(($1 / 10)); else echo "$1"; fi; }
 
