@@ -162,9 +162,10 @@ public struct JSONParseWorkspace {
         swap(&values, &parser.values)
         swap(&keys, &parser.keys)
         let bound = 64
-        if frames.capacity > bound { frames = [] } else { frames.removeAll(keepingCapacity: true) }
-        if values.capacity > bound { values = [] } else { values.removeAll(keepingCapacity: true) }
-        if keys.capacity > bound { keys = [] } else { keys.removeAll(keepingCapacity: true) }
+        // (Most documents leave the stacks empty: nothing to clear then.)
+        if frames.capacity > bound { frames = [] } else if !frames.isEmpty { frames.removeAll(keepingCapacity: true) }
+        if values.capacity > bound { values = [] } else if !values.isEmpty { values.removeAll(keepingCapacity: true) }
+        if keys.capacity > bound { keys = [] } else if !keys.isEmpty { keys.removeAll(keepingCapacity: true) }
     }
 }
 

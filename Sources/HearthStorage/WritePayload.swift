@@ -127,11 +127,24 @@ enum WritePayload {
         _ pathText: UnsafeRawBufferPointer, _ value: JSONValue, previous: Path?
     ) throws(FormatError) -> (path: Path, node: Node) {
         let path = try parsePath(pathText, previous: previous)
+        if let leaf = storedLeaf(value) { return (path, .leaf(leaf)) }
         do {
             var importer = NodeImporter(limits: RecoveryLimits.node, baseDepth: path.count)
             return (path, try importer.importNode(value))
         } catch {
             throw FormatError(offset: 0, reason: "record payload has an invalid entry: \(error.message)")
+        }
+    }
+
+    /// A logged scalar as a leaf, without an importer (it was validated when it was written);
+    /// nil for anything else, which `NodeImporter` imports.
+    private static func storedLeaf(_ value: JSONValue) -> LeafValue? {
+        switch value {
+        case .string(let string): .string(string)
+        case .int(let int): .number(.int(int))
+        case .bool(let bool): .bool(bool)
+        case .double(let double) where double.isFinite: .number(.normalised(double))
+        default: nil
         }
     }
 
@@ -158,6 +171,7 @@ enum WritePayload {
 
     /// `parsePath(_:previous:)` of a path's UTF-8.
     static func parsePath(_ bytes: UnsafeRawBufferPointer, previous: Path? = nil) throws(FormatError) -> Path {
+        if let previous, isText(bytes, of: previous) { return previous }
         var segments: [Key] = []
         segments.reserveCapacity(8)
         var start = 0
@@ -183,6 +197,26 @@ enum WritePayload {
             throw FormatError(offset: 0, reason: "record payload path \"\(text)\" has .priority before its end")
         }
         return Path(segments)
+    }
+}
+
+extension WritePayload {
+    /// Whether `bytes` is `path` as a payload writes it (`/a/b`, `/` for the root): consecutive
+    /// records often write the same location, and then share its path whole.
+    static func isText(_ bytes: UnsafeRawBufferPointer, of path: Path) -> Bool {
+        if path.isRoot { return bytes.count == 1 && bytes[0] == UInt8(ascii: "/") }
+        let bytes = bytes.assumingMemoryBound(to: UInt8.self)
+        var offset = 0
+        for key in path.segments {
+            guard offset < bytes.count, bytes[offset] == UInt8(ascii: "/") else { return false }
+            offset += 1
+            let length = key.string.utf8.count
+            guard offset + length <= bytes.count,
+                key.string.utf8Equals(UnsafeBufferPointer(rebasing: bytes[offset..<offset + length]))
+            else { return false }
+            offset += length
+        }
+        return offset == bytes.count
     }
 }
 

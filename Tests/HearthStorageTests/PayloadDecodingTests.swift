@@ -48,6 +48,25 @@ final class PayloadDecodingTests: XCTestCase {
         }
     }
 
+    /// Consecutive records often write the same location; a path is shared whole only when it is
+    /// exactly the one before (not a prefix of it, nor one that extends it).
+    func testPathsNextToThePreviousOneDecodeAsWritten() throws {
+        let texts = [
+            "/a/b", "/a/b", "/a/b/c", "/a/b", "/a", "/", "/", "/a/b/.priority", "/a/b", "/a/bc", "/ab", "/a/b",
+        ]
+        var previous: Path?
+        for (index, text) in texts.enumerated() {
+            let path = try Path.parse(text, allowPriority: true)
+            let node: Node =
+                path.last == Key.priority ? .leaf(.number(.int(Int64(index)))) : .leaf(.string("v\(index)"))
+            let write = CommittedWrite(rev: UInt64(index + 1), overwrites: [(path, node)])
+            let decoded = try decodeBytes(
+                Array(EncodedRecord(.write(write)).payload), rev: write.rev, previousPath: previous)
+            assertSame(decoded, write, "\(text) after \(previous.map(\.description) ?? "nothing")")
+            previous = decoded.overwrites.last?.path
+        }
+    }
+
     func testPayloadsThatAreNotWritesAreRefusedWithTheReason() throws {
         let write = CommittedWrite(rev: 3, overwrites: [(try Path.parse("/a/b"), .leaf(.string("v")))])
         let payload = Array(EncodedRecord(.write(write)).payload)
