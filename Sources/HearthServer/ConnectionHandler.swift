@@ -216,9 +216,11 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
             let result = line.withUnsafeReadableBytes { decoder.decode($0, reusing: &parseWorkspace) }
             switch result.flatMap(admit) {
             case .success(let request):
-                if case .cluster(.replicaAck) = request.operation {
-                    // A replica's acknowledgement gets no answer, so it takes no slot.
+                if case .cluster(.replicaAck(let rev)) = request.operation {
+                    // A replica's acknowledgement gets no answer, so it takes no slot. What it
+                    // confirms is released here, without waiting for the engine's turn.
                     guard let sessionLink else { return }
+                    engine.confirmations.acknowledged(stream: sessionLink.id, rev: rev, now: clock())
                     batch.append(.request(sessionLink, request))
                     return
                 }

@@ -117,6 +117,8 @@ final class Engine: @unchecked Sendable {
     @exclusivity(unchecked) var changeLog: ChangeLog
     /// Replication state (Cluster/); inert on a standalone server.
     @exclusivity(unchecked) var replication = ReplicationState()
+    /// The confirmed revision and the outputs waiting for it (Cluster/; any thread).
+    let confirmations = ConfirmationGate()
     /// The recent records a leader streams to replicas that reconnect.
     var retained: RetainedLog
     /// The cluster node this engine belongs to; nil standalone. Set before the first request.
@@ -257,6 +259,11 @@ final class Engine: @unchecked Sendable {
     /// Hands each connection its outputs, with one task per event loop rather than one per
     /// connection: with many connections per loop this saves most cross-thread wakeups.
     func deliver(_ outputs: some Collection<(session: SessionLink, items: [Outbound])>) {
+        Self.deliver(outputs)
+    }
+
+    /// `deliver(_:)`, from any thread.
+    static func deliver(_ outputs: some Collection<(session: SessionLink, items: [Outbound])>) {
         // A few event loops (one per core): a list searched in place beats a dictionary.
         var byLoop: [(loop: any EventLoop, work: [(SessionLink, [Outbound])])] = []
         for (session, items) in outputs {

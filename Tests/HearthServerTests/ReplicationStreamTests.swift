@@ -479,6 +479,51 @@ final class ReplicationStreamTests: XCTestCase {
         XCTAssertEqual(event["value"], .int(2), "\(event)")
     }
 
+    /// Under `syncReplicas: 1` a replica's acknowledgement releases, as soon as the leader reads
+    /// it, exactly the answers and events it confirms: not those of later revisions. An answer no
+    /// acknowledgement confirms fails after `syncTimeoutMs`, while its write's events wait on.
+    func testAnAcknowledgementReleasesExactlyWhatItConfirms() async throws {
+        let leader = try await startNode("leader", syncReplicas: 1)
+        leader.node.assign(.leader(epoch: 5))
+        // A replica played by the test: it reads the records and acknowledges them when told.
+        let peer = try TestClient(port: leader.server.port)
+        XCTAssertEqual(try peer.request(#"{"op":"auth","id":"a","token":"peer-secret"}"#)["ok"], .bool(true))
+        let started = try peer.request(#"{"op":"replicate","id":"r","node":"fake","fromRev":0,"history":[]}"#)
+        XCTAssertEqual(started["ok"], .bool(true), "\(started)")
+        func record(_ rev: Int64) throws {
+            while true {
+                let line = try peer.readJSON()
+                if line["event"] == .string("wal"), line["rev"] == .int(rev) { return }
+            }
+        }
+        let subscriber = try TestClient(port: leader.server.port)
+        XCTAssertEqual(try subscriber.request(#"{"op":"subscribe","path":"/x","events":["value"]}"#)["ok"], .bool(true))
+        XCTAssertEqual(try subscriber.readJSON()["value"], .null)
+        let client = try TestClient(port: leader.server.port)
+
+        try client.send(#"{"id":1,"op":"set","path":"/x","value":1}"#)
+        try record(1)
+        try client.send(#"{"id":2,"op":"set","path":"/x","value":2}"#)
+        try record(2)
+        XCTAssertThrowsError(try client.readLine(timeout: 0.3), "answered before any replica had the write")
+        try peer.send(#"{"op":"replicaAck","rev":1}"#)
+        XCTAssertEqual(try client.readJSON(), json(#"{"id":1,"ok":true,"rev":1}"#))
+        XCTAssertEqual(try subscriber.readJSON()["value"], .int(1))
+        XCTAssertThrowsError(try client.readLine(timeout: 0.3), "rev 2 answered on the acknowledgement of rev 1")
+        try peer.send(#"{"op":"replicaAck","rev":2}"#)
+        XCTAssertEqual(try client.readJSON(), json(#"{"id":2,"ok":true,"rev":2}"#))
+        XCTAssertEqual(try subscriber.readJSON()["value"], .int(2))
+
+        try client.send(#"{"id":3,"op":"set","path":"/x","value":3}"#)
+        try record(3)
+        let expired = try client.readJSON(timeout: 5)
+        XCTAssertEqual(expired["error"]?["code"], .string("unavailable"), "\(expired)")
+        XCTAssertTrue(expired["error"]?["message"]?.stringValue?.contains("not enough replicas confirmed") == true)
+        XCTAssertThrowsError(try subscriber.readLine(timeout: 0.3), "an event of an unconfirmed write went out")
+        try peer.send(#"{"op":"replicaAck","rev":3}"#)
+        XCTAssertEqual(try subscriber.readJSON()["value"], .int(3))
+    }
+
     /// A replica acknowledges records once its log has them (it logs them before applying them):
     /// one whose disk refuses them acknowledges nothing, and shows nothing of them.
     func testAReplicaWhoseLogFailsAcknowledgesAndShowsNothingOfTheRecords() async throws {

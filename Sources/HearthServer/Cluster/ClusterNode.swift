@@ -72,7 +72,8 @@ final class ClusterNode: ClusterHooks, @unchecked Sendable {
             engine.replication.syncReplicas = syncReplicas
             engine.replication.syncTimeoutMs = Int64(syncTimeoutMs)
             engine.replication.role = .candidate(epoch: 0)
-            engine.replication.confirmedRev = engine.database.rev
+            engine.confirmations.configure(syncReplicas: syncReplicas)
+            engine.confirmations.reset(confirmedRev: engine.database.rev)
             if let storage = engine.storage, let history = try? storage.loadHistory() {
                 engine.replication.history = history
             }

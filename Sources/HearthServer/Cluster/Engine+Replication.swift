@@ -183,7 +183,7 @@ extension Engine {
         if let entries {
             respond(.members(answer))
             var lines: [UInt8] = []
-            let end = WalLineWriter.end(confirmedRev: replication.confirmedRev)
+            let end = WalLineWriter.end(confirmedRev: confirmations.confirmedRev)
             var writer = WalLineWriter(epoch: entries.first?.epoch ?? epoch)
             for entry in entries {
                 if entry.epoch != writer.epoch { writer = WalLineWriter(epoch: entry.epoch) }
@@ -210,6 +210,7 @@ extension Engine {
         sessions[session.id] = state
         replication.streams[session.id] = ReplicaStream(
             session: session, node: node, ackedRev: fromRev, ackedAt: now, sentAt: now)
+        confirmations.streamStarted(session.id, ackedRev: fromRev)
         logger.info(
             "a replica is streaming",
             metadata: [
@@ -308,7 +309,7 @@ extension Engine {
             return
         case .leader(let epoch):
             // Before the lines are made: they carry it.
-            if replication.syncReplicas == 0 { replication.confirmedRev = database.rev }
+            if replication.syncReplicas == 0 { confirmations.reset(confirmedRev: database.rev) }
             retain(records, endingAt: database.rev) { _ in epoch }
             let lines = replication.streams.isEmpty ? [] : streamed?.lines ?? streamLines(records, epoch: epoch)
             for (id, stream) in replication.streams {
@@ -347,7 +348,9 @@ extension Engine {
         var lines: [UInt8] = []
         lines.reserveCapacity(records.reduce(0) { $0 + $1.payload.count + 96 })
         let writer = WalLineWriter(epoch: epoch)
-        let end = WalLineWriter.end(confirmedRev: replication.confirmedRev)
+        let confirmed = confirmations.confirmedRev
+        replication.announcedConfirmedRev = max(replication.announcedConfirmedRev, confirmed)
+        let end = WalLineWriter.end(confirmedRev: confirmed)
         forEachRevision(of: records, endingAt: database.rev) { payload, isWrite, rev in
             writer.append(payload, isWrite: isWrite, rev: rev, to: &lines)
             lines += end
@@ -366,6 +369,7 @@ extension Engine {
     func endStreams(batch: inout Batch) {
         for stream in replication.streams.values { batch.append(.close, for: stream.session) }
         replication.streams = [:]
+        confirmations.endStreams()
     }
 
     /// Replica: tells the leader that everything up to `rev` is in this node's log.
@@ -377,6 +381,9 @@ extension Engine {
         link.send(ack)
     }
 
+    /// The event loop that read the acknowledgement has usually released what it confirms
+    /// already (`ConfirmationGate.acknowledged`); the engine keeps the stream's position, and
+    /// tells the replicas the new confirmed revision.
     private func replicaAcked(session: UInt64, rev: UInt64, now: Int64, batch: inout Batch) {
         guard var stream = replication.streams[session] else { return }
         stream.ackedRev = max(stream.ackedRev, rev)
@@ -386,11 +393,8 @@ extension Engine {
         guard replication.syncReplicas > 0, replication.role.isLeader else { return }
         let acked = replication.streams.values.map(\.ackedRev).sorted(by: >)
         guard acked.count >= replication.syncReplicas else { return }
-        let confirmed = min(acked[replication.syncReplicas - 1], database.rev)
-        guard confirmed > replication.confirmedRev else { return }
-        replication.confirmedRev = confirmed
-        releaseHeld()
-        replication.confirmationUnsent = true
+        confirmations.advance(to: min(acked[replication.syncReplicas - 1], database.rev), now: now)
+        if confirmations.confirmedRev > replication.announcedConfirmedRev { replication.confirmationUnsent = true }
     }
 
     /// How long a leader's advanced `confirmedRev` waits for records to carry it before a
@@ -412,7 +416,9 @@ extension Engine {
         var line = Array(#"{"event":"heartbeat","rev":"#.utf8)
         JSONWriter.writeInt(Int64(clamping: database.rev), into: &line)
         line += #","confirmedRev":"#.utf8
-        JSONWriter.writeInt(Int64(clamping: replication.confirmedRev), into: &line)
+        let confirmed = confirmations.confirmedRev
+        JSONWriter.writeInt(Int64(clamping: confirmed), into: &line)
+        replication.announcedConfirmedRev = max(replication.announcedConfirmedRev, confirmed)
         line += "}\n".utf8
         for (id, stream) in replication.streams {
             batch.append(.line(line), for: stream.session)
@@ -423,6 +429,7 @@ extension Engine {
 
     /// A peer session ended: its stream, if it had one, goes.
     func forgetStream(_ session: UInt64) {
+        confirmations.streamEnded(session)
         if let stream = replication.streams.removeValue(forKey: session) {
             logger.info("a replica stopped streaming", metadata: ["replica": "\(stream.node)"])
         }
@@ -595,9 +602,7 @@ extension Engine {
     }
 
     private func advanceConfirmed(to rev: UInt64, batch: inout Batch) {
-        guard rev > replication.confirmedRev else { return }
-        replication.confirmedRev = rev
-        releaseHeld()
+        confirmations.advance(to: rev, now: clock())
     }
 
     /// A replica that has every record the leader had when the stream started is streaming.
@@ -616,7 +621,9 @@ extension Engine {
             let contents = try Storage.decodeSnapshotFile(file, rev: rev)
             try storage?.install(snapshot: file, rev: rev, onDisconnect: contents.onDisconnect)
             let before = database.root
-            dropHeld(above: rev)
+            confirmations.drop(
+                above: rev,
+                DatabaseError(.unavailable, "the records this answer showed were replaced by the leader's; try again"))
             database = Database(root: contents.root, rev: rev, limits: database.limits)
             batch.undo.reset(rev: database.rev)
             writeIDs = WriteIDWindow(
@@ -721,7 +728,7 @@ extension Engine {
             history.begin(epoch: epoch, firstRev: database.rev + 1)
             adoptHistory(history)
             if let storage { nextRegistrationID = max(nextRegistrationID, storage.onDisconnect.nextID) }
-            if replication.syncReplicas == 0 { replication.confirmedRev = database.rev }
+            if replication.syncReplicas == 0 { confirmations.reset(confirmedRev: database.rev) }
             retakeForwards(now: now, batch: &batch)
             runOrphanedQueues(now: now, batch: &batch)
         case .replica(let leader, _):
@@ -754,13 +761,14 @@ extension Engine {
             batch.append(.close, for: stream.session)
         }
         replication.streams = [:]
+        confirmations.endStreams()
         for waiting in replication.waitingForReplicas {
             batch.append(
                 .response(waiting.request.id, .failure(DatabaseError(.unavailable, "not the leader"))),
                 for: waiting.session)
         }
         replication.waitingForReplicas = []
-        failHeld(
+        confirmations.failAll(
             DatabaseError(
                 .unavailable, "outcome unknown: the leader stepped down before the write was confirmed"))
     }
@@ -813,15 +821,24 @@ extension Engine {
 
     private func clusterTick(now: Int64, batch: inout Batch) {
         publishPosition(state: replication.memberState)
-        if !replication.held.isEmpty { expireHeld(now: now) }
+        if confirmations.isHolding {
+            // Their writes stay held, and the events they raised are delivered if and when a
+            // replica confirms them.
+            confirmations.expire(
+                now: now, timeoutMs: replication.syncTimeoutMs,
+                DatabaseError(
+                    .unavailable,
+                    "not enough replicas confirmed within \(replication.syncTimeoutMs) ms (outcome unknown: a held write is applied if a replica confirms it later)"
+                ))
+        }
         replication.metrics?.update(
-            role: replication.role, confirmedRev: replication.confirmedRev,
+            role: replication.role, confirmedRev: confirmations.confirmedRev,
             lags: replication.streams.values.map { stream in
                 ClusterMetrics.Lag(
                     node: stream.node, revs: database.rev - min(database.rev, stream.ackedRev),
                     ms: stream.ackedRev >= database.rev ? 0 : now - stream.ackedAt)
             }, recordsStreamed: replication.recordsStreamed, bytesStreamed: replication.bytesStreamed,
-            syncWaitMs: replication.syncWaitMs, streaming: replication.linkStarted)
+            syncWaitMs: replication.syncWaitMs + confirmations.waitedMs, streaming: replication.linkStarted)
         switch replication.role {
         case .leader:
             if replication.streams.values.contains(where: { now - $0.sentAt >= 1000 }) {
@@ -847,7 +864,7 @@ extension Engine {
         replication.memberState = state
         // The tick calls this every 100 ms: only a change is published.
         let position = PublishedPosition(
-            role: replication.role, rev: database.rev, state: state, confirmedRev: replication.confirmedRev)
+            role: replication.role, rev: database.rev, state: state, confirmedRev: confirmations.confirmedRev)
         guard position != replication.published else { return }
         replication.published = position
         if let hooks = clusterHooks {
@@ -855,7 +872,7 @@ extension Engine {
         }
         clusterHooks?.positionChanged(
             role: replication.role, rev: database.rev, lastEpoch: replication.history.epoch(of: database.rev),
-            confirmedRev: replication.confirmedRev, state: state)
+            confirmedRev: confirmations.confirmedRev, state: state)
     }
 
     /// Every client connection of the node hears the change (`cluster` event).
@@ -866,108 +883,11 @@ extension Engine {
 
     // MARK: Holding outputs until confirmed (syncReplicas ≥ 1)
 
-    /// Delivers the turn's outputs, or holds those that show unconfirmed revisions.
+    /// Delivers the turn's outputs, or holds those that show unconfirmed revisions
+    /// (`ConfirmationGate`).
     func deliverOrHold(_ outputs: [(session: SessionLink, items: [Outbound])]) {
-        guard replication.holdsOutputs else {
-            deliver(outputs)
-            return
-        }
-        var now: [(session: SessionLink, items: [Outbound])] = []
-        var later: [(session: SessionLink, items: [Outbound])] = []
-        let mustHold = database.rev > replication.confirmedRev || !replication.held.isEmpty
-        for (session, items) in outputs {
-            // Stream lines and cluster notices go at once: they are how confirmation happens. A
-            // connection's outputs are usually all of one kind, and then are not copied.
-            let unheld = items.count(where: \.goesUnheld)
-            if !mustHold || unheld == items.count {
-                now.append((session, items))
-            } else if unheld == 0 {
-                later.append((session, items))
-            } else {
-                now.append((session, items.filter(\.goesUnheld)))
-                later.append((session, items.filter { !$0.goesUnheld }))
-            }
-        }
-        deliver(now)
-        if !later.isEmpty { replication.held.entries.append((database.rev, clock(), later)) }
-    }
-
-    /// Delivers the held outputs that `confirmedRev` now covers, at once rather than with this
-    /// turn's outputs: they come from earlier turns (so before anything this turn produces), are
-    /// already in this node's log, and waiting for the turn's end would make them wait for its
-    /// fsync too. (Their events were counted in the metrics of the turn that made them.)
-    private func releaseHeld() {
-        let now = clock()
-        var released: [(session: SessionLink, items: [Outbound])] = []
-        while let first = replication.held.entries.first, first.needs <= replication.confirmedRev {
-            replication.held.entries.removeFirst()
-            replication.syncWaitMs += max(0, now - first.since)
-            released += first.outputs
-        }
-        deliver(released)
-    }
-
-    /// Answers held longer than `syncTimeoutMs` fail (`unavailable`): the client hears in time
-    /// even while no replica confirms; their writes stay held, and the events they raised are
-    /// delivered if and when a replica confirms them.
-    private func expireHeld(now: Int64) {
-        let error = DatabaseError(
-            .unavailable,
-            "not enough replicas confirmed within \(replication.syncTimeoutMs) ms (outcome unknown: a held write is applied if a replica confirms it later)"
-        )
-        // Delivered at once, not through the turn's outputs (which are held while these are).
-        var failed: [(session: SessionLink, items: [Outbound])] = []
-        for index in replication.held.entries.indices
-        where now - replication.held.entries[index].since >= replication.syncTimeoutMs {
-            var kept: [(session: SessionLink, items: [Outbound])] = []
-            for (session, items) in replication.held.entries[index].outputs {
-                var rest: [Outbound] = []
-                var answers: [Outbound] = []
-                for item in items {
-                    if case .response(let id, _) = item {
-                        answers.append(.response(id, .failure(error)))
-                    } else {
-                        rest.append(item)
-                    }
-                }
-                if !rest.isEmpty { kept.append((session, rest)) }
-                if !answers.isEmpty { failed.append((session, answers)) }
-            }
-            replication.held.entries[index].outputs = kept
-        }
-        deliver(failed)
-    }
-
-    private func failHeld(_ error: DatabaseError) {
-        let entries = replication.held.entries
-        replication.held = HeldOutputs()
-        fail(entries, error)
-    }
-
-    /// Outputs held for revisions above `rev`, which this node no longer has (its records after
-    /// `rev` were moved aside and replaced by the leader's snapshot), are never delivered: their
-    /// answers fail and their events are dropped. Left held, they would hold every later output.
-    private func dropHeld(above rev: UInt64) {
-        let stale = replication.held.entries.filter { $0.needs > rev }
-        guard !stale.isEmpty else { return }
-        replication.held.entries.removeAll { $0.needs > rev }
-        fail(
-            stale,
-            DatabaseError(.unavailable, "the records this answer showed were replaced by the leader's; try again"))
-    }
-
-    private func fail(_ entries: [HeldOutputs.Entry], _ error: DatabaseError) {
-        var outputs: [(session: SessionLink, items: [Outbound])] = []
-        for entry in entries {
-            for (session, items) in entry.outputs {
-                let answers = items.compactMap { item -> Outbound? in
-                    if case .response(let id, _) = item { return .response(id, .failure(error)) }
-                    return nil
-                }
-                if !answers.isEmpty { outputs.append((session, answers)) }
-            }
-        }
-        deliver(outputs)
+        let holding = replication.holdsOutputs
+        confirmations.deliverOrHold(outputs, rev: database.rev, holding: holding, now: holding ? clock() : 0)
     }
 
     // MARK: Leader: waiting for replicas

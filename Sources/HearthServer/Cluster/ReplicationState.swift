@@ -73,15 +73,6 @@ struct ForwardedRequest {
     let sentAt: Int64
 }
 
-/// Outputs that show revisions beyond the confirmed one (replication.md §4, `syncReplicas ≥ 1`):
-/// delivered in order once `confirmedRev` reaches `needs`.
-struct HeldOutputs {
-    /// Outputs that show revisions up to `needs`, held since `since`.
-    typealias Entry = (needs: UInt64, since: Int64, outputs: [(session: SessionLink, items: [Outbound])])
-    var entries: [Entry] = []
-    var isEmpty: Bool { entries.isEmpty }
-}
-
 /// The engine's replication state (engine thread only). Empty, and never consulted on a hot
 /// path, on a standalone server.
 struct ReplicationState {
@@ -93,11 +84,10 @@ struct ReplicationState {
     var syncTimeoutMs: Int64 = 5000
     /// The epochs this node's log went through.
     var history = EpochHistory()
-    /// The highest revision whose acknowledgement the leader released (on a replica: as the
-    /// leader last said).
-    var confirmedRev: UInt64 = 0
-    /// Leader: `confirmedRev` advanced since the replicas last heard it. The next records carry
-    /// it; when none follow soon, a heartbeat does.
+    /// Leader: the confirmed revision (`Engine.confirmations`) the replicas last heard.
+    var announcedConfirmedRev: UInt64 = 0
+    /// Leader: the confirmed revision advanced since the replicas last heard it. The next records
+    /// carry it; when none follow soon, a heartbeat does.
     var confirmationUnsent = false
     /// Leader: a `.confirm` is scheduled (`Engine.confirmSoon`).
     var confirmationScheduled = false
@@ -122,8 +112,6 @@ struct ReplicationState {
     var deferred: [UInt64: [Request]] = [:]
     /// Forwarded requests of each session not answered yet.
     var inFlight: [UInt64: Int] = [:]
-    /// Outputs waiting for `confirmedRev`.
-    var held = HeldOutputs()
     /// The peer connection to the leader (replica), set by the cluster node.
     var link: ReplicaLink?
     /// Replica: when the leader was last heard from, and when the link was opened (ms).
