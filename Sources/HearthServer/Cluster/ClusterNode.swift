@@ -125,10 +125,10 @@ final class ClusterNode: ClusterHooks, @unchecked Sendable {
         ReplicaLink.connect(
             id: id, leader: leader, secret: secret, node: node, fromRev: fromRev, history: history,
             firstLines: firstLines, tls: peerTLS,
-            // On the engine's own thread: the leader's records reach the engine, and its
-            // acknowledgements the socket, without a hand-off between threads each way (a
-            // replica's work is then bound by one core, which applying alone already was).
-            group: engine?.loop ?? group,
+            // On an I/O event loop, not the engine's: the link reads and decodes the next records
+            // while the engine logs, fsyncs and applies the ones before (the engine's loop did
+            // both in turn; a hand-off each way costs less than that wait).
+            group: group,
             maxLineBytes: maxLineBytes, logger: logger
         ) { [weak self] link, messages in
             self?.engine?.submit(.cluster(.link(link, messages)))
