@@ -142,10 +142,10 @@ if role == "leader":
     stages = common[:2] + [
         ("encode the batch's records", "Batch.encodedRecords()"),
         ("stream before the fsync", "Engine.streamBeforeSync(_:batch:)"),
-    ] + common[2:] + [("frame and parse the request", "RequestDecoder.decode(_:reusing:)")]
+    ] + common[2:] + [("frame and parse the request", "RequestDecoder.decode(_:reusing:paths:)")]
 else:
     stages = common + [
-        ("frame and parse the request", "RequestDecoder.decode(_:reusing:)"),
+        ("frame and parse the request", "RequestDecoder.decode(_:reusing:paths:)"),
         ("read and decode the leader's records", "LinkHandler.channelRead(context:data:)"),
         ("decode a record's payload", "WritePayload.decode(_:rev:previousPath:reusing:)"),
         ("apply a record (replay)", "Engine.replay(_:recordingWith:now:batch:)"),

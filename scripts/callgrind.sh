@@ -90,7 +90,7 @@ path, target, label, writes, kind = sys.argv[1], sys.argv[2], sys.argv[3], int(s
 # callee); an alternative "f + g" adds the counts of functions called one after the other.
 stages = {
     "hearth": [
-        ("frame and parse the request", ["RequestDecoder.decode(_:)", "RequestDecoder.decode(_:reusing:)"]),
+        ("frame and parse the request", ["RequestDecoder.decode(_:)", "RequestDecoder.decode(_:reusing:)", "RequestDecoder.decode(_:reusing:paths:)"]),
         ("apply to the tree", ["Database.apply(_:now:)", "Database.applyInPlace(_:now:)",
                                "Database.applyInPlace(settingNonEmpty:now:)"]),
         ("change log (resume)", ["ChangeLog.record(rev:paths:before:after:)",

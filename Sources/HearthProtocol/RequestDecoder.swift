@@ -42,10 +42,14 @@ public struct RequestDecoder: Sendable {
     public typealias Decoded = Result<Request, Failure>
 
     /// Decodes one line (without its terminator), with the JSON parser's stacks kept in
-    /// `workspace` between lines (one per connection).
-    public func decode(_ line: UnsafeRawBufferPointer, reusing workspace: inout JSONParseWorkspace) -> Decoded {
+    /// `workspace` between lines (one per connection), and the connection's last path in `paths`
+    /// (when given).
+    public func decode(
+        _ line: UnsafeRawBufferPointer, reusing workspace: inout JSONParseWorkspace, paths: PathMemo? = nil
+    ) -> Decoded {
         // The envelope is read member by member into `Fields`, without a JSON tree of its own.
         var fields = Fields()
+        fields.paths = paths
         let isObject: Bool
         do {
             isObject = try JSONParser.parseMembers(of: line, limits: jsonLimits, reusing: &workspace) { name, value in
@@ -351,13 +355,23 @@ public struct RequestDecoder: Sendable {
 
     func readPath(_ fields: Fields) throws(DatabaseError) -> Path {
         guard let string = try fields.string(.path) else { throw DatabaseError(.badRequest, "missing field \"path\"") }
-        return try Path.parse(string, limits: limits, allowInfo: true)
+        return try parsePath(string, remembering: fields.paths)
     }
 
     func writePath(_ fields: Fields, allowPriority: Bool = false) throws(DatabaseError) -> Path {
         guard let string = try fields.string(.path) else { throw DatabaseError(.badRequest, "missing field \"path\"") }
-        let path = try Path.parse(string, limits: limits, allowInfo: true, allowPriority: allowPriority)
+        let path = try parsePath(string, remembering: fields.paths, allowPriority: allowPriority)
         if path.isInfo { throw DatabaseError(.invalidPath, "can't modify data under /.info") }
+        return path
+    }
+
+    /// `Path.parse` of a request's path, or the connection's last path when `string` is its text.
+    private func parsePath(
+        _ string: String, remembering paths: PathMemo?, allowPriority: Bool = false
+    ) throws(DatabaseError) -> Path {
+        if let path = paths?.path(for: string) { return path }
+        let path = try Path.parse(string, limits: limits, allowInfo: true, allowPriority: allowPriority)
+        paths?.remember(string, path)
         return path
     }
 

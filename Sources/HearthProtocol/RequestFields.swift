@@ -91,6 +91,8 @@ struct Fields {
     // The members of every write apart, the rest in a list (usually empty: no allocation).
     private var id, op, path, value, wid: JSONValue?
     private var others: [(field: RequestField, value: JSONValue)] = []
+    /// The connection's last path (`PathMemo`); nil where requests are decoded one by one.
+    var paths: PathMemo?
 
     init() {}
 

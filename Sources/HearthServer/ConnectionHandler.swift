@@ -28,6 +28,8 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
     // Properties every request touches are `@exclusivity(unchecked)`: only the channel's event
     // loop touches them, and no access calls code that could reach them again (see `Engine`).
     @exclusivity(unchecked) private var decoder: RequestDecoder
+    /// The last path this connection sent (`PathMemo`).
+    private let paths = PathMemo()
     /// The JSON parser's stacks, reused from one request line to the next.
     @exclusivity(unchecked) private var parseWorkspace = JSONParseWorkspace()
     /// Splits the input into lines (here rather than in a handler of its own: one pipeline hop
@@ -213,7 +215,7 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
             // Only a clustered listener frames lines this long: they are for peers.
             refuseTooLarge(context: context)
         case .line(let line):
-            let result = line.withUnsafeReadableBytes { decoder.decode($0, reusing: &parseWorkspace) }
+            let result = line.withUnsafeReadableBytes { decoder.decode($0, reusing: &parseWorkspace, paths: paths) }
             switch result.flatMap(admit) {
             case .success(let request):
                 if case .cluster(.replicaAck(let rev)) = request.operation {

@@ -84,6 +84,32 @@ final class RequestDecoderTests: XCTestCase {
         }
     }
 
+    /// A connection's last path (`PathMemo`) is handed back for the same text: every request must
+    /// still decode exactly as it does without it, whatever came before on the connection.
+    func testAConnectionsLastPathChangesNoDecodedRequest() {
+        let lines = [
+            #"{"op":"get","path":"/.info/connected"}"#, #"{"op":"set","path":"/.info/connected","value":1}"#,
+            #"{"op":"set","path":"/a/.priority","value":"p"}"#, #"{"op":"get","path":"/a/.priority"}"#,
+            #"{"op":"setPriority","path":"/a/.priority","priority":1}"#,
+            #"{"op":"get","path":"/a/b"}"#, #"{"op":"set","path":"/a/b","value":1}"#,
+            #"{"op":"push","path":"/a/b","value":1}"#, #"{"op":"set","path":"a/b/","value":2}"#,
+            #"{"op":"set","path":"/a//b","value":3}"#, #"{"op":"remove","path":"/a/b/c/d/e"}"#,
+            #"{"op":"get","path":"/a/b/c/d/e"}"#, #"{"op":"get","path":"/seventeen-bytes-k"}"#,
+            #"{"op":"get","path":"/a/b$"}"#, #"{"op":"get","path":"/"}"#, #"{"op":"set","path":"/","value":{}}"#,
+            #"{"op":"update","path":"/a/b","values":{"c":1}}"#,
+            #"{"op":"get","path":"/a/b","query":{"orderBy":"$key"}}"#,
+        ]
+        var generator = SystemRandomNumberGenerator()
+        let memo = PathMemo()
+        var workspace = JSONParseWorkspace()
+        for _ in 0..<2_000 {
+            let line = Array(lines[Int.random(in: 0..<lines.count, using: &generator)].utf8)
+            let remembered = line.withUnsafeBytes { decoder.decode($0, reusing: &workspace, paths: memo) }
+            let fresh = line.withUnsafeBytes { decoder.decode($0) }
+            XCTAssertEqual(described(remembered), described(fresh), String(decoding: line, as: UTF8.self))
+        }
+    }
+
     func decode(_ line: String) -> RequestDecoder.Decoded {
         Array(line.utf8).withUnsafeBytes { decoder.decode($0) }
     }
