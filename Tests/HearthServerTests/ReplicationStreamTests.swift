@@ -524,6 +524,52 @@ final class ReplicationStreamTests: XCTestCase {
         XCTAssertEqual(try subscriber.readJSON()["value"], .int(3))
     }
 
+    /// A replica on a slow disk takes a pipelined burst of sets, updates and pushes in many turns
+    /// of many records each (logged ahead, acknowledged, then applied), while more keep arriving:
+    /// it ends up with the leader's data, and its log, read back on its own, recovers exactly that.
+    func testAReplicaOnASlowDiskEndsWithTheLeadersDataAndItsLogRecoversIt() async throws {
+        let disk = FailingDisk()
+        disk.delayWrites(by: 0.004)
+        let replicaDirectory = temporaryDataDirectory()
+        let leader = try await startNode("leader", syncReplicas: 1)
+        let replica = try await startNode(
+            "replica", directory: replicaDirectory, syncReplicas: 1, fileSystem: disk)
+        lead(leader, epoch: 3, followers: [replica])
+        try waitForValue(replica.server.port, "/", .null)
+        let client = try TestClient(port: leader.server.port)
+        var lines = ""
+        for i in 1...3_000 {
+            switch i % 5 {
+            case 0: lines += #"{"id":\#(i),"op":"update","path":"/u","values":{"a":\#(i),"b/c":\#(i)}}"# + "\n"
+            case 1: lines += #"{"id":\#(i),"op":"push","path":"/list","value":\#(i)}"# + "\n"
+            default: lines += #"{"id":\#(i),"op":"set","path":"/c/k\#(i % 7)","value":\#(i)}"# + "\n"
+            }
+        }
+        try client.sendRaw(Array(lines.utf8))
+        for i in 1...3_000 {
+            let answer = try client.readResponse(timeout: 60)
+            XCTAssertEqual(answer["id"], .int(Int64(i)))
+            XCTAssertEqual(answer["ok"], .bool(true), "\(answer)")
+        }
+        let expected = try client.request(#"{"op":"get","path":"/"}"#)
+        XCTAssertEqual(expected["rev"], .int(3_000))
+        try waitForValue(replica.server.port, "/", expected["value"] ?? .null)
+        await replica.server.shutdown()
+        started.removeAll { $0.directory == replicaDirectory }
+
+        // The replica's log, read back on its own, holds every record in order.
+        var configuration = ServerConfiguration()
+        configuration.port = 0
+        configuration.dataDirectory = replicaDirectory
+        let recovered = try await HearthServer.start(configuration: configuration, logger: Self.logger("recovered"))
+        defer { try? FileManager.default.removeItem(atPath: replicaDirectory) }
+        let reader = try TestClient(port: recovered.port)
+        let read = try reader.request(#"{"op":"get","path":"/"}"#)
+        await recovered.shutdown()
+        XCTAssertEqual(read["rev"], .int(3_000))
+        XCTAssertEqual(read["value"], expected["value"])
+    }
+
     /// A replica acknowledges records once its log has them (it logs them before applying them):
     /// one whose disk refuses them acknowledges nothing, and shows nothing of them.
     func testAReplicaWhoseLogFailsAcknowledgesAndShowsNothingOfTheRecords() async throws {

@@ -111,8 +111,12 @@ final class StorageFaultTests: XCTestCase {
 final class FailingDisk: FileSystem {
     private let real = PosixFileSystem()
     private let failing = NIOLockedValueBox(false)
+    private let delay = NIOLockedValueBox(0.0)
 
     func failWrites(_ on: Bool) { failing.withLockedValue { $0 = on } }
+
+    /// Makes every write take `seconds` longer (a slow disk).
+    func delayWrites(by seconds: Double) { delay.withLockedValue { $0 = seconds } }
 
     /// A loopback server on free ports over `directory`, acknowledging writes only once fsynced.
     /// A server on this disk, with its data in `directory` (`configuration`).
@@ -134,6 +138,8 @@ final class FailingDisk: FileSystem {
         if failing.withLockedValue({ $0 }) {
             throw StorageError.io(operation: "write", path: file.path, errno: 28)  // ENOSPC
         }
+        let seconds = delay.withLockedValue { $0 }
+        if seconds > 0 { Thread.sleep(forTimeInterval: seconds) }
         try real.write(file, bytes, at: offset)
     }
 
