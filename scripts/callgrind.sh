@@ -92,7 +92,8 @@ stages = {
     "hearth": [
         ("frame and parse the request", ["RequestDecoder.decode(_:)", "RequestDecoder.decode(_:reusing:)", "RequestDecoder.decode(_:reusing:paths:)"]),
         ("apply to the tree", ["Database.apply(_:now:)", "Database.applyInPlace(_:now:)",
-                               "Database.applyInPlace(settingNonEmpty:now:)"]),
+                               "Database.applyInPlace(settingNonEmpty:now:)",
+                               "Database.applyInPlace(settingNonEmpty:at:now:)"]),
         ("change log (resume)", ["ChangeLog.record(rev:paths:before:after:)",
                                  "ChangeLog.record(rev:paths:before:after:setsNonEmptyValue:)",
                                  "ChangeLog.keptNodes(ofNonEmptySetAt:in:) + ChangeLog.record(rev:kept:)",
