@@ -148,25 +148,17 @@ public struct NodeImporter {
     }
 
     func leaf(_ json: JSONValue) throws(DatabaseError) -> LeafValue {
-        switch json {
-        case .bool(let b): return .bool(b)
-        case .int(let i): return .number(.int(i))
-        case .double(let d):
-            guard d.isFinite else {
-                throw DatabaseError(.invalidValue, "numbers must be finite at \(describePath(nil))")
-            }
-            return .number(.normalised(d))
-        case .string(let s):
-            if s.utf8.count > limits.maxStringBytes {
-                throw DatabaseError(
-                    .tooLarge,
-                    "string at \(describePath(nil)) is \(s.utf8.count) bytes; the maximum is \(limits.maxStringBytes)"
-                )
-            }
-            return .string(s)
-        default:
-            throw DatabaseError(.invalidValue, "expected a boolean, number or string at \(describePath(nil))")
+        if case .string(let s) = json, s.utf8.count > limits.maxStringBytes {
+            throw DatabaseError(
+                .tooLarge,
+                "string at \(describePath(nil)) is \(s.utf8.count) bytes; the maximum is \(limits.maxStringBytes)"
+            )
         }
+        if let leaf = LeafValue(scalar: json) { return leaf }
+        if case .double = json {
+            throw DatabaseError(.invalidValue, "numbers must be finite at \(describePath(nil))")
+        }
+        throw DatabaseError(.invalidValue, "expected a boolean, number or string at \(describePath(nil))")
     }
 
     mutating func importPriority(_ json: JSONValue) throws(DatabaseError) -> Priority? {
@@ -226,6 +218,21 @@ extension ServerValue {
         case .increment(let delta):
             if case .number(let n)? = current.leafValue { return .number(n.adding(delta)) }
             return .number(delta)
+        }
+    }
+}
+
+extension LeafValue {
+    /// A JSON scalar as a leaf value, without the importer's limits (a value read back from the
+    /// log was checked when it was written); nil for anything else, and for a number that is not
+    /// finite.
+    package init?(scalar json: JSONValue) {
+        switch json {
+        case .string(let string): self = .string(string)
+        case .int(let int): self = .number(.int(int))
+        case .bool(let bool): self = .bool(bool)
+        case .double(let double) where double.isFinite: self = .number(.normalised(double))
+        default: return nil
         }
     }
 }

@@ -127,24 +127,13 @@ enum WritePayload {
         _ pathText: UnsafeRawBufferPointer, _ value: JSONValue, previous: Path?
     ) throws(FormatError) -> (path: Path, node: Node) {
         let path = try parsePath(pathText, previous: previous)
-        if let leaf = storedLeaf(value) { return (path, .leaf(leaf)) }
+        // A logged scalar was validated when it was written: no importer for it.
+        if let leaf = LeafValue(scalar: value) { return (path, .leaf(leaf)) }
         do {
             var importer = NodeImporter(limits: RecoveryLimits.node, baseDepth: path.count)
             return (path, try importer.importNode(value))
         } catch {
             throw FormatError(offset: 0, reason: "record payload has an invalid entry: \(error.message)")
-        }
-    }
-
-    /// A logged scalar as a leaf, without an importer (it was validated when it was written);
-    /// nil for anything else, which `NodeImporter` imports.
-    private static func storedLeaf(_ value: JSONValue) -> LeafValue? {
-        switch value {
-        case .string(let string): .string(string)
-        case .int(let int): .number(.int(int))
-        case .bool(let bool): .bool(bool)
-        case .double(let double) where double.isFinite: .number(.normalised(double))
-        default: nil
         }
     }
 

@@ -119,15 +119,8 @@ final class ConfirmationGate: Sendable {
             for index in state.entries.indices where now - state.entries[index].since >= timeoutMs {
                 var kept: Outputs = []
                 for (session, items) in state.entries[index].outputs {
-                    var rest: [Outbound] = []
-                    var answers: [Outbound] = []
-                    for item in items {
-                        if case .response(let id, _) = item {
-                            answers.append(.response(id, .failure(error)))
-                        } else {
-                            rest.append(item)
-                        }
-                    }
+                    let rest = items.filter { if case .response = $0 { false } else { true } }
+                    let answers = Self.failedAnswers(items, error)
                     if !rest.isEmpty { kept.append((session, rest)) }
                     if !answers.isEmpty { failed.append((session, answers)) }
                 }
@@ -177,13 +170,17 @@ final class ConfirmationGate: Sendable {
         var outputs: Outputs = []
         for entry in entries {
             for (session, items) in entry.outputs {
-                let answers = items.compactMap { item -> Outbound? in
-                    if case .response(let id, _) = item { return .response(id, .failure(error)) }
-                    return nil
-                }
+                let answers = failedAnswers(items, error)
                 if !answers.isEmpty { outputs.append((session, answers)) }
             }
         }
         Engine.deliver(outputs)
+    }
+
+    /// The answers among `items`, each failing with `error` instead.
+    private static func failedAnswers(_ items: [Outbound], _ error: DatabaseError) -> [Outbound] {
+        items.compactMap { item in
+            if case .response(let id, _) = item { .response(id, .failure(error)) } else { nil }
+        }
     }
 }

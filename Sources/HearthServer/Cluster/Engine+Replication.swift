@@ -381,9 +381,9 @@ extension Engine {
         link.send(ack)
     }
 
-    /// The event loop that read the acknowledgement has usually released what it confirms
-    /// already (`ConfirmationGate.acknowledged`); the engine keeps the stream's position, and
-    /// tells the replicas the new confirmed revision.
+    /// The connection that read the acknowledgement already released what it confirms
+    /// (`ConfirmationGate.acknowledged`); the engine keeps the stream's position, and tells the
+    /// replicas the new confirmed revision.
     private func replicaAcked(session: UInt64, rev: UInt64, now: Int64, batch: inout Batch) {
         guard var stream = replication.streams[session] else { return }
         stream.ackedRev = max(stream.ackedRev, rev)
@@ -391,9 +391,6 @@ extension Engine {
         replication.streams[session] = stream
         if replication.switchover != nil { checkSwitchover(now: now, batch: &batch) }
         guard replication.syncReplicas > 0, replication.role.isLeader else { return }
-        let acked = replication.streams.values.map(\.ackedRev).sorted(by: >)
-        guard acked.count >= replication.syncReplicas else { return }
-        confirmations.advance(to: min(acked[replication.syncReplicas - 1], database.rev), now: now)
         if confirmations.confirmedRev > replication.announcedConfirmedRev { replication.confirmationUnsent = true }
     }
 
@@ -490,7 +487,7 @@ extension Engine {
                 batch.committed(rev: database.rev)
                 writeIDs.settle()
             }
-            advanceConfirmed(to: confirmedRev, batch: &batch)
+            confirmations.advance(to: confirmedRev, now: clock())
             noteCaughtUp()
         case .snapshotChunk(let rev, let data, let done):
             guard var incoming = replication.incomingSnapshot, incoming.rev == rev else { return }
@@ -502,7 +499,7 @@ extension Engine {
                 noteCaughtUp()
             }
         case .heartbeat(let confirmedRev):
-            advanceConfirmed(to: confirmedRev, batch: &batch)
+            confirmations.advance(to: confirmedRev, now: clock())
             if replication.role != .standalone, database.rev >= confirmedRev { publishPosition(state: "streaming") }
         case .rules(let document):
             adoptRules(document, now: now, batch: &batch)
@@ -599,10 +596,6 @@ extension Engine {
         } else if let write, let before {
             afterWrite(write, before: before, rev: committed.rev, now: now, batch: &batch)
         }
-    }
-
-    private func advanceConfirmed(to rev: UInt64, batch: inout Batch) {
-        confirmations.advance(to: rev, now: clock())
     }
 
     /// A replica that has every record the leader had when the stream started is streaming.
