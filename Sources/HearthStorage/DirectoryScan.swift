@@ -31,7 +31,8 @@ struct DirectoryScan {
         let firstRev: UInt64
         /// Bytes in the file.
         var size: Int64
-        /// The end of the last valid record (the size unless the problem is in this segment).
+        /// The end of the last valid record: the size, unless the problem is in this segment or
+        /// zeros follow (the room the segment was preallocated with, docs/STORAGE.md).
         var validEnd: Int64
         /// The revision after its last valid record.
         var nextRev: UInt64
@@ -233,6 +234,9 @@ struct DirectoryScan {
         }
         records: while offset < bytes.count {
             switch WALFormat.parseRecord(bytes, at: offset) {
+            case .invalid where !batchOpen && WALFormat.isZero(bytes, from: offset):
+                // The zero-filled room a segment is preallocated with: the log ends here.
+                break records
             case .invalid(let reason, let torn):
                 problem = fail(reason, torn: torn && isLast)
                 break records

@@ -86,6 +86,7 @@ extension Storage {
         }
         segmentFirstRev = rev + 1
         segmentEnd = Int64(WALFormat.segmentHeaderSize)
+        segmentFileEnd = segmentEnd
         lastRev = rev
         unsynced = false
         onDisconnect = registrations

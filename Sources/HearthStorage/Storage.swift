@@ -29,6 +29,8 @@ public final class Storage: @unchecked Sendable {
     var segmentFirstRev: UInt64
     /// Where the next record goes: the end of the last good batch.
     var segmentEnd: Int64
+    /// The segment's size: from `segmentEnd` to here it holds zeros (its preallocated room).
+    var segmentFileEnd: Int64
     /// The revision of the last record appended.
     public internal(set) var lastRev: UInt64
     /// The onDisconnect registrations neither run nor cancelled: those recovered, then kept up
@@ -62,7 +64,7 @@ public final class Storage: @unchecked Sendable {
 
     private init(
         directory: String, options: StorageOptions, fileSystem: any FileSystem, logger: Logger, lockFile: OpenFile,
-        segment: OpenFile, segmentFirstRev: UInt64, segmentEnd: Int64, lastRev: UInt64,
+        segment: OpenFile, segmentFirstRev: UInt64, segmentEnd: Int64, segmentFileEnd: Int64, lastRev: UInt64,
         onDisconnect: OnDisconnectLog, writeIDs: WriteIDLog, shared: Shared
     ) {
         self.directory = directory
@@ -73,6 +75,7 @@ public final class Storage: @unchecked Sendable {
         self.segment = segment
         self.segmentFirstRev = segmentFirstRev
         self.segmentEnd = segmentEnd
+        self.segmentFileEnd = segmentFileEnd
         self.lastRev = lastRev
         self.onDisconnect = onDisconnect
         self.recoveredWriteIDs = writeIDs
@@ -155,11 +158,13 @@ public final class Storage: @unchecked Sendable {
         let segment: OpenFile
         let segmentFirstRev: UInt64
         let segmentEnd: Int64
+        var segmentFileEnd = Int64(WALFormat.segmentHeaderSize)
         var olderBytes = scan.liveSegments.reduce(Int64(0)) { $0 + $1.validEnd }
         if let last = scan.liveSegments.last, last.nextRev == rev + 1 {
             segment = try fileSystem.open(DataFiles.path(directory, last.name), mode: .readWrite)
             segmentFirstRev = last.firstRev
             segmentEnd = last.validEnd
+            segmentFileEnd = last.size
             olderBytes -= last.validEnd
         } else {
             switch createSegment(firstRev: rev + 1, directory: directory, fileSystem: fileSystem) {
@@ -171,7 +176,8 @@ public final class Storage: @unchecked Sendable {
         }
         let storage = Storage(
             directory: directory, options: options, fileSystem: fileSystem, logger: logger, lockFile: lock,
-            segment: segment, segmentFirstRev: segmentFirstRev, segmentEnd: segmentEnd, lastRev: rev,
+            segment: segment, segmentFirstRev: segmentFirstRev, segmentEnd: segmentEnd,
+            segmentFileEnd: segmentFileEnd, lastRev: rev,
             onDisconnect: scan.onDisconnect, writeIDs: scan.writeIDs,
             shared: Shared(snapshotBytes: scan.snapshotBytes, olderSegmentBytes: olderBytes))
         let elapsed = ContinuousClock.now - started
@@ -288,9 +294,13 @@ public final class Storage: @unchecked Sendable {
             try encode(index, rev, index < count - 1, &encodeBuffer)
         }
         let start = segmentEnd
+        if options.fsync == .always, options.walPreallocationBytes > 0 {
+            try preallocate(segment, toHold: start + Int64(encodeBuffer.count))
+        }
         do { try fileSystem.write(segment, encodeBuffer, at: start) } catch {
             throw fail(error, truncatingTo: start)
         }
+        segmentFileEnd = max(segmentFileEnd, start + Int64(encodeBuffer.count))
         unsynced = true
         beforeSync()
         if options.fsync == .always {
@@ -303,6 +313,23 @@ public final class Storage: @unchecked Sendable {
             if let change = change(index) { onDisconnect.apply(change) }
         }
         if encodeBuffer.capacity > 16 * 1024 * 1024 { encodeBuffer = [] }
+    }
+
+    /// Makes the segment hold zeros, written and fsynced, at least up to `end`: when it does not,
+    /// zero-fills it from its end up to the next multiple of `walPreallocationBytes` past `end`.
+    /// A failure fails the storage like a failed append (nothing of the batch was written).
+    private func preallocate(_ segment: OpenFile, toHold end: Int64) throws(StorageError) {
+        guard end > segmentFileEnd else { return }
+        let step = Int64(options.walPreallocationBytes)
+        let newEnd = (end / step + 1) * step
+        do {
+            let zeros = [UInt8](repeating: 0, count: Int(newEnd - segmentFileEnd))
+            try fileSystem.write(segment, zeros, at: segmentFileEnd)
+            try fileSystem.fsync(segment)
+        } catch {
+            throw fail(error, truncatingTo: segmentEnd)
+        }
+        segmentFileEnd = newEnd
     }
 
     /// Under `fsync: everysec`, fsyncs the log when something was appended since the last
@@ -404,6 +431,15 @@ public final class Storage: @unchecked Sendable {
 
     // MARK: - Rotation (engine thread, for Storage+Compaction)
 
+    /// Cuts the zeros a segment no longer written to was preallocated with. Best effort: recovery
+    /// reads zeros after a segment's last batch as its end, so a failure only leaves them there.
+    private func trimPreallocation(_ file: OpenFile) {
+        guard segmentFileEnd > segmentEnd else { return }
+        do { try fileSystem.truncate(file, to: segmentEnd) } catch {
+            logger.debug("could not trim a WAL segment's preallocated room", metadata: ["error": "\(error)"])
+        }
+    }
+
     /// The first revision of the current segment.
     var currentSegmentFirstRev: UInt64 { segmentFirstRev }
 
@@ -429,10 +465,12 @@ public final class Storage: @unchecked Sendable {
         case .created(let file):
             let oldBytes = segmentEnd
             shared.withLock { $0.olderSegmentBytes += oldBytes }
+            trimPreallocation(old)
             fileSystem.close(old)
             segment = file
             segmentFirstRev = firstRev
             segmentEnd = Int64(WALFormat.segmentHeaderSize)
+            segmentFileEnd = segmentEnd
             logger.debug("started a new WAL segment", metadata: ["firstRev": "\(firstRev)"])
         }
     }

@@ -97,9 +97,53 @@ enum WALFormat {
         /// whether more records of its batch follow.
         case record(rev: UInt64, payload: Range<Int>, end: Int, continues: Bool)
         /// No valid record. `torn` when the bytes look like a write cut short by a crash — an
-        /// incomplete record, a bad record whose extent is exactly the rest of the file, or zeros
-        /// to the end — which is acceptable only at the very end of the last segment.
+        /// incomplete record, a bad record whose extent is exactly the rest of the file, zeros
+        /// to the end, or a bad record whose payload ends in zero or with a sector's part of
+        /// zeros (`hasUnwrittenSector`) — which is acceptable only at the end of the last segment.
         case invalid(reason: String, torn: Bool)
+    }
+
+    /// The unit a disk writes whole. A write cut short by a crash leaves each sector it covered
+    /// either written or as it was; in a preallocated segment, "as it was" is zeros.
+    static let sectorSize = 512
+
+    /// Whether every byte of `bytes` from `offset` on is zero: the part of a preallocated
+    /// segment nothing was written to yet.
+    static func isZero(_ bytes: [UInt8], from offset: Int) -> Bool {
+        bytes[offset...].allSatisfy { $0 == 0 }
+    }
+
+    /// Whether the part of some sector that `range` covers is all zeros. A payload is JSON,
+    /// which never holds a zero byte, so that part was never written: the sign of a torn write
+    /// (as etcd's WAL judges it), where damage in acknowledged data is a flipped bit, not a
+    /// sector of zeros.
+    static func hasUnwrittenSector(_ bytes: [UInt8], in range: Range<Int>) -> Bool {
+        var start = range.lowerBound
+        let end = min(range.upperBound, bytes.count)
+        while start < end {
+            let sectorEnd = min((start / sectorSize + 1) * sectorSize, end)
+            if bytes[start..<sectorEnd].allSatisfy({ $0 == 0 }) { return true }
+            start = sectorEnd
+        }
+        return false
+    }
+
+    /// Whether a record header that fails its checksum at `offset` lies where a write cut short
+    /// left zeros: zeros to the end; its sector's part from `offset` on, or a whole sector
+    /// starting inside it (a header may hold a few zero bytes itself, so a sector counts only to
+    /// its end or the file's); or its last byte and the payload's first (never zero) both zero,
+    /// where a write stopped inside the header.
+    private static func headerLooksUnwritten(_ bytes: [UInt8], at offset: Int) -> Bool {
+        if isZero(bytes, from: offset) { return true }
+        let firstSectorEnd = (offset / sectorSize + 1) * sectorSize
+        if hasUnwrittenSector(bytes, in: offset..<firstSectorEnd) { return true }
+        if firstSectorEnd < offset + recordHeaderSize,
+            hasUnwrittenSector(bytes, in: firstSectorEnd..<(firstSectorEnd + sectorSize))
+        {
+            return true
+        }
+        let payloadStart = offset + recordHeaderSize
+        return payloadStart < bytes.count && bytes[payloadStart - 1] == 0 && bytes[payloadStart] == 0
     }
 
     /// Parses the record at `offset` of `bytes` (a whole segment file).
@@ -111,8 +155,7 @@ enum WALFormat {
         }
         let headerCRC = bytes.loadUInt32(at: offset + 16)
         guard CRC32.checksum(bytes, offset..<(offset + 16)) == headerCRC else {
-            let zeros = bytes[offset...].allSatisfy { $0 == 0 }
-            return .invalid(reason: "record header checksum mismatch", torn: zeros)
+            return .invalid(reason: "record header checksum mismatch", torn: headerLooksUnwritten(bytes, at: offset))
         }
         let lengthWord = bytes.loadUInt32(at: offset)
         let length = Int(lengthWord & ~continuesFlag)
@@ -127,7 +170,11 @@ enum WALFormat {
         let revCRC = CRC32.checksum(bytes, (offset + 8)..<(offset + 16))
         let crc = CRC32.checksum(bytes, (offset + recordHeaderSize)..<end, continuing: revCRC)
         guard crc == bytes.loadUInt32(at: offset + 4) else {
-            return .invalid(reason: "record of rev \(rev) fails its checksum", torn: end == bytes.count)
+            // A payload (JSON) never ends in a zero byte: one that does was cut short.
+            let torn =
+                end == bytes.count || bytes[end - 1] == 0
+                || hasUnwrittenSector(bytes, in: (offset + recordHeaderSize)..<end)
+            return .invalid(reason: "record of rev \(rev) fails its checksum", torn: torn)
         }
         return .record(
             rev: rev, payload: (offset + recordHeaderSize)..<end, end: end, continues: lengthWord & continuesFlag != 0)

@@ -35,7 +35,7 @@ final class CheckerTests: XCTestCase {
         for _ in 0..<6 {
             try storage.append(workload.batch(1))
             states.append(workload.database)
-            ends.append(dir.read(segment).count)
+            ends.append(dir.logEnd(segment))
         }
         try storage.close()
         // Damage the third record (rev 3), which starts where the second ends.
@@ -183,7 +183,7 @@ final class CheckerTests: XCTestCase {
         for _ in 0..<3 { try storage.append(workload.batch(1)) }
         try storage.close()
         let segment = try XCTUnwrap(dir.segments().last)
-        let bytes = dir.read(segment)
+        let bytes = dir.log(segment)
         dir.write(segment, Array(bytes.dropLast(3)))
         let report = StorageChecker.check(directory: dir.path)
         XCTAssertEqual(report.problem?.isTornTail, true)

@@ -60,20 +60,20 @@ final class EncodedAppendTests: XCTestCase {
         ).storage
         try storage.append(workload.batch(2))
         let segment = try XCTUnwrap(dir.segments().last)
-        let before = dir.read(segment).count
+        let before = dir.logEnd(segment)
 
         var sizeSeen: Int?
-        try storage.append(workload.batch(3).map { EncodedRecord(.write($0)) }) { sizeSeen = dir.read(segment).count }
+        try storage.append(workload.batch(3).map { EncodedRecord(.write($0)) }) { sizeSeen = dir.logEnd(segment) }
         XCTAssertGreaterThan(try XCTUnwrap(sizeSeen), before, "the batch is written when beforeSync runs")
 
         // The fsync comes after: when it fails, beforeSync has run and the batch is cut away.
-        let size = dir.read(segment).count
+        let size = dir.logEnd(segment)
         plan.failNth(.fsync, 1)
         var called = false
         XCTAssertThrowsError(try storage.append(workload.batch(1).map { EncodedRecord(.write($0)) }) { called = true })
         XCTAssertTrue(called)
         XCTAssertEqual(plan.failures, [.fsync])
-        XCTAssertEqual(dir.read(segment).count, size)
+        XCTAssertEqual(dir.logEnd(segment), size)
         plan.disarm()
         try? storage.close()
         let (reopened, recovered) = try Storage.open(directory: dir.path, logger: logs.logger)

@@ -42,7 +42,7 @@ final class FaultInjectionTests: XCTestCase {
         ).storage
         try storage.append(workload.batch(2))
         let segment = try XCTUnwrap(dir.segments().last)
-        let size = dir.read(segment).count
+        let size = dir.logEnd(segment)
         plan.failNth(.fsync, 1)
         XCTAssertThrowsError(try storage.append(workload.batch(3))) { error in
             XCTAssertEqual((error as? StorageError)?.kind, .io)
@@ -52,7 +52,7 @@ final class FaultInjectionTests: XCTestCase {
             XCTAssertEqual((error as? StorageError)?.file, dir.file(segment))
             XCTAssertFalse("\(error)".contains(".tmp"), "\(error)")
         }
-        XCTAssertEqual(dir.read(segment).count, size, "the failed batch was truncated away")
+        XCTAssertEqual(dir.logEnd(segment), size, "the failed batch was truncated away")
         plan.disarm()
         XCTAssertNotNil(storage.failureError)
         XCTAssertFalse(storage.wantsCompaction)

@@ -17,7 +17,7 @@ final class FormatTests: XCTestCase {
             CommittedWrite(rev: 2, overwrites: [(priority, .leaf(.number(.int(7))))]),
         ])
         try storage.close()
-        let bytes = dir.read("wal-00000000000000000001.log")
+        let bytes = dir.log("wal-00000000000000000001.log")
         let expected = """
             48 57 41 4c 01 00 00 00 01 00 00 00 00 00 00 00
             14 00 00 80 56 52 fe 9f 01 00 00 00 00 00 00 00 09 b6 50 5a
@@ -44,7 +44,7 @@ final class FormatTests: XCTestCase {
             .write(CommittedWrite(rev: 1, overwrites: [(alice, .leaf(.string("online")))])), .onDisconnect(change),
         ])
         try storage.close()
-        let bytes = dir.read("wal-00000000000000000001.log")
+        let bytes = dir.log("wal-00000000000000000001.log")
         XCTAssertEqual(bytes.count, 66 + 121)
         let expected = """
             65 00 00 00 d9 45 90 d6 01 00 00 00 00 00 00 00 d0 11 b5 a3

@@ -116,12 +116,12 @@ final class OnDisconnectRecordTests: XCTestCase {
         for _ in 0..<3 { try storage.append([.onDisconnect(registrations.next()), .write(writes.next())]) }
         let before = (writes.database, registrations.live)
         let segment = try XCTUnwrap(dir.segments().last)
-        let goodEnd = dir.read(segment).count
+        let goodEnd = dir.logEnd(segment)
         try storage.append([
             .write(writes.next()), .onDisconnect(registrations.next()), .onDisconnect(registrations.next()),
         ])
         try storage.close()
-        let full = dir.read(segment)
+        let full = dir.log(segment)
         for cut in stride(from: goodEnd, to: full.count, by: 7) {
             dir.write(segment, Array(full[..<cut]))
             let (reopened, recovered) = try Storage.open(directory: dir.path, logger: logs.logger)
@@ -167,7 +167,7 @@ final class OnDisconnectRecordTests: XCTestCase {
         let storage = try open(dir)
         try storage.append([.write(writes.next())])
         let segment = try XCTUnwrap(dir.segments().last)
-        let recordStart = dir.read(segment).count
+        let recordStart = dir.logEnd(segment)
         try storage.append([.onDisconnect(registrations.next()), .write(writes.next())])
         try storage.append([.onDisconnect(registrations.next())])
         try storage.close()

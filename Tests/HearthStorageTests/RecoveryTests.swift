@@ -105,10 +105,10 @@ final class RecoveryTests: XCTestCase {
         for _ in 0..<4 { try storage.append(workload.batch(2)) }
         let before = workload.database
         let segment = try XCTUnwrap(dir.segments().last)
-        let goodEnd = dir.read(segment).count
+        let goodEnd = dir.logEnd(segment)
         try storage.append(workload.batch(3))
         try storage.close()
-        let full = dir.read(segment)
+        let full = dir.log(segment)
         XCTAssertGreaterThan(full.count, goodEnd + 60)
 
         for cut in goodEnd..<full.count {
@@ -118,7 +118,7 @@ final class RecoveryTests: XCTestCase {
             try reopened.close()
             XCTAssertEqual(rev, before.rev, "cut at \(cut)")
             XCTAssertEqual(root, before.root, "cut at \(cut)")
-            XCTAssertEqual(dir.read(segment).count, goodEnd, "cut at \(cut)")
+            XCTAssertEqual(dir.logEnd(segment), goodEnd, "cut at \(cut)")
             let warnings = logs.entries(atLeast: .warning)
             if cut == goodEnd {
                 XCTAssertTrue(warnings.isEmpty)
@@ -151,10 +151,10 @@ final class RecoveryTests: XCTestCase {
         try storage.append(workload.batch(3))
         let before = workload.database
         let segment = try XCTUnwrap(dir.segments().last)
-        let goodEnd = dir.read(segment).count
+        let goodEnd = dir.logEnd(segment)
         try storage.append(workload.batch(1))
         try storage.close()
-        let full = dir.read(segment)
+        let full = dir.log(segment)
 
         // The file grew but the record's blocks were never written.
         dir.write(segment, Array(full[..<goodEnd]) + [UInt8](repeating: 0, count: 4096))
@@ -170,7 +170,7 @@ final class RecoveryTests: XCTestCase {
         (reopened, root, rev) = try open(dir)
         try reopened.close()
         XCTAssertEqual(rev, before.rev)
-        XCTAssertEqual(dir.read(segment).count, goodEnd)
+        XCTAssertEqual(dir.logEnd(segment), goodEnd)
     }
 
     func testCorruptionInTheMiddleIsRefusedWithFileAndOffset() throws {
@@ -180,7 +180,7 @@ final class RecoveryTests: XCTestCase {
         let (storage, _, _) = try open(dir)
         try storage.append(workload.batch(2))
         let segment = try XCTUnwrap(dir.segments().last)
-        let secondBatch = dir.read(segment).count
+        let secondBatch = dir.logEnd(segment)
         try storage.append(workload.batch(2))
         try storage.append(workload.batch(2))
         try storage.close()

@@ -28,6 +28,17 @@ struct TestDirectory {
         (try? Data(contentsOf: URL(fileURLWithPath: file(name)))).map { [UInt8]($0) } ?? []
     }
 
+    /// A segment's bytes up to the end of its last record, without the zeros it is preallocated
+    /// with (a record never ends in a zero byte; the segment header does, so it is kept whole).
+    func log(_ name: String) -> [UInt8] {
+        let bytes = read(name)
+        let end = (bytes.lastIndex { $0 != 0 }).map { $0 + 1 } ?? 0
+        return Array(bytes[..<min(bytes.count, max(end, 16))])
+    }
+
+    /// Where the next record of a segment goes: `log(name).count`.
+    func logEnd(_ name: String) -> Int { log(name).count }
+
     func write(_ name: String, _ bytes: [UInt8]) {
         _ = FileManager.default.createFile(atPath: file(name), contents: Data(bytes))
     }
