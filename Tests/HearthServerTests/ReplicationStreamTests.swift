@@ -67,7 +67,8 @@ final class ReplicationStreamTests: XCTestCase {
 
     func startNode(
         _ name: String, directory: String? = nil, syncReplicas: Int = 0, http: Bool = false, pki: TestPKI? = nil,
-        maxMessageBytes: Int? = nil, rulesFile: String? = nil, fileSystem: any FileSystem = PosixFileSystem()
+        maxMessageBytes: Int? = nil, rulesFile: String? = nil, fileSystem: any FileSystem = PosixFileSystem(),
+        fsync: FsyncPolicy = .never
     ) async throws -> Node {
         var configuration = ServerConfiguration()
         configuration.rulesFile = rulesFile
@@ -78,7 +79,7 @@ final class ReplicationStreamTests: XCTestCase {
         configuration.tlsCertificate = pki?.path("server.crt")
         configuration.tlsKey = pki?.path("server.key")
         configuration.dataDirectory = directory ?? temporaryDataDirectory()
-        configuration.fsync = .never
+        configuration.fsync = fsync
         let membership = FixedMembership()
         let server = try await HearthServer.start(
             configuration: configuration, fileSystem: fileSystem, logger: Self.logger(name),
@@ -524,16 +525,17 @@ final class ReplicationStreamTests: XCTestCase {
         XCTAssertEqual(try subscriber.readJSON()["value"], .int(3))
     }
 
-    /// A replica on a slow disk takes a pipelined burst of sets, updates and pushes in many turns
-    /// of many records each (logged ahead, acknowledged, then applied), while more keep arriving:
-    /// it ends up with the leader's data, and its log, read back on its own, recovers exactly that.
+    /// A replica on a slow disk (fsync always) takes a pipelined burst of sets, updates and pushes
+    /// in many turns of many records each (logged ahead, acknowledged, then applied), while more
+    /// keep arriving: it ends up with the leader's data, and its log, read back on its own,
+    /// recovers exactly that.
     func testAReplicaOnASlowDiskEndsWithTheLeadersDataAndItsLogRecoversIt() async throws {
         let disk = FailingDisk()
         disk.delayWrites(by: 0.004)
         let replicaDirectory = temporaryDataDirectory()
         let leader = try await startNode("leader", syncReplicas: 1)
         let replica = try await startNode(
-            "replica", directory: replicaDirectory, syncReplicas: 1, fileSystem: disk)
+            "replica", directory: replicaDirectory, syncReplicas: 1, fileSystem: disk, fsync: .always)
         lead(leader, epoch: 3, followers: [replica])
         try waitForValue(replica.server.port, "/", .null)
         let client = try TestClient(port: leader.server.port)
@@ -573,9 +575,19 @@ final class ReplicationStreamTests: XCTestCase {
     /// A replica acknowledges records once its log has them (it logs them before applying them):
     /// one whose disk refuses them acknowledges nothing, and shows nothing of them.
     func testAReplicaWhoseLogFailsAcknowledgesAndShowsNothingOfTheRecords() async throws {
+        try await checkAReplicaWhoseLogFails { $0.failWrites(true) }
+    }
+
+    /// The same when the write succeeds and its fsync fails: the replica then applies the
+    /// records as a batch whose append fails, undone with their events.
+    func testAReplicaWhoseLogsFsyncFailsAcknowledgesAndShowsNothingOfTheRecords() async throws {
+        try await checkAReplicaWhoseLogFails { $0.failFsyncs(true) }
+    }
+
+    private func checkAReplicaWhoseLogFails(by failing: (FailingDisk) -> Void) async throws {
         let disk = FailingDisk()
         let leader = try await startNode("leader", syncReplicas: 1)
-        let replica = try await startNode("replica", syncReplicas: 1, fileSystem: disk)
+        let replica = try await startNode("replica", syncReplicas: 1, fileSystem: disk, fsync: .always)
         lead(leader, epoch: 4, followers: [replica])
         try waitForValue(replica.server.port, "/", .null)
         let client = try TestClient(port: leader.server.port)
@@ -585,11 +597,15 @@ final class ReplicationStreamTests: XCTestCase {
         }
         let onReplica = try TestClient(port: replica.server.port)
         XCTAssertEqual(try onReplica.request(#"{"op":"get","path":"/n"}"#)["value"], .int(20))
+        let subscriber = try TestClient(port: replica.server.port)
+        XCTAssertEqual(try subscriber.request(#"{"op":"subscribe","path":"/n","events":["value"]}"#)["ok"], .bool(true))
+        XCTAssertEqual(try subscriber.readJSON()["value"], .int(20))
 
-        disk.failWrites(true)
+        failing(disk)
         let refused = try client.request(#"{"op":"set","path":"/n","value":21}"#)
         XCTAssertEqual(refused["error"]?["code"], .string("unavailable"), "\(refused)")
         XCTAssertTrue(refused["error"]?["message"]?.stringValue?.contains("not enough replicas") == true, "\(refused)")
         XCTAssertEqual(try onReplica.request(#"{"op":"get","path":"/n"}"#)["value"], .int(20), "not applied")
+        XCTAssertThrowsError(try subscriber.readLine(timeout: 0.3), "an event of a write the replica's log lacks")
     }
 }

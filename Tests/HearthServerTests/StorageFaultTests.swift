@@ -111,9 +111,13 @@ final class StorageFaultTests: XCTestCase {
 final class FailingDisk: FileSystem {
     private let real = PosixFileSystem()
     private let failing = NIOLockedValueBox(false)
+    private let failingFsyncs = NIOLockedValueBox(false)
     private let delay = NIOLockedValueBox(0.0)
 
     func failWrites(_ on: Bool) { failing.withLockedValue { $0 = on } }
+
+    /// Makes every fsync fail (EIO) while writes still succeed.
+    func failFsyncs(_ on: Bool) { failingFsyncs.withLockedValue { $0 = on } }
 
     /// Makes every write take `seconds` longer (a slow disk).
     func delayWrites(by seconds: Double) { delay.withLockedValue { $0 = seconds } }
@@ -145,7 +149,12 @@ final class FailingDisk: FileSystem {
 
     func open(_ path: String, mode: OpenMode) throws(StorageError) -> OpenFile { try real.open(path, mode: mode) }
     func close(_ file: OpenFile) { real.close(file) }
-    func fsync(_ file: OpenFile) throws(StorageError) { try real.fsync(file) }
+    func fsync(_ file: OpenFile) throws(StorageError) {
+        if failingFsyncs.withLockedValue({ $0 }) {
+            throw StorageError.io(operation: "fsync", path: file.path, errno: 5)  // EIO
+        }
+        try real.fsync(file)
+    }
     func fsyncDirectory(_ path: String) throws(StorageError) { try real.fsyncDirectory(path) }
     func rename(_ source: String, to destination: String) throws(StorageError) {
         try real.rename(source, to: destination)
