@@ -16,6 +16,17 @@ final class PreallocationTests: XCTestCase {
         return (opened.storage, opened.recovered.root, opened.recovered.rev)
     }
 
+    /// Opens `dir`, which must recover exactly `expected` and check clean.
+    private func assertRecovers(
+        _ dir: TestDirectory, to expected: Database, file: StaticString = #filePath, line: UInt = #line
+    ) throws {
+        let (storage, root, rev) = try open(dir)
+        try storage.close()
+        XCTAssertEqual(rev, expected.rev, file: file, line: line)
+        XCTAssertEqual(root, expected.root, file: file, line: line)
+        XCTAssertTrue(StorageChecker.check(directory: dir.path).isOK, file: file, line: line)
+    }
+
     func testRecordsGoIntoZerosWrittenAheadAndTheZerosEndTheLog() throws {
         let dir = TestDirectory()
         defer { dir.remove() }
@@ -43,11 +54,7 @@ final class PreallocationTests: XCTestCase {
         XCTAssertEqual(dir.read(segment).count, size, "the room is kept")
         try reopened.append(workload.batch(2))
         try reopened.close()
-        let (again, finalRoot, finalRev) = try open(dir)
-        try again.close()
-        XCTAssertEqual(finalRev, workload.database.rev)
-        XCTAssertEqual(finalRoot, workload.database.root)
-        XCTAssertTrue(StorageChecker.check(directory: dir.path).isOK)
+        try assertRecovers(dir, to: workload.database)
     }
 
     func testOtherPoliciesAppendWithoutPreallocating() throws {
@@ -185,11 +192,7 @@ final class PreallocationTests: XCTestCase {
             XCTAssertEqual(dir.segments().count, 2)
             XCTAssertEqual(dir.read(first).count, trimFails ? 4096 : firstEnd, "trim fails: \(trimFails)")
 
-            let (reopened, root, rev) = try open(dir)
-            try reopened.close()
-            XCTAssertEqual(rev, workload.database.rev)
-            XCTAssertEqual(root, workload.database.root)
-            XCTAssertTrue(StorageChecker.check(directory: dir.path).isOK)
+            try assertRecovers(dir, to: workload.database)
         }
     }
 
