@@ -87,6 +87,7 @@ extension Storage {
         segmentFirstRev = rev + 1
         segmentEnd = Int64(WALFormat.segmentHeaderSize)
         segmentFileEnd = segmentEnd
+        preallocationRefused = false
         lastRev = rev
         unsynced = false
         onDisconnect = registrations

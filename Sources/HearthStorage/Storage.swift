@@ -31,6 +31,8 @@ public final class Storage: @unchecked Sendable {
     var segmentEnd: Int64
     /// The segment's size: from `segmentEnd` to here it holds zeros (its preallocated room).
     var segmentFileEnd: Int64
+    /// Whether zero-filling the current segment failed (`preallocate`): it then appends.
+    var preallocationRefused = false
     /// The revision of the last record appended.
     public internal(set) var lastRev: UInt64
     /// The onDisconnect registrations neither run nor cancelled: those recovered, then kept up
@@ -317,18 +319,23 @@ public final class Storage: @unchecked Sendable {
 
     /// Makes the segment hold zeros, written and fsynced, at least up to `end`: when it does not,
     /// zero-fills it from its end up to the next multiple of `walPreallocationBytes` past `end`.
-    /// A failure fails the storage like a failed append (nothing of the batch was written).
+    /// The zeros are a speed-up, not a promise: when their write fails (a full disk), the segment
+    /// appends without them from then on. A failed fsync fails the storage like a failed append
+    /// (nothing of the batch was written).
     private func preallocate(_ segment: OpenFile, toHold end: Int64) throws(StorageError) {
-        guard end > segmentFileEnd else { return }
+        guard end > segmentFileEnd, !preallocationRefused else { return }
         let step = Int64(options.walPreallocationBytes)
         let newEnd = (end / step + 1) * step
-        do {
-            let zeros = [UInt8](repeating: 0, count: Int(newEnd - segmentFileEnd))
-            try fileSystem.write(segment, zeros, at: segmentFileEnd)
-            try fileSystem.fsync(segment)
-        } catch {
-            throw fail(error, truncatingTo: segmentEnd)
+        let zeros = [UInt8](repeating: 0, count: Int(newEnd - segmentFileEnd))
+        do { try fileSystem.write(segment, zeros, at: segmentFileEnd) } catch {
+            // Zeros it wrote before failing are harmless: they read as the log's end.
+            preallocationRefused = true
+            logger.warning(
+                "could not zero-fill the write-ahead log ahead of its records (is the disk full?); appending without",
+                metadata: ["file": "\(segment.path)", "error": "\(error)"])
+            return
         }
+        do { try fileSystem.fsync(segment) } catch { throw fail(error, truncatingTo: segmentEnd) }
         segmentFileEnd = newEnd
     }
 
@@ -434,7 +441,8 @@ public final class Storage: @unchecked Sendable {
     /// Cuts the zeros a segment no longer written to was preallocated with. Best effort: recovery
     /// reads zeros after a segment's last batch as its end, so a failure only leaves them there.
     private func trimPreallocation(_ file: OpenFile) {
-        guard segmentFileEnd > segmentEnd else { return }
+        // A refused zero-fill may have left zeros past `segmentFileEnd` too.
+        guard segmentFileEnd > segmentEnd || preallocationRefused else { return }
         do { try fileSystem.truncate(file, to: segmentEnd) } catch {
             logger.debug("could not trim a WAL segment's preallocated room", metadata: ["error": "\(error)"])
         }
@@ -471,6 +479,7 @@ public final class Storage: @unchecked Sendable {
             segmentFirstRev = firstRev
             segmentEnd = Int64(WALFormat.segmentHeaderSize)
             segmentFileEnd = segmentEnd
+            preallocationRefused = false
             logger.debug("started a new WAL segment", metadata: ["firstRev": "\(firstRev)"])
         }
     }
