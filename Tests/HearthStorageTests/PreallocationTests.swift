@@ -16,6 +16,13 @@ final class PreallocationTests: XCTestCase {
         return (opened.storage, opened.recovered.root, opened.recovered.rev)
     }
 
+    /// Opens `dir` on a file system that fails per `plan`.
+    private func openFaulty(_ dir: TestDirectory, _ plan: FaultPlan) throws -> Storage {
+        try Storage.open(
+            directory: dir.path, options: options, fileSystem: FaultyFileSystem(plan: plan), logger: logs.logger
+        ).storage
+    }
+
     /// Opens `dir`, which must recover exactly `expected` and check clean.
     private func assertRecovers(
         _ dir: TestDirectory, to expected: Database, file: StaticString = #filePath, line: UInt = #line
@@ -175,9 +182,7 @@ final class PreallocationTests: XCTestCase {
             defer { dir.remove() }
             var workload = Workload(seed: 65)
             let plan = FaultPlan()
-            let storage = try Storage.open(
-                directory: dir.path, options: options, fileSystem: FaultyFileSystem(plan: plan), logger: logs.logger
-            ).storage
+            let storage = try openFaulty(dir, plan)
             try storage.append(workload.batch(3))
             let first = try XCTUnwrap(dir.segments().first)
             let firstEnd = dir.logEnd(first)
@@ -206,9 +211,7 @@ final class PreallocationTests: XCTestCase {
             defer { dir.remove() }
             var workload = Workload(seed: 66)
             let plan = FaultPlan()
-            let storage = try Storage.open(
-                directory: dir.path, options: options, fileSystem: FaultyFileSystem(plan: plan), logger: logs.logger
-            ).storage
+            let storage = try openFaulty(dir, plan)
             // Fill the first step of room, so that the next batch needs more.
             let segment = try XCTUnwrap(dir.segments().last)
             while dir.read(segment).count - dir.logEnd(segment) > 300 {
