@@ -84,10 +84,7 @@ extension Storage {
         } catch {
             throw fail(error, truncatingTo: nil)
         }
-        segmentFirstRev = rev + 1
-        segmentEnd = Int64(WALFormat.segmentHeaderSize)
-        segmentFileEnd = segmentEnd
-        preallocationRefused = false
+        startedSegment(firstRev: rev + 1)
         lastRev = rev
         unsynced = false
         onDisconnect = registrations

@@ -296,9 +296,7 @@ public final class Storage: @unchecked Sendable {
             try encode(index, rev, index < count - 1, &encodeBuffer)
         }
         let start = segmentEnd
-        if options.fsync == .always, options.walPreallocationBytes > 0 {
-            try preallocate(segment, toHold: start + Int64(encodeBuffer.count))
-        }
+        try preallocate(segment, toHold: start + Int64(encodeBuffer.count))
         do { try fileSystem.write(segment, encodeBuffer, at: start) } catch {
             throw fail(error, truncatingTo: start)
         }
@@ -323,7 +321,9 @@ public final class Storage: @unchecked Sendable {
     /// appends without them from then on. A failed fsync fails the storage like a failed append
     /// (nothing of the batch was written).
     private func preallocate(_ segment: OpenFile, toHold end: Int64) throws(StorageError) {
-        guard end > segmentFileEnd, !preallocationRefused else { return }
+        guard options.fsync == .always, options.walPreallocationBytes > 0, end > segmentFileEnd,
+            !preallocationRefused
+        else { return }
         let step = Int64(options.walPreallocationBytes)
         let newEnd = (end / step + 1) * step
         let zeros = [UInt8](repeating: 0, count: Int(newEnd - segmentFileEnd))
@@ -335,7 +335,7 @@ public final class Storage: @unchecked Sendable {
                 metadata: ["file": "\(segment.path)", "error": "\(error)"])
             return
         }
-        do { try fileSystem.fsync(segment) } catch { throw fail(error, truncatingTo: segmentEnd) }
+        do { try timedFsync(segment) } catch { throw fail(error, truncatingTo: segmentEnd) }
         segmentFileEnd = newEnd
     }
 
@@ -378,8 +378,9 @@ public final class Storage: @unchecked Sendable {
     /// The error that failed the storage, if any.
     public var failureError: StorageError? { failure }
 
-    /// Hears how long each fsync of the log took (in `append`, `sync`, `syncIfDue`, at a segment
-    /// rotation and in `close`; not the compaction's), on the thread that called those. Set it
+    /// Hears how long each fsync of the log took (in `append`, its zero-filling included, in
+    /// `sync`, `syncIfDue`, at a segment rotation and in `close`; not the compaction's), on the
+    /// thread that called those. Set it
     /// once, right after `open` and before anything else uses the storage: the storage keeps no
     /// metrics of its own, the server's metrics listen here.
     public var fsyncObserver: (@Sendable (Duration) -> Void)?
@@ -448,6 +449,14 @@ public final class Storage: @unchecked Sendable {
         }
     }
 
+    /// Points appends at a segment just created at `firstRev`: only its header, no zeros yet.
+    func startedSegment(firstRev: UInt64) {
+        segmentFirstRev = firstRev
+        segmentEnd = Int64(WALFormat.segmentHeaderSize)
+        segmentFileEnd = segmentEnd
+        preallocationRefused = false
+    }
+
     /// The first revision of the current segment.
     var currentSegmentFirstRev: UInt64 { segmentFirstRev }
 
@@ -476,10 +485,7 @@ public final class Storage: @unchecked Sendable {
             trimPreallocation(old)
             fileSystem.close(old)
             segment = file
-            segmentFirstRev = firstRev
-            segmentEnd = Int64(WALFormat.segmentHeaderSize)
-            segmentFileEnd = segmentEnd
-            preallocationRefused = false
+            startedSegment(firstRev: firstRev)
             logger.debug("started a new WAL segment", metadata: ["firstRev": "\(firstRev)"])
         }
     }
