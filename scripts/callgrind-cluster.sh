@@ -146,8 +146,8 @@ if role == "leader":
 else:
     stages = common + [
         ("frame and parse the request", "RequestDecoder.decode(_:reusing:paths:)"),
-        ("read and decode the leader's records", "LinkHandler.channelRead(context:data:)"),
-        ("decode a record's payload", "WritePayload.decode(_:rev:previousPath:reusing:)"),
+        ("read and decode the leader's records", "LinkHandler.received(_:context:)"),
+        ("decode a record's payload", "ReplicatedRecord.decodeWrite(_:rev:previousPath:reusing:)"),
         ("apply a record (replay)", "Engine.replay(_:recordingWith:now:batch:)"),
         ("log append", "Storage.append(_:beforeSync:)"),
     ]

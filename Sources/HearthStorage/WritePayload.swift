@@ -67,6 +67,16 @@ enum WritePayload {
         _ bytes: UnsafeRawBufferPointer, rev: UInt64, previousPath: Path? = nil,
         reusing workspace: inout JSONParseWorkspace
     ) throws(FormatError) -> CommittedWrite {
+        if let write = try decodeOneOverwrite(bytes, rev: rev, previousPath: previousPath, reusing: &workspace) {
+            return write
+        }
+        return try decodePairs(bytes, rev: rev, previousPath: previousPath, reusing: &workspace)
+    }
+
+    /// `decode`'s general way: any payload, through the JSON parser's pairs.
+    static func decodePairs(
+        _ bytes: UnsafeRawBufferPointer, rev: UInt64, previousPath: Path?, reusing workspace: inout JSONParseWorkspace
+    ) throws(FormatError) -> CommittedWrite {
         var overwrites: [(path: Path, node: Node)] = []
         var tag: WriteTag?
         var failure: FormatError?
@@ -91,6 +101,39 @@ enum WritePayload {
         if let failure { throw failure }
         guard isArray else { throw FormatError(offset: 0, reason: "record payload is not a JSON array") }
         return CommittedWrite(rev: rev, overwrites: overwrites, tag: tag)
+    }
+
+    /// The most common payload, one overwrite with a plain path, `[["/a/b",<value>]]` exactly as
+    /// `encode` writes it, decoded without the pair parser: the path is read in place and only
+    /// the value is parsed. Nil, having decoded nothing, for any other payload (a tag, several
+    /// overwrites, whitespace, a path with an escape or a byte outside printable ASCII, a value
+    /// that does not parse): `decode` then reads it the general way, errors included.
+    static func decodeOneOverwrite(
+        _ bytes: UnsafeRawBufferPointer, rev: UInt64, previousPath: Path?, reusing workspace: inout JSONParseWorkspace
+    ) throws(FormatError) -> CommittedWrite? {
+        let count = bytes.count
+        guard count >= 9, bytes[0] == UInt8(ascii: "["), bytes[1] == UInt8(ascii: "["), bytes[2] == UInt8(ascii: "\""),
+            bytes[count - 2] == UInt8(ascii: "]"), bytes[count - 1] == UInt8(ascii: "]")
+        else { return nil }
+        var quote = 3
+        while quote < count - 2 {
+            let byte = bytes[quote]
+            if byte == UInt8(ascii: "\"") { break }
+            guard byte >= 0x20, byte < 0x80, byte != UInt8(ascii: "\\") else { return nil }
+            quote += 1
+        }
+        let valueStart = quote + 2
+        guard valueStart < count - 2, bytes[quote + 1] == UInt8(ascii: ",") else { return nil }
+        // The value is a document of its own here: two levels less than inside the array and pair.
+        let valueLimits = JSONLimits(maxDepth: RecoveryLimits.depth - 2)
+        guard
+            let value = try? JSONParser.parse(
+                UnsafeRawBufferPointer(rebasing: bytes[valueStart..<count - 2]), limits: valueLimits,
+                reusing: &workspace)
+        else { return nil }
+        let overwrite = try overwrite(
+            UnsafeRawBufferPointer(rebasing: bytes[3..<quote]), value, previous: previousPath)
+        return CommittedWrite(rev: rev, overwrites: [overwrite], tag: nil)
     }
 
     /// Decodes a payload already parsed (a replicated record, parsed with its line).

@@ -50,10 +50,10 @@ final class WalLineTests: XCTestCase {
         // 100 records in one read: handed over at 64 (a slice of a burst) and at the read's end,
         // each group's payloads in one buffer that the messages slice.
         let received = NIOLockedValueBox<[LinkMessage]>([])
-        let handler = LinkHandler(link: ReplicaLink(id: 1, leader: "127.0.0.1:1"), logger: quietLogger) {
-            _, messages in received.withLockedValue { $0 += messages }
-        }
-        let channel = EmbeddedChannel(handlers: [LineFrameDecoder(maxLength: 1 << 20), handler])
+        let handler = LinkHandler(
+            link: ReplicaLink(id: 1, leader: "127.0.0.1:1"), maxLineBytes: 1 << 20, logger: quietLogger
+        ) { _, messages in received.withLockedValue { $0 += messages } }
+        let channel = EmbeddedChannel(handler: handler)
         var bytes: [UInt8] = []
         var expected: [[UInt8]] = []
         for rev in UInt64(1)...100 {

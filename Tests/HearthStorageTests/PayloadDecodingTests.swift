@@ -1,7 +1,8 @@
 import HearthCore
 import HearthJSON
-import HearthStorage
 import XCTest
+
+@testable import HearthStorage
 
 /// A replica decodes each record's payload from its bytes, without a JSON tree for the record
 /// (`ReplicatedRecord.decodeWrite(_:rev:previousPath:reusing:)`); it must give back exactly the
@@ -64,6 +65,60 @@ final class PayloadDecodingTests: XCTestCase {
                 Array(EncodedRecord(.write(write)).payload), rev: write.rev, previousPath: previous)
             assertSame(decoded, write, "\(text) after \(previous.map(\.description) ?? "nothing")")
             previous = decoded.overwrites.last?.path
+        }
+    }
+
+    /// Decodes `text` both ways: the one-overwrite shortcut (nil when it declines) and the pair
+    /// parser (nil when it throws).
+    func bothWays(_ text: String) -> (shortcut: CommittedWrite?, pairs: CommittedWrite?) {
+        var workspace = JSONParseWorkspace()
+        return Array(text.utf8).withUnsafeBytes { raw in
+            (
+                (try? WritePayload.decodeOneOverwrite(raw, rev: 5, previousPath: nil, reusing: &workspace)) ?? nil,
+                try? WritePayload.decodePairs(raw, rev: 5, previousPath: nil, reusing: &workspace)
+            )
+        }
+    }
+
+    func testTheOneOverwriteShortcutDecodesAsThePairParserDoes() throws {
+        // (Values this deep are never logged: importing one is a recursion too deep for a debug
+        // build's stack. One level past what the pair parser allows is refused before import.)
+        let deep = String(repeating: "[", count: 200) + String(repeating: "]", count: 200)
+        let tooDeep =
+            String(repeating: "[", count: RecoveryLimits.depth - 1)
+            + String(repeating: "]", count: RecoveryLimits.depth - 1)
+        let taken = [
+            #"[["/a/b","v"]]"#, #"[["/a",1]]"#, #"[["/a",-1.5e3]]"#, #"[["/a",12345678901234567890]]"#,
+            #"[["/",{"x":{"y":[1,2,{"z":"w"}]}}]]"#, #"[["/a","q\"uo\\te \u00e9 \ud83d\ude00 é"]]"#,
+            #"[["/a",true]]"#, #"[["/a",false]]"#, #"[["/a",null]]"#, #"[["/a/.priority",3]]"#, #"[["/a",{}]]"#,
+            #"[["/a","]]"]]"#, #"[["/a",{"b":"]]"}]]"#, #"[["/-Nx0/c d",{".value":1,".priority":"p"}]]"#,
+            "[[\"/a\",\(deep)]]",
+        ]
+        for text in taken {
+            let (shortcut, pairs) = bothWays(text)
+            guard let shortcut, let pairs else { return XCTFail("\(text.prefix(60)): \(String(describing: shortcut))") }
+            assertSame(shortcut, pairs, String(text.prefix(60)))
+        }
+        // Declined: any other shape goes to the pair parser, which decodes it or says why not.
+        let declined = [
+            #"[ ["/a",1]]"#, #"[["/a", 1] ]"#, #"[["/a\/b",1]]"#, #"[["/é",1]]"#, #"[["/a",1],["/b",2]]"#,
+            #"[{"wid":"app:1","kind":"push","at":1},["/a",1]]"#, #"[["/a",1]]]"#, #"[["/a",{"b":1]]"#,
+            #"[["/a/.priority/b",1]]"#, "[[\"/a\",\(tooDeep)]]", "[[\"/a\tb\",1]]", #"[["/a"]]"#,
+        ]
+        for text in declined {
+            let (shortcut, pairs) = bothWays(text)
+            XCTAssertNil(shortcut, String(text.prefix(60)))
+            var workspace = JSONParseWorkspace()
+            let decoded = Array(text.utf8).withUnsafeBytes { raw in
+                Result { () throws(FormatError) in
+                    try WritePayload.decode(raw, rev: 5, previousPath: nil, reusing: &workspace)
+                }
+            }
+            switch (decoded, pairs) {
+            case (.success(let write), let pairs?): assertSame(write, pairs, String(text.prefix(60)))
+            case (.failure, nil): break
+            default: XCTFail("\(text.prefix(60)): decode and the pair parser disagree")
+            }
         }
     }
 

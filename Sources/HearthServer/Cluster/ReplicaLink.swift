@@ -107,9 +107,7 @@ final class ReplicaLink: Sendable {
                             try NIOSSLClientHandler(context: tls, serverHostname: name))
                     }
                     try channel.pipeline.syncOperations.addHandler(
-                        LineFrameDecoder(maxLength: maxLineBytes))
-                    try channel.pipeline.syncOperations.addHandler(
-                        LinkHandler(link: link, logger: logger, deliver: deliver))
+                        LinkHandler(link: link, maxLineBytes: maxLineBytes, logger: logger, deliver: deliver))
                 }
             }
             .connect(host: host, port: port)
@@ -159,11 +157,14 @@ final class ReplicaLink: Sendable {
     }
 }
 
-/// Parses the leader's lines for a `ReplicaLink`.
+/// Frames and parses the leader's lines for a `ReplicaLink`. It frames its own input (as the
+/// server's connections do) rather than behind a `LineFrameDecoder`: a frame passed down the
+/// pipeline costs a dynamic cast out of `NIOAny` and a pipeline hop per record.
 final class LinkHandler: ChannelInboundHandler {
-    typealias InboundIn = LineFrame
+    typealias InboundIn = ByteBuffer
 
     private let link: ReplicaLink
+    @exclusivity(unchecked) private var framer: LineFramer
     private let logger: Logger
     private let deliver: @Sendable (ReplicaLink, [LinkMessage]) -> Void
     // The state every line touches is unchecked for exclusivity (a dynamic check per access
@@ -186,14 +187,22 @@ final class LinkHandler: ChannelInboundHandler {
     /// they are the same.
     @exclusivity(unchecked) private var previousPath: Path?
 
-    init(link: ReplicaLink, logger: Logger, deliver: @escaping @Sendable (ReplicaLink, [LinkMessage]) -> Void) {
+    init(
+        link: ReplicaLink, maxLineBytes: Int, logger: Logger,
+        deliver: @escaping @Sendable (ReplicaLink, [LinkMessage]) -> Void
+    ) {
         self.link = link
+        self.framer = LineFramer(maxLength: maxLineBytes)
         self.logger = logger
         self.deliver = deliver
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        guard case .line(let line) = unwrapInboundIn(data) else {
+        framer.frames(in: unwrapInboundIn(data)) { frame in received(frame, context: context) }
+    }
+
+    private func received(_ frame: LineFrame, context: ChannelHandlerContext) {
+        guard case .line(let line) = frame else {
             logger.error("the leader sent a line over the peer limit; reconnecting")
             context.close(promise: nil)
             return
@@ -423,19 +432,23 @@ private struct LineReader {
     /// The line's end, `,"confirmedRev":C}`: C, and where that end starts.
     func trailingConfirmedRev() -> (UInt64, Int)? {
         let suffix: StaticString = #","confirmedRev":"#
-        var end = bytes.count
-        guard end > offset, bytes[end - 1] == UInt8(ascii: "}") else { return nil }
-        end -= 1
+        let end = bytes.count - 1
+        guard end > offset, bytes[end] == UInt8(ascii: "}") else { return nil }
+        // The digits, read backwards in one pass.
+        var value: UInt64 = 0
+        var scale: UInt64 = 1
         var digitsStart = end
-        while digitsStart > offset, end - digitsStart < 18, (48...57).contains(bytes[digitsStart - 1]) {
+        while digitsStart > offset, end - digitsStart < 18 {
+            let digit = bytes[digitsStart - 1] &- 48
+            guard digit < 10 else { break }
+            value += UInt64(digit) * scale
+            scale &*= 10
             digitsStart -= 1
         }
-        guard digitsStart < end else { return nil }
         let suffixStart = digitsStart - suffix.utf8CodeUnitCount
-        guard suffixStart > offset else { return nil }
-        var reader = LineReader(bytes: bytes)
-        reader.offset = suffixStart
-        guard reader.skip(suffix), let value = reader.number(), reader.offset == end else { return nil }
+        guard digitsStart < end, suffixStart > offset, let base = bytes.baseAddress,
+            memcmp(base + suffixStart, suffix.utf8Start, suffix.utf8CodeUnitCount) == 0
+        else { return nil }
         return (value, suffixStart)
     }
 }
