@@ -145,7 +145,10 @@ final class Engine: @unchecked Sendable {
     func publishClusterObject(_ object: JSONValue?) { publishedCluster.withLockedValue { $0 = object } }
 
     private struct Inbox {
-        var items: [Submission] = []
+        /// Each caller's submissions as it handed them over: its array is kept, not copied
+        /// element by element into one (a retain of each submission's parts, and a release
+        /// when the caller's array lets go).
+        var batches: [[Submission]] = []
         var scheduled = false
     }
 
@@ -178,7 +181,7 @@ final class Engine: @unchecked Sendable {
     func submit(_ items: [Submission]) {
         guard !items.isEmpty else { return }
         let schedule = inbox.withLockedValue { inbox -> Bool in
-            inbox.items.append(contentsOf: items)
+            inbox.batches.append(items)
             if inbox.scheduled { return false }
             inbox.scheduled = true
             return true
@@ -204,55 +207,60 @@ final class Engine: @unchecked Sendable {
 
     private func drain() {
         loop.preconditionInEventLoop()
-        let items = inbox.withLockedValue { inbox -> [Submission] in
-            let items = inbox.items
-            inbox.items = []
+        let batches = inbox.withLockedValue { inbox -> [[Submission]] in
+            let batches = inbox.batches
+            inbox.batches = []
             inbox.scheduled = false
-            return items
+            return batches
         }
         let now = clock()
         let turn = startTurn()
         var batch = Batch(rev: database.rev)
         replication.turnLeadershipProof = nil
-        if replication.isClustered { logAhead(items) }
-        for item in items {
-            switch item {
-            case .request(let session, let request):
-                let operation = request.operation
-                if operation.readsData, batch.hasUncommittedWrites { commit(&batch) }
-                if replication.isClustered || operation.isCluster {
-                    route(request, operation: operation, session: session, now: now, batch: &batch)
-                } else {
-                    handle(request, operation: operation, session: session, now: now, batch: &batch)
-                }
-            case .disconnected(let sessionID):
-                views.removeSession(sessionID)
-                if replication.isClustered { clusterSessionEnded(sessionID) }
-                forgetSession(sessionID)
-                runOnDisconnect(sessionID, now: now, batch: &batch)
-            case .barrier(let promise):
-                batch.barriers.append(promise)
-            case .identityExpired(let sessionID, let generation):
-                expireIdentity(sessionID, generation: generation, now: now, batch: &batch)
-            case .replaceRules(let ruleSet, let promise):
-                install(ruleSet, now: now, batch: &batch)
-                promise.succeed()
-            case .cluster(let input):
-                handleCluster(input, now: now, batch: &batch)
-            }
+        if replication.isClustered { logAhead(batches) }
+        for items in batches {
+            for item in items { take(item, now: now, batch: &batch) }
         }
         commit(&batch)
         if replication.confirmationUnsent {
-            confirmSoon(inboxIsEmpty: inbox.withLockedValue { $0.items.isEmpty })
+            confirmSoon(inboxIsEmpty: inbox.withLockedValue { $0.batches.isEmpty })
         }
         // Counted before anything is delivered: a client that saw an answer sees it in the metrics.
-        finishTurn(turn, batch: batch, submissions: items.count, storage: storage)
+        finishTurn(turn, batch: batch, submissions: batches.reduce(0) { $0 + $1.count }, storage: storage)
         deliverOrHold(batch.outputs)
         for promise in batch.barriers { promise.succeed() }
         if let storage, storageFailure == nil, storage.wantsCompaction, !storage.isCompacting {
             // The window as of this revision (an O(1) copy), encoded on the compaction queue.
             let window = writeIDs
             storage.compact(root: database.root, rev: database.rev) { window.log() }
+        }
+    }
+
+    /// Applies one submission in the turn's batch.
+    private func take(_ item: Submission, now: Int64, batch: inout Batch) {
+        switch item {
+        case .request(let session, let request):
+            let operation = request.operation
+            if operation.readsData, batch.hasUncommittedWrites { commit(&batch) }
+            if replication.isClustered || operation.isCluster {
+                route(request, operation: operation, session: session, now: now, batch: &batch)
+            } else {
+                handle(request, operation: operation, session: session, now: now, batch: &batch)
+            }
+        case .disconnected(let sessionID):
+            views.removeSession(sessionID)
+            if replication.isClustered { clusterSessionEnded(sessionID) }
+            forgetSession(sessionID)
+            runOnDisconnect(sessionID, now: now, batch: &batch)
+        case .barrier(let promise):
+            batch.barriers.append(promise)
+        case .identityExpired(let sessionID, let generation):
+            expireIdentity(sessionID, generation: generation, now: now, batch: &batch)
+        case .replaceRules(let ruleSet, let promise):
+            install(ruleSet, now: now, batch: &batch)
+            promise.succeed()
+        case .cluster(let input):
+            handleCluster(input, now: now, batch: &batch)
         }
     }
 

@@ -537,14 +537,14 @@ extension Engine {
     /// comes between: the records are the turn's first submissions, and a replica applies nothing
     /// else. When the log fails, nothing is logged ahead, and the records go the way of any batch
     /// the log refuses.
-    func logAhead(_ items: [Submission]) {
+    func logAhead(_ batches: [[Submission]]) {
         assert(replication.recordsLoggedAhead == 0, "records logged ahead in an earlier turn were not applied")
         guard case .replica = replication.role, let storage, storageFailure == nil,
             replication.incomingSnapshot == nil, let current = replication.link?.id
         else { return }
         var records: [EncodedRecord] = []
         var rev = database.rev
-        scan: for item in items {
+        scan: for item in batches.joined() {
             guard case .cluster(.link(let link, let messages)) = item, link.id == current else { break }
             for index in messages.indices {
                 // Matched without binding the decoded write: a copy of it would retain its nodes.

@@ -180,6 +180,8 @@ final class LinkHandler: ChannelInboundHandler {
     private enum Pending {
         case message(LinkMessage)
         case record(WalRecord, payload: Range<Int>)
+        /// What `flush` leaves in place of a message it moved out.
+        case taken
     }
     /// The JSON parser's stacks, reused from one record to the next.
     @exclusivity(unchecked) private var parseWorkspace = JSONParseWorkspace()
@@ -255,13 +257,22 @@ final class LinkHandler: ChannelInboundHandler {
     private func flush() {
         guard !pending.isEmpty else { return }
         let payloads = pendingPayloads
-        let messages = pending.map { item -> LinkMessage in
-            switch item {
-            case .message(let message): message
-            case .record(let record, let payload): record.message(payload: payloads[payload])
+        var messages: [LinkMessage] = []
+        messages.reserveCapacity(pending.count)
+        // Each message is moved out of `pending`, not copied (a copy retains each of its parts,
+        // and emptying `pending` would then release them all again).
+        pending.withUnsafeMutableBufferPointer { items in
+            guard let base = items.baseAddress else { return }
+            for index in items.indices {
+                switch (base + index).move() {
+                case .message(let message): messages.append(message)
+                case .record(let record, let payload): messages.append(record.message(payload: payloads[payload]))
+                case .taken: break
+                }
+                (base + index).initialize(to: .taken)
             }
         }
-        pending = []
+        pending.removeAll(keepingCapacity: true)
         pendingPayloads = []  // a new buffer: the messages keep this one
         deliver(link, messages)
     }
@@ -285,7 +296,7 @@ final class LinkHandler: ChannelInboundHandler {
         let isWrite: Bool
         let confirmedRev: UInt64
 
-        func message(payload bytes: ArraySlice<UInt8>) -> LinkMessage {
+        consuming func message(payload bytes: ArraySlice<UInt8>) -> LinkMessage {
             .record(rev: rev, epoch: epoch, write: write, payload: bytes, isWrite: isWrite, confirmedRev: confirmedRev)
         }
     }
