@@ -20,6 +20,38 @@ final class WalLineTests: XCTestCase {
 
     private func read(_ bytes: [UInt8]) -> LinkMessage? { bytes.withUnsafeBytes { LinkHandler.walRecord($0) } }
 
+    /// A leader writes a batch's lines in place, into room sized beforehand: byte for byte the
+    /// lines `append` makes, for revisions of every length.
+    func testLinesWrittenInPlaceAreTheLinesAppendMakes() {
+        let write = CommittedWrite(rev: 1, overwrites: [(Path([Key("a")]), Node.leaf(.string("v")))])
+        let record = EncodedRecord(.write(write))
+        let end = WalLineWriter.end(confirmedRev: 42)
+        var power: UInt64 = 1
+        var revs: [UInt64] = [0, UInt64(Int64.max)]
+        for _ in 0..<18 {
+            revs += [power - 1, power, power + 1]
+            power *= 10
+        }
+        for epoch: UInt64 in [1, 12_345] {
+            let writer = WalLineWriter(epoch: epoch)
+            for rev in revs {
+                for isWrite in [true, false] {
+                    var expected: [UInt8] = []
+                    writer.append(record.payload, isWrite: isWrite, rev: rev, to: &expected)
+                    expected += end
+                    let size = writer.size(record.payload, isWrite: isWrite, rev: rev) + end.count
+                    let written = [UInt8](unsafeUninitializedCapacity: size) { buffer, count in
+                        var output = WalLineWriter.Output(buffer)
+                        writer.write(record.payload, isWrite: isWrite, rev: rev, to: &output)
+                        output.put(end)
+                        count = output.written
+                    }
+                    XCTAssertEqual(written, expected, "rev \(rev), epoch \(epoch), isWrite \(isWrite)")
+                }
+            }
+        }
+    }
+
     func testALeadersWriteLineKeepsItsPayloadBytes() throws {
         let write = CommittedWrite(
             rev: 12, overwrites: [(Path([Key("a"), Key("b")]), Node.leaf(.string("x,\"confirmedRev\":1}")))])

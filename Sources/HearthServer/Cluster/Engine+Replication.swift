@@ -345,17 +345,24 @@ extension Engine {
     /// The `wal` lines of a batch a leader writes in `epoch`, in one buffer: the same for every
     /// stream.
     private func streamLines(_ records: [EncodedRecord], epoch: UInt64) -> [UInt8] {
-        var lines: [UInt8] = []
-        lines.reserveCapacity(records.reduce(0) { $0 + $1.payload.count + 96 })
-        let writer = WalLineWriter(epoch: epoch)
         let confirmed = confirmations.confirmedRev
         replication.announcedConfirmedRev = max(replication.announcedConfirmedRev, confirmed)
         let end = WalLineWriter.end(confirmedRev: confirmed)
+        let writer = WalLineWriter(epoch: epoch)
+        var size = 0
         forEachRevision(of: records, endingAt: database.rev) { payload, isWrite, rev in
-            writer.append(payload, isWrite: isWrite, rev: rev, to: &lines)
-            lines += end
+            size += writer.size(payload, isWrite: isWrite, rev: rev) + end.count
         }
-        return lines
+        // Written in place into a buffer of exactly the lines' size: appending each part to an
+        // array cost a generic append (and a retain of the part) each.
+        return [UInt8](unsafeUninitializedCapacity: size) { buffer, count in
+            var output = WalLineWriter.Output(buffer)
+            forEachRevision(of: records, endingAt: database.rev) { payload, isWrite, rev in
+                writer.write(payload, isWrite: isWrite, rev: rev, to: &output)
+                output.put(end)
+            }
+            count = output.written
+        }
     }
 
     private func retain(_ records: [EncodedRecord], endingAt last: UInt64, epoch: (UInt64) -> UInt64) {
@@ -997,6 +1004,68 @@ struct WalLineWriter {
         line += epochPart
         line += isWrite ? Self.writeField : Self.onDisconnectField
         line += payload
+    }
+
+    /// The bytes `append` would add.
+    func size(_ payload: ArraySlice<UInt8>, isWrite: Bool, rev: UInt64) -> Int {
+        Self.start.count + Output.digits(rev) + epochPart.count
+            + (isWrite ? Self.writeField.count : Self.onDisconnectField.count) + payload.count
+    }
+
+    /// `append`, into room made beforehand (`size`).
+    func write(_ payload: ArraySlice<UInt8>, isWrite: Bool, rev: UInt64, to output: inout Output) {
+        output.put(Self.start)
+        output.putDecimal(rev)
+        output.put(epochPart)
+        output.put(isWrite ? Self.writeField : Self.onDisconnectField)
+        output.put(payload)
+    }
+
+    /// Room for lines whose size is known, written from the start; bytes past its end are
+    /// dropped (the sizes were wrong), never written out of bounds.
+    struct Output {
+        private let buffer: UnsafeMutableBufferPointer<UInt8>
+        private(set) var written = 0
+
+        init(_ buffer: UnsafeMutableBufferPointer<UInt8>) { self.buffer = buffer }
+
+        mutating func put(_ bytes: [UInt8]) {
+            bytes.withUnsafeBufferPointer { put($0) }
+        }
+
+        mutating func put(_ bytes: ArraySlice<UInt8>) {
+            bytes.withUnsafeBufferPointer { put($0) }
+        }
+
+        private mutating func put(_ bytes: UnsafeBufferPointer<UInt8>) {
+            guard let source = bytes.baseAddress, let base = buffer.baseAddress, bytes.count <= buffer.count - written
+            else { return }
+            (base + written).initialize(from: source, count: bytes.count)
+            written += bytes.count
+        }
+
+        /// `value` in decimal.
+        mutating func putDecimal(_ value: UInt64) {
+            let count = Self.digits(value)
+            guard count <= buffer.count - written else { return }
+            var rest = value
+            for index in stride(from: written + count - 1, through: written, by: -1) {
+                buffer[index] = UInt8(ascii: "0") + UInt8(rest % 10)
+                rest /= 10
+            }
+            written += count
+        }
+
+        /// How many decimal digits `value` has.
+        static func digits(_ value: UInt64) -> Int {
+            var count = 1
+            var rest = value
+            while rest >= 10 {
+                rest /= 10
+                count += 1
+            }
+            return count
+        }
     }
 
     /// The end of a line as streamed now: `,"confirmedRev":C}` and the newline.
