@@ -1,5 +1,3 @@
-import NIOCore
-
 /// The leader's recent records, so that a replica that reconnects resumes from its revision
 /// instead of receiving a snapshot (replication.md §3). Bounded by a number of records
 /// (`changeLogRevisions`, shared with the clients' resume window); a replica further behind gets
@@ -19,7 +17,11 @@ struct RetainedLog {
         let payload: ArraySlice<UInt8>
     }
 
-    private var entries = CircularBuffer<Entry>()
+    /// A ring: grows to `capacity`, then each new entry takes the place of the oldest (at
+    /// `oldest`). An entry replaced in place costs an assignment, where a generic ring buffer's
+    /// append and `popFirst` cost about 260 instructions per record (callgrind).
+    private var ring: [Entry] = []
+    private var oldest = 0
     let capacity: Int
     /// The revision of the oldest write dropped (0: none yet).
     private var droppedRev: UInt64 = 0
@@ -27,15 +29,19 @@ struct RetainedLog {
     init(capacity: Int) { self.capacity = max(1, capacity) }
 
     mutating func append(_ entry: Entry) {
-        entries.append(entry)
-        while entries.count > capacity, let first = entries.popFirst() {
-            if first.isWrite { droppedRev = max(droppedRev, first.rev) }
+        guard ring.count == capacity else {
+            ring.append(entry)
+            return
         }
+        if ring[oldest].isWrite { droppedRev = max(droppedRev, ring[oldest].rev) }
+        ring[oldest] = entry
+        oldest = oldest == capacity - 1 ? 0 : oldest + 1
     }
 
     /// Forgets everything (the log was replaced by a snapshot).
     mutating func reset(at rev: UInt64) {
-        entries.removeAll()
+        ring.removeAll()
+        oldest = 0
         droppedRev = rev
     }
 
@@ -43,6 +49,6 @@ struct RetainedLog {
     /// records that carry `rev` itself are sent again: applying them twice changes nothing.
     func entries(after rev: UInt64) -> [Entry]? {
         guard rev >= droppedRev else { return nil }
-        return entries.filter { $0.isWrite ? $0.rev > rev : $0.rev >= rev }
+        return (ring[oldest...] + ring[..<oldest]).filter { $0.isWrite ? $0.rev > rev : $0.rev >= rev }
     }
 }
