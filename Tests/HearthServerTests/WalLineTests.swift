@@ -13,18 +13,20 @@ import XCTest
 /// came (it logs them); any other spelling of the line still reads, through the JSON parser.
 final class WalLineTests: XCTestCase {
     private func line(_ record: EncodedRecord, rev: UInt64, epoch: UInt64, confirmedRev: UInt64) -> [UInt8] {
-        var line: [UInt8] = []
-        WalLineWriter(epoch: epoch).append(record.payload, isWrite: record.isWrite, rev: rev, to: &line)
-        return line + WalLineWriter.end(confirmedRev: confirmedRev).dropLast()  // the framer takes the newline
+        let line = WalLineWriter.lines(end: WalLineWriter.end(confirmedRev: confirmedRev)) {
+            $0(record.payload, record.isWrite, rev, epoch)
+        }
+        return line.dropLast()  // the framer takes the newline
     }
 
     private func read(_ bytes: [UInt8]) -> LinkMessage? { bytes.withUnsafeBytes { LinkHandler.walRecord($0) } }
 
     /// A leader writes a batch's lines in place, into room sized beforehand: byte for byte the
-    /// lines `append` makes, for revisions of every length.
-    func testLinesWrittenInPlaceAreTheLinesAppendMakes() {
+    /// lines replication.md §3 spells, for revisions of every length, and for epochs that change
+    /// from one record to the next (a replica catching up from the retained log).
+    func testLinesWrittenInPlaceAreTheLinesTheContractSpells() {
         let write = CommittedWrite(rev: 1, overwrites: [(Path([Key("a")]), Node.leaf(.string("v")))])
-        let record = EncodedRecord(.write(write))
+        let payload = EncodedRecord(.write(write)).payload
         let end = WalLineWriter.end(confirmedRev: 42)
         var power: UInt64 = 1
         var revs: [UInt64] = [0, UInt64(Int64.max)]
@@ -32,24 +34,24 @@ final class WalLineTests: XCTestCase {
             revs += [power - 1, power, power + 1]
             power *= 10
         }
+        var records: [(rev: UInt64, epoch: UInt64, isWrite: Bool)] = []
         for epoch: UInt64 in [1, 12_345] {
-            let writer = WalLineWriter(epoch: epoch)
             for rev in revs {
-                for isWrite in [true, false] {
-                    var expected: [UInt8] = []
-                    writer.append(record.payload, isWrite: isWrite, rev: rev, to: &expected)
-                    expected += end
-                    let size = writer.size(record.payload, isWrite: isWrite, rev: rev) + end.count
-                    let written = [UInt8](unsafeUninitializedCapacity: size) { buffer, count in
-                        var output = WalLineWriter.Output(buffer)
-                        writer.write(record.payload, isWrite: isWrite, rev: rev, to: &output)
-                        output.put(end)
-                        count = output.written
-                    }
-                    XCTAssertEqual(written, expected, "rev \(rev), epoch \(epoch), isWrite \(isWrite)")
-                }
+                for isWrite in [true, false] { records.append((rev, epoch, isWrite)) }
             }
         }
+        records.append((7, 1, true))  // back to an earlier epoch
+        var expected: [UInt8] = []
+        for record in records {
+            expected += Array(#"{"event":"wal","rev":\#(record.rev),"epoch":\#(record.epoch),"#.utf8)
+            expected += Array((record.isWrite ? #""w":"# : #""od":"#).utf8) + payload
+            expected += Array(#","confirmedRev":42}"#.utf8) + [UInt8(ascii: "\n")]
+        }
+        let written = WalLineWriter.lines(end: end) { line in
+            for record in records { line(payload, record.isWrite, record.rev, record.epoch) }
+        }
+        XCTAssertEqual(written.count, expected.count)
+        XCTAssertEqual(written, expected)
     }
 
     func testALeadersWriteLineKeepsItsPayloadBytes() throws {

@@ -182,13 +182,9 @@ extension Engine {
         let entries = fromRev == 0 && database.rev > 0 ? nil : retained.entries(after: fromRev)
         if let entries {
             respond(.members(answer))
-            var lines: [UInt8] = []
             let end = WalLineWriter.end(confirmedRev: confirmations.confirmedRev)
-            var writer = WalLineWriter(epoch: entries.first?.epoch ?? epoch)
-            for entry in entries {
-                if entry.epoch != writer.epoch { writer = WalLineWriter(epoch: entry.epoch) }
-                writer.append(entry.payload, isWrite: entry.isWrite, rev: entry.rev, to: &lines)
-                lines += end
+            let lines = WalLineWriter.lines(end: end) { line in
+                for entry in entries { line(entry.payload, entry.isWrite, entry.rev, entry.epoch) }
             }
             if !lines.isEmpty { batch.append(.line(lines), for: session) }
         } else {
@@ -347,21 +343,10 @@ extension Engine {
     private func streamLines(_ records: [EncodedRecord], epoch: UInt64) -> [UInt8] {
         let confirmed = confirmations.confirmedRev
         replication.announcedConfirmedRev = max(replication.announcedConfirmedRev, confirmed)
-        let end = WalLineWriter.end(confirmedRev: confirmed)
-        let writer = WalLineWriter(epoch: epoch)
-        var size = 0
-        forEachRevision(of: records, endingAt: database.rev) { payload, isWrite, rev in
-            size += writer.size(payload, isWrite: isWrite, rev: rev) + end.count
-        }
-        // Written in place into a buffer of exactly the lines' size: appending each part to an
-        // array cost a generic append (and a retain of the part) each.
-        return [UInt8](unsafeUninitializedCapacity: size) { buffer, count in
-            var output = WalLineWriter.Output(buffer)
+        return WalLineWriter.lines(end: WalLineWriter.end(confirmedRev: confirmed)) { line in
             forEachRevision(of: records, endingAt: database.rev) { payload, isWrite, rev in
-                writer.write(payload, isWrite: isWrite, rev: rev, to: &output)
-                output.put(end)
+                line(payload, isWrite, rev, epoch)
             }
-            count = output.written
         }
     }
 
@@ -989,31 +974,47 @@ struct WalLineWriter {
     /// `,"epoch":E`
     private let epochPart: [UInt8]
 
-    init(epoch: UInt64) {
+    private init(epoch: UInt64) {
         self.epoch = epoch
         var part = Array(#","epoch":"#.utf8)
         JSONWriter.writeInt(Int64(clamping: epoch), into: &part)
         epochPart = part
     }
 
-    /// Appends a record's line, given its payload, without its end. An onDisconnect record takes
-    /// the rev of the write before it.
-    func append(_ payload: ArraySlice<UInt8>, isWrite: Bool, rev: UInt64, to line: inout [UInt8]) {
-        line += Self.start
-        JSONWriter.writeInt(Int64(clamping: rev), into: &line)
-        line += epochPart
-        line += isWrite ? Self.writeField : Self.onDisconnectField
-        line += payload
+    /// The lines of the records `forEach` hands to its argument (payload, whether a write,
+    /// revision, epoch; an onDisconnect record takes the revision of the write before it), each
+    /// followed by `end`, in one buffer of exactly their size. `forEach` is called twice: once to
+    /// size the buffer, once to fill it in place (appending each part to an array cost a generic
+    /// append, and a retain of the part, each).
+    static func lines(
+        end: [UInt8],
+        _ forEach: ((_ payload: ArraySlice<UInt8>, _ isWrite: Bool, _ rev: UInt64, _ epoch: UInt64) -> Void) -> Void
+    ) -> [UInt8] {
+        var writer = WalLineWriter(epoch: 0)
+        var size = 0
+        forEach { payload, isWrite, rev, epoch in
+            if epoch != writer.epoch { writer = WalLineWriter(epoch: epoch) }
+            size += writer.size(payload, isWrite: isWrite, rev: rev) + end.count
+        }
+        return [UInt8](unsafeUninitializedCapacity: size) { buffer, count in
+            var output = Output(buffer)
+            forEach { payload, isWrite, rev, epoch in
+                if epoch != writer.epoch { writer = WalLineWriter(epoch: epoch) }
+                writer.write(payload, isWrite: isWrite, rev: rev, to: &output)
+                output.put(end)
+            }
+            count = output.written
+        }
     }
 
-    /// The bytes `append` would add.
-    func size(_ payload: ArraySlice<UInt8>, isWrite: Bool, rev: UInt64) -> Int {
+    /// The bytes of a record's line without its end.
+    private func size(_ payload: ArraySlice<UInt8>, isWrite: Bool, rev: UInt64) -> Int {
         Self.start.count + Output.digits(rev) + epochPart.count
             + (isWrite ? Self.writeField.count : Self.onDisconnectField.count) + payload.count
     }
 
-    /// `append`, into room made beforehand (`size`).
-    func write(_ payload: ArraySlice<UInt8>, isWrite: Bool, rev: UInt64, to output: inout Output) {
+    /// A record's line without its end, into room made beforehand (`size`).
+    private func write(_ payload: ArraySlice<UInt8>, isWrite: Bool, rev: UInt64, to output: inout Output) {
         output.put(Self.start)
         output.putDecimal(rev)
         output.put(epochPart)
@@ -1023,7 +1024,7 @@ struct WalLineWriter {
 
     /// Room for lines whose size is known, written from the start; bytes past its end are
     /// dropped (the sizes were wrong), never written out of bounds.
-    struct Output {
+    private struct Output {
         private let buffer: UnsafeMutableBufferPointer<UInt8>
         private(set) var written = 0
 
