@@ -119,6 +119,11 @@ final class Engine: @unchecked Sendable {
     @exclusivity(unchecked) var replication = ReplicationState()
     /// The confirmed revision and the outputs waiting for it (Cluster/; any thread).
     let confirmations = ConfirmationGate()
+    /// A replica's acknowledgements waiting for a deferred fsync (Cluster/; any thread).
+    let deferredAcks = DeferredAcks()
+    /// The batches written to the log whose deferred fsync has not finished, oldest first
+    /// (Engine+Durability).
+    @exclusivity(unchecked) var undurable: [UndurableBatch] = []
     /// The recent records a leader streams to replicas that reconnect.
     var retained: RetainedLog
     /// The cluster node this engine belongs to; nil standalone. Set before the first request.
@@ -175,6 +180,7 @@ final class Engine: @unchecked Sendable {
         self.changeLog = ChangeLog(capacity: changeLogRevisions)
         self.retained = RetainedLog(capacity: changeLogRevisions)
         self.retained.reset(at: database.rev)
+        observeDeferredSyncs()
     }
 
     /// Queues work; safe from any thread. Order is kept per caller.
@@ -191,6 +197,9 @@ final class Engine: @unchecked Sendable {
 
     func submit(_ item: Submission) { submit([item]) }
 
+    /// Whether submissions wait for the next turn. Any thread.
+    var hasQueuedWork: Bool { inbox.withLockedValue { !$0.batches.isEmpty } }
+
     /// Resolves once everything submitted so far has been applied and handed to connections.
     func barrier() -> EventLoopFuture<Void> {
         let promise = loop.makePromise(of: Void.self)
@@ -200,7 +209,10 @@ final class Engine: @unchecked Sendable {
 
     /// The whole tree and its revision, as of the next engine turn.
     func snapshot() -> EventLoopFuture<(Node, UInt64)> {
-        loop.submit { (self.database.root, self.database.rev) }
+        loop.submit {
+            self.waitUntilDurable()
+            return (self.database.root, self.database.rev)
+        }
     }
 
     // MARK: Engine thread
@@ -213,6 +225,7 @@ final class Engine: @unchecked Sendable {
             inbox.scheduled = false
             return batches
         }
+        if !undurable.isEmpty { settleUndurable() }
         let now = clock()
         let turn = startTurn()
         var batch = Batch(rev: database.rev)
@@ -223,12 +236,15 @@ final class Engine: @unchecked Sendable {
         }
         commit(&batch)
         if replication.confirmationUnsent {
-            confirmSoon(inboxIsEmpty: inbox.withLockedValue { $0.batches.isEmpty })
+            confirmSoon(inboxIsEmpty: !hasQueuedWork)
         }
         // Counted before anything is delivered: a client that saw an answer sees it in the metrics.
         finishTurn(turn, batch: batch, submissions: batches.reduce(0) { $0 + $1.count }, storage: storage)
         deliverOrHold(batch.outputs)
-        for promise in batch.barriers { promise.succeed() }
+        if !batch.barriers.isEmpty {
+            waitUntilDurable()
+            for promise in batch.barriers { promise.succeed() }
+        }
         if let storage, storageFailure == nil, storage.wantsCompaction, !storage.isCompacting {
             // The window as of this revision (an O(1) copy), encoded on the compaction queue.
             let window = writeIDs
@@ -312,11 +328,14 @@ final class Engine: @unchecked Sendable {
             return
         }
         var streamed: StreamedEarly?
+        let deferring = defersFsync
         do {
             if records.isEmpty {
-                try storage.append(batch.logged)
+                try storage.append(batch.logged, deferringSync: deferring)
             } else {
-                try storage.append(records) { streamed = streamBeforeSync(records, batch: batch) }
+                try storage.append(records, deferringSync: deferring) {
+                    streamed = streamBeforeSync(records, batch: batch)
+                }
             }
             if isFenced {
                 // The proof ran out during the append (a stalled disk, a paused process): the
@@ -331,13 +350,20 @@ final class Engine: @unchecked Sendable {
                             "outcome unknown: the leader's lease could not be confirmed after logging the write"))
                 return
             }
+            if deferring {
+                // Settled once durable (Engine+Durability).
+                undurable.append(UndurableBatch(lastRev: database.rev, undo: batch.undo))
+            } else {
+                writeIDs.settle()
+            }
             batch.committed(rev: database.rev)
-            writeIDs.settle()
             if !records.isEmpty { replicationCommitted(records, streamed: streamed, now: clock(), batch: &batch) }
         } catch {
             storageFailed(error)
             if streamed != nil { endStreams(batch: &batch) }
             rollBack(&batch, answering: unavailable)
+            // An earlier batch's deferred fsync may have failed too: undo what it did not keep.
+            settleUndurable()
         }
     }
 

@@ -150,6 +150,17 @@ struct WriteIDWindow: Sendable {
         unsettled.removeAll(keepingCapacity: true)
     }
 
+    /// The log has the writes up to `rev` durably (a deferred fsync finished): what they
+    /// remembered can no longer be forgotten.
+    mutating func settle(through rev: UInt64) {
+        guard let last = unsettled.last else { return }
+        if last.rev <= rev {
+            unsettled.removeAll(keepingCapacity: true)
+        } else {
+            unsettled.removeAll { $0.rev <= rev }
+        }
+    }
+
     /// The log refused the writes after `rev`: forgets what they remembered. (Ids those writes
     /// pushed out stay forgotten; writes are refused until a restart, which rebuilds the window
     /// from the log.)

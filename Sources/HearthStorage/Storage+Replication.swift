@@ -61,6 +61,9 @@ extension Storage {
     {
         guard isUsable else { throw .invalid("install: the storage of \(directory) is not usable") }
         compactionGroup.wait()
+        // The segment it may be fsyncing is removed.
+        waitForDeferredSync()
+        if let error = adoptSyncFailure() { throw .failed(after: error) }
         do throws(StorageError) {
             try fileSystem.writeAtomically(
                 file, to: DataFiles.path(directory, DataFiles.snapshotName(rev)), directory: directory)
@@ -87,6 +90,7 @@ extension Storage {
         startedSegment(firstRev: rev + 1)
         lastRev = rev
         unsynced = false
+        resetSyncer()
         onDisconnect = registrations
         shared.withLock { state in
             state.snapshotBytes = Int64(file.count)

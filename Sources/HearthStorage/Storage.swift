@@ -44,6 +44,9 @@ public final class Storage: @unchecked Sendable {
     var unsynced = false
     var lastSync = ContinuousClock.now
     private var failure: StorageError?
+    /// The thread that fsyncs deferred appends, started by the first one.
+    private var syncer: LogSyncer?
+    private var syncFailureAdopted = false
     private var isClosed = false
     /// The batch's records, encoded. Unchecked for exclusivity: only `append` touches it, on
     /// the engine's thread, and the encoder it calls cannot reach it.
@@ -251,10 +254,15 @@ public final class Storage: @unchecked Sendable {
     /// and onDisconnect changes, which take none, in any order. As `append(_:)` of writes: one
     /// write and (under `fsync: always`) one fsync, and the whole batch is recovered or none of
     /// it. `onDisconnect` takes the changes once they are in the log.
-    public func append(_ records: [LogRecord]) throws(StorageError) {
+    ///
+    /// With `deferringSync` under `fsync: always`, returns once the batch is written and leaves
+    /// its fsync to the storage's sync thread: the batch is durable when `durableRev` reaches
+    /// its last revision (`durabilityObserver` hears it), and a failed fsync fails the storage
+    /// (`failureObserver`; `adoptSyncFailure`). Under the other policies it changes nothing.
+    public func append(_ records: [LogRecord], deferringSync: Bool = false) throws(StorageError) {
         try append(
             count: records.count, writeRev: { records[$0].writeRev }, change: { records[$0].onDisconnectChange },
-            beforeSync: {},
+            deferringSync: deferringSync, beforeSync: {},
             encode: { index, rev, continues, buffer throws(StorageError) in
                 try WALFormat.appendRecord(records[index], rev: rev, continues: continues, to: &buffer)
             })
@@ -263,10 +271,12 @@ public final class Storage: @unchecked Sendable {
     /// Appends one batch of records whose payloads are already encoded, as `append(_:)` does,
     /// and calls `beforeSync` once the batch is written and before its fsync (a leader sends the
     /// records to its replicas there, so that both flush at once; replication.md §3).
-    public func append(_ records: [EncodedRecord], beforeSync: () -> Void) throws(StorageError) {
+    public func append(
+        _ records: [EncodedRecord], deferringSync: Bool = false, beforeSync: () -> Void
+    ) throws(StorageError) {
         try append(
             count: records.count, writeRev: { records[$0].writeRev }, change: { records[$0].onDisconnectChange },
-            beforeSync: beforeSync,
+            deferringSync: deferringSync, beforeSync: beforeSync,
             encode: { index, rev, continues, buffer throws(StorageError) in
                 try WALFormat.appendRecord(rev: rev, continues: continues, to: &buffer) { $0 += records[index].payload }
             })
@@ -276,7 +286,8 @@ public final class Storage: @unchecked Sendable {
     /// record where the caller's array holds it, so that no record is copied out of it (a copy
     /// of an encoded record retains its payload, and a log record's its written nodes).
     private func append(
-        count: Int, writeRev: (Int) -> UInt64?, change: (Int) -> OnDisconnectChange?, beforeSync: () -> Void,
+        count: Int, writeRev: (Int) -> UInt64?, change: (Int) -> OnDisconnectChange?, deferringSync: Bool,
+        beforeSync: () -> Void,
         encode: (Int, UInt64, Bool, inout [UInt8]) throws(StorageError) -> Void
     ) throws(StorageError) {
         try checkUsable()
@@ -303,11 +314,17 @@ public final class Storage: @unchecked Sendable {
         segmentFileEnd = max(segmentFileEnd, start + Int64(encodeBuffer.count))
         unsynced = true
         beforeSync()
+        let end = start + Int64(encodeBuffer.count)
         if options.fsync == .always {
-            do { try timedFsync(segment) } catch { throw fail(error, truncatingTo: start) }
-            unsynced = false
+            if deferringSync {
+                startedSyncer().request(LogSyncer.Target(file: segment, rev: rev, end: end))
+            } else {
+                do { try timedFsync(segment) } catch { throw fail(error, truncatingTo: start) }
+                unsynced = false
+                syncer?.synced(upTo: rev, end: end)
+            }
         }
-        segmentEnd = start + Int64(encodeBuffer.count)
+        segmentEnd = end
         lastRev = rev
         for index in 0..<count {
             if let change = change(index) { onDisconnect.apply(change) }
@@ -363,6 +380,8 @@ public final class Storage: @unchecked Sendable {
     public func close() throws(StorageError) {
         guard !isClosed else { return }
         compactionGroup.wait()
+        syncer?.wait()
+        _ = adoptSyncFailure()
         isClosed = true
         defer { releaseFiles() }
         if failure == nil, unsynced, let segment {
@@ -405,7 +424,68 @@ public final class Storage: @unchecked Sendable {
 
     private func checkUsable() throws(StorageError) {
         if isClosed { throw .invalid("the storage of \(directory) is closed") }
+        _ = adoptSyncFailure()
         if let failure { throw .failed(after: failure) }
+    }
+
+    // MARK: - Deferred fsyncs
+
+    /// Hears each revision that becomes durable after an append that deferred its fsync, on the
+    /// sync thread (or the engine's, when an fsync of its own covered it). Set it once, right
+    /// after `open`, like `fsyncObserver`.
+    public var durabilityObserver: (@Sendable (UInt64) -> Void)?
+
+    /// Hears a deferred fsync that failed, on the sync thread. The storage is failed from then
+    /// on; the engine learns what is durable and cuts the rest with `adoptSyncFailure`.
+    public var failureObserver: (@Sendable (StorageError) -> Void)?
+
+    /// The last revision known durable: everything appended, except the batches whose deferred
+    /// fsync has not finished. Engine thread.
+    public var durableRev: UInt64 {
+        guard let syncer, options.fsync == .always else { return lastRev }
+        return min(lastRev, syncer.durableRev)
+    }
+
+    /// When a deferred fsync failed: fails the storage with its error (once), truncating the
+    /// segment back to the end of the last durable batch so that no restart recovers what was
+    /// never acknowledged, and returns the error; `durableRev` is then the revision the engine
+    /// must go back to. Nil while no deferred fsync failed. Engine thread.
+    public func adoptSyncFailure() -> StorageError? {
+        // A failed syncer has stopped: what it made durable is final.
+        guard let syncer else { return nil }
+        let status = syncer.status
+        guard let error = status.failure else { return nil }
+        if !syncFailureAdopted {
+            syncFailureAdopted = true
+            lastRev = status.durableRev
+            segmentEnd = status.durableEnd
+            _ = fail(error, truncatingTo: status.durableEnd)
+        }
+        return error
+    }
+
+    /// Waits for the deferred fsync in flight, if any (before the file it syncs is replaced or
+    /// closed). Engine thread.
+    public func waitForDeferredSync() { syncer?.wait() }
+
+    /// The log was replaced (a snapshot installed): what it has is durable.
+    func resetSyncer() { syncer?.reset(durableRev: lastRev, end: segmentEnd) }
+
+    private func startedSyncer() -> LogSyncer {
+        if let syncer { return syncer }
+        let fileSystem = fileSystem
+        let observer = fsyncObserver
+        let started = LogSyncer(
+            durableRev: lastRev, durableEnd: segmentEnd,
+            fsync: { file throws(StorageError) in
+                guard let observer else { return try fileSystem.fsync(file) }
+                let began = ContinuousClock.now
+                try fileSystem.fsync(file)
+                observer(ContinuousClock.now - began)
+            },
+            onDurable: durabilityObserver ?? { _ in }, onFailure: failureObserver ?? { _ in })
+        syncer = started
+        return started
     }
 
     /// Marks the storage failed with `error`, truncating the segment back to `offset` (the end
@@ -468,10 +548,13 @@ public final class Storage: @unchecked Sendable {
     /// current segment or of the directory fails.
     func rotate(to firstRev: UInt64) throws(StorageError) {
         guard let old = segment else { return }
+        syncer?.wait()
+        if let error = adoptSyncFailure() { throw .failed(after: error) }
         if unsynced {
             do { try timedFsync(old) } catch { throw fail(error, truncatingTo: nil) }
             unsynced = false
             lastSync = ContinuousClock.now
+            syncer?.synced(upTo: lastRev, end: segmentEnd)
         }
         switch Storage.createSegment(firstRev: firstRev, directory: directory, fileSystem: fileSystem) {
         case .failed(let error, let renamed):
@@ -486,6 +569,7 @@ public final class Storage: @unchecked Sendable {
             fileSystem.close(old)
             segment = file
             startedSegment(firstRev: firstRev)
+            syncer?.synced(upTo: lastRev, end: segmentEnd)
             logger.debug("started a new WAL segment", metadata: ["firstRev": "\(firstRev)"])
         }
     }

@@ -572,6 +572,49 @@ final class ReplicationStreamTests: XCTestCase {
         XCTAssertEqual(read["value"], expected["value"])
     }
 
+    /// Under `fsync: always` a replica goes on while its log's fsync runs, but acknowledges
+    /// records only once that fsync ends: until then the leader answers nothing.
+    func testAReplicaAcknowledgesRecordsOnlyOnceItsFsyncEnds() async throws {
+        let disk = FailingDisk()
+        let leader = try await startNode("leader", syncReplicas: 1)
+        let replica = try await startNode("replica", syncReplicas: 1, fileSystem: disk, fsync: .always)
+        lead(leader, epoch: 5, followers: [replica])
+        try waitForValue(replica.server.port, "/", .null)
+        let client = try TestClient(port: leader.server.port)
+        XCTAssertEqual(try client.request(#"{"op":"set","path":"/n","value":1}"#)["rev"], .int(1))
+
+        disk.holdFsyncs()
+        try client.send(#"{"op":"set","path":"/n","value":2}"#)
+        XCTAssertThrowsError(try client.readJSON(timeout: 0.4), "acknowledged before the replica's fsync ended")
+        disk.releaseFsyncs()
+        XCTAssertEqual(try client.readResponse()["rev"], .int(2))
+        try waitForValue(replica.server.port, "/n", .int(2))
+    }
+
+    /// Under `fsync: always` a leader goes on while its own fsync runs: a write its replica has
+    /// acknowledged is still not answered, nor shown by the replica, until the leader's fsync
+    /// ends too (its `confirmedRev` waits for it).
+    func testALeaderReleasesAWriteOnlyOnceItsOwnFsyncEnds() async throws {
+        let disk = FailingDisk()
+        let leader = try await startNode("leader", syncReplicas: 1, fileSystem: disk, fsync: .always)
+        let replica = try await startNode("replica", syncReplicas: 1)
+        lead(leader, epoch: 6, followers: [replica])
+        try waitForValue(replica.server.port, "/", .null)
+        let client = try TestClient(port: leader.server.port)
+        XCTAssertEqual(try client.request(#"{"op":"set","path":"/n","value":1}"#)["rev"], .int(1))
+        let subscriber = try TestClient(port: replica.server.port)
+        XCTAssertEqual(try subscriber.request(#"{"op":"subscribe","path":"/n","events":["value"]}"#)["ok"], .bool(true))
+        XCTAssertEqual(try subscriber.readJSON()["value"], .int(1))
+
+        disk.holdFsyncs()
+        try client.send(#"{"op":"set","path":"/n","value":2}"#)
+        XCTAssertThrowsError(try client.readJSON(timeout: 0.4), "acknowledged before the leader's fsync ended")
+        XCTAssertThrowsError(try subscriber.readLine(timeout: 0.1), "shown by the replica before the leader's fsync")
+        disk.releaseFsyncs()
+        XCTAssertEqual(try client.readResponse()["rev"], .int(2))
+        XCTAssertEqual(try subscriber.readJSON()["value"], .int(2))
+    }
+
     /// A replica acknowledges records once its log has them (it logs them before applying them):
     /// one whose disk refuses them acknowledges nothing, and shows nothing of them.
     func testAReplicaWhoseLogFailsAcknowledgesAndShowsNothingOfTheRecords() async throws {

@@ -75,6 +75,87 @@ final class StorageFaultTests: XCTestCase {
         await server.shutdown()
     }
 
+    /// Under `fsync: always` the engine goes on while a batch is fsynced, but nothing that shows
+    /// the batch leaves before the fsync ends: not its acknowledgement, not its events, not a
+    /// read of another connection.
+    func testNothingOfABatchLeavesBeforeItsFsyncEnds() async throws {
+        let directory = temporaryDataDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let disk = FailingDisk()
+        let server = try await disk.startServer(in: directory)
+        let writer = try TestClient(port: server.port)
+        let reader = try TestClient(port: server.port)
+        let listener = try TestClient(port: server.port)
+        try listener.request(#"{"op":"subscribe","path":"/k"}"#)
+        _ = try listener.readJSON()
+        XCTAssertEqual(try writer.request(#"{"op":"set","path":"/k/a","value":1}"#)["rev"], .int(1))
+        XCTAssertEqual(try listener.readJSON()["value"], json(#"{"a":1}"#))
+
+        disk.holdFsyncs()
+        try writer.send(#"{"op":"set","path":"/k/b","value":2,"id":7}"#)
+        try await Task.sleep(for: .milliseconds(200))
+        try reader.send(#"{"op":"get","path":"/k","id":8}"#)
+        XCTAssertThrowsError(try writer.readJSON(timeout: 0.3), "no acknowledgement before the fsync")
+        XCTAssertThrowsError(try reader.readJSON(timeout: 0.1), "no read that shows the write before its fsync")
+        XCTAssertThrowsError(try listener.readJSON(timeout: 0.1), "no event before the fsync")
+
+        disk.releaseFsyncs()
+        XCTAssertEqual(try writer.readResponse()["rev"], .int(2))
+        XCTAssertEqual(try reader.readResponse()["value"], json(#"{"a":1,"b":2}"#))
+        XCTAssertEqual(try listener.readJSON()["value"], json(#"{"a":1,"b":2}"#))
+        await server.shutdown()
+    }
+
+    /// An fsync that fails after the engine went on: every batch it had not made durable is
+    /// undone (the one being fsynced and those written meanwhile), their answers fail, a read
+    /// never shows them, no event is sent, and a restart has only what was acknowledged.
+    func testAFailedFsyncUndoesTheBatchesWrittenWhileItRan() async throws {
+        let directory = temporaryDataDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let disk = FailingDisk()
+        let server = try await disk.startServer(in: directory)
+        let first = try TestClient(port: server.port)
+        let second = try TestClient(port: server.port)
+        let reader = try TestClient(port: server.port)
+        let listener = try TestClient(port: server.port)
+        try listener.request(#"{"op":"subscribe","path":"/k"}"#)
+        _ = try listener.readJSON()
+        XCTAssertEqual(try first.request(#"{"op":"set","path":"/k/a","value":1}"#)["rev"], .int(1))
+        XCTAssertEqual(try listener.readJSON()["value"], json(#"{"a":1}"#))
+
+        disk.holdFsyncs()
+        try first.send(#"{"op":"set","path":"/k/b","value":2}"#)
+        try await Task.sleep(for: .milliseconds(100))
+        try second.send(#"{"op":"update","path":"/k","values":{"a":null,"c":3}}"#)
+        try second.send(#"{"op":"push","path":"/k","value":"pushed"}"#)
+        try await Task.sleep(for: .milliseconds(100))
+        try reader.send(#"{"op":"get","path":"/k"}"#)
+        try await Task.sleep(for: .milliseconds(100))
+        disk.failFsyncs(true)
+        disk.releaseFsyncs()
+
+        XCTAssertEqual(try first.readResponse().errorCode, "unavailable")
+        XCTAssertEqual(try second.readResponse().errorCode, "unavailable")
+        XCTAssertEqual(try second.readResponse().errorCode, "unavailable")
+        let read = try reader.readResponse()
+        if read.errorCode == nil { XCTAssertEqual(read["value"], json(#"{"a":1}"#)) }
+        let after = try reader.request(#"{"op":"get","path":"/k"}"#)
+        XCTAssertEqual(after["value"], json(#"{"a":1}"#))
+        XCTAssertEqual(after["rev"], .int(1))
+        XCTAssertEqual(try listener.request(#"{"op":"ping","id":1}"#)["id"], .int(1))
+        XCTAssertEqual(listener.events, [], "no event of an undone write")
+        disk.failFsyncs(false)
+        XCTAssertEqual(try first.request(#"{"op":"set","path":"/k/d","value":4}"#).errorCode, "unavailable")
+        await server.shutdown()
+
+        let restarted = try await HearthServer.start(
+            configuration: FailingDisk.configuration(directory), logger: quietLogger)
+        let r = try TestClient(port: restarted.port)
+        XCTAssertEqual(try r.request(#"{"op":"get","path":"/k"}"#)["value"], json(#"{"a":1}"#))
+        XCTAssertEqual(try r.request(#"{"op":"set","path":"/k/e","value":5}"#)["rev"], .int(2))
+        await restarted.shutdown()
+    }
+
     /// onDisconnect registrations follow writes: one the log refuses is answered `unavailable`
     /// and never runs; those acknowledged before the failure stay in the log (their connections'
     /// disconnects can no longer run them) and run when the server restarts.
@@ -113,6 +194,7 @@ final class FailingDisk: FileSystem {
     private let failing = NIOLockedValueBox(false)
     private let failingFsyncs = NIOLockedValueBox(false)
     private let delay = NIOLockedValueBox(0.0)
+    private let heldFsyncs = NIOLockedValueBox(false)
 
     func failWrites(_ on: Bool) { failing.withLockedValue { $0 = on } }
 
@@ -121,6 +203,11 @@ final class FailingDisk: FileSystem {
 
     /// Makes every write take `seconds` longer (a slow disk).
     func delayWrites(by seconds: Double) { delay.withLockedValue { $0 = seconds } }
+
+    /// Makes every fsync wait (at most ten seconds) until `releaseFsyncs` (a stalled disk).
+    func holdFsyncs() { heldFsyncs.withLockedValue { $0 = true } }
+
+    func releaseFsyncs() { heldFsyncs.withLockedValue { $0 = false } }
 
     /// A loopback server on free ports over `directory`, acknowledging writes only once fsynced.
     /// A server on this disk, with its data in `directory` (`configuration`).
@@ -150,6 +237,8 @@ final class FailingDisk: FileSystem {
     func open(_ path: String, mode: OpenMode) throws(StorageError) -> OpenFile { try real.open(path, mode: mode) }
     func close(_ file: OpenFile) { real.close(file) }
     func fsync(_ file: OpenFile) throws(StorageError) {
+        let deadline = Date().addingTimeInterval(10)
+        while heldFsyncs.withLockedValue({ $0 }), Date() < deadline { Thread.sleep(forTimeInterval: 0.001) }
         if failingFsyncs.withLockedValue({ $0 }) {
             throw StorageError.io(operation: "fsync", path: file.path, errno: 5)  // EIO
         }

@@ -3,7 +3,9 @@ import NIOConcurrencyHelpers
 
 /// The confirmed revision, and the outputs held until it covers them (replication.md §4,
 /// `syncReplicas ≥ 1`): shared by the engine and the event loop that reads a replica's
-/// acknowledgements.
+/// acknowledgements. It also holds outputs until the local log has their revision durably, when
+/// the engine went on without waiting for an fsync (`Storage.append(_:deferringSync:)`): the
+/// sync thread releases them.
 ///
 /// A leader's answers wait for its replicas. When only the engine took an acknowledgement, the
 /// answers it confirmed also waited for the engine turn in progress, usually the next batch's
@@ -11,20 +13,26 @@ import NIOConcurrencyHelpers
 /// engine still takes it for the rest (lag, switchover, telling the replicas).
 ///
 /// Outputs are delivered under the lock, so each connection gets them in the order they were
-/// made whichever thread releases them. Standalone, and under `syncReplicas: 0`, nothing is ever
-/// held and the lock is taken once per engine turn at most.
+/// made whichever thread releases them. Under `syncReplicas: 0` with `fsync` other than
+/// `always`, nothing is ever held and the lock is taken once per engine turn at most.
 final class ConfirmationGate: Sendable {
     typealias Outputs = [(session: SessionLink, items: [Outbound])]
 
-    /// Outputs that show revisions up to `needs`, held since `since` (ms).
+    /// Outputs that show revisions up to `needs`, held since `since` (ms) until replicas
+    /// confirm `needs` (`forReplicas`) and the log has it durably (`forDisk`).
     struct Entry {
         let needs: UInt64
         let since: Int64
         var outputs: Outputs
+        let forReplicas: Bool
+        let forDisk: Bool
     }
 
     private struct State {
         var confirmedRev: UInt64 = 0
+        /// The highest revision the local log has durably, for batches whose fsync the engine
+        /// did not wait for (`Storage.append(_:deferringSync:)`).
+        var durableRev: UInt64 = 0
         var entries: [Entry] = []
         var syncReplicas = 0
         /// The highest revision each streaming replica acknowledged, by peer session.
@@ -38,6 +46,10 @@ final class ConfirmationGate: Sendable {
     /// The highest revision whose acknowledgement the leader released (on a replica: as the
     /// leader last said).
     var confirmedRev: UInt64 { state.withLockedValue { $0.confirmedRev } }
+
+    /// The highest revision the local log has durably, as far as the gate heard (outputs up to
+    /// it that waited for the disk are released).
+    var durableRev: UInt64 { state.withLockedValue { $0.durableRev } }
 
     /// Whether outputs are waiting.
     var isHolding: Bool { state.withLockedValue { !$0.entries.isEmpty } }
@@ -82,16 +94,37 @@ final class ConfirmationGate: Sendable {
         state.withLockedValue { Self.advance(&$0, to: rev, now: now) }
     }
 
-    /// Delivers `outputs`, made at revision `rev`, or holds those that show unconfirmed revisions
-    /// (`holding`: `syncReplicas ≥ 1` in a cluster). Items that `goesUnheld` (stream lines,
-    /// cluster notices: how confirmation happens) always go at once.
-    func deliverOrHold(_ outputs: Outputs, rev: UInt64, holding: Bool, now: Int64) {
-        guard holding else {
+    /// The log has every revision up to `rev` durably: releases what waited for that (any
+    /// thread). Returns whether the replicas had confirmed more than the log had durably before,
+    /// so that a leader's `confirmedRev` (the lower of the two) rose.
+    @discardableResult
+    func durable(upTo rev: UInt64, now: Int64) -> Bool {
+        state.withLockedValue { state in
+            guard rev > state.durableRev else { return false }
+            let replicasWereAhead = state.confirmedRev > state.durableRev
+            state.durableRev = rev
+            Self.release(&state, now: now)
+            return replicasWereAhead
+        }
+    }
+
+    /// The local log was replaced and has everything up to `rev` durably (`rev` may be lower
+    /// than before: a replica installed its leader's snapshot).
+    func resetDurable(to rev: UInt64) { state.withLockedValue { $0.durableRev = rev } }
+
+    /// Delivers `outputs`, made at revision `rev`, or holds those that show revisions not yet
+    /// confirmed by replicas (`forReplicas`: `syncReplicas ≥ 1` in a cluster) or not yet durable
+    /// in the local log (`forDisk`: an fsync is still running). Items that `goesUnheld` (stream
+    /// lines, cluster notices: how confirmation happens) always go at once.
+    func deliverOrHold(_ outputs: Outputs, rev: UInt64, forReplicas: Bool, forDisk: Bool, now: Int64) {
+        guard forReplicas || forDisk else {
             Engine.deliver(outputs)
             return
         }
         state.withLockedValue { state in
-            let mustHold = rev > state.confirmedRev || !state.entries.isEmpty
+            let mustHold =
+                !state.entries.isEmpty || (forReplicas && rev > state.confirmedRev)
+                || (forDisk && rev > state.durableRev)
             var delivered: Outputs = []
             var later: Outputs = []
             for (session, items) in outputs {
@@ -107,7 +140,10 @@ final class ConfirmationGate: Sendable {
                 }
             }
             Engine.deliver(delivered)
-            if !later.isEmpty { state.entries.append(Entry(needs: rev, since: now, outputs: later)) }
+            if !later.isEmpty {
+                state.entries.append(
+                    Entry(needs: rev, since: now, outputs: later, forReplicas: forReplicas, forDisk: forDisk))
+            }
         }
     }
 
@@ -116,7 +152,8 @@ final class ConfirmationGate: Sendable {
     func expire(now: Int64, timeoutMs: Int64, _ error: DatabaseError) {
         state.withLockedValue { state in
             var failed: Outputs = []
-            for index in state.entries.indices where now - state.entries[index].since >= timeoutMs {
+            for index in state.entries.indices
+            where state.entries[index].forReplicas && now - state.entries[index].since >= timeoutMs {
                 var kept: Outputs = []
                 for (session, items) in state.entries[index].outputs {
                     let rest = items.filter { if case .response = $0 { false } else { true } }
@@ -153,11 +190,18 @@ final class ConfirmationGate: Sendable {
     private static func advance(_ state: inout State, to rev: UInt64, now: Int64) {
         guard rev > state.confirmedRev else { return }
         state.confirmedRev = rev
+        release(&state, now: now)
+    }
+
+    /// Delivers the entries, oldest first, that nothing holds any longer.
+    private static func release(_ state: inout State, now: Int64) {
         var released: Outputs = []
         var count = 0
         for entry in state.entries {
-            guard entry.needs <= rev else { break }
-            state.waitedMs += max(0, now - entry.since)
+            guard !entry.forReplicas || entry.needs <= state.confirmedRev,
+                !entry.forDisk || entry.needs <= state.durableRev
+            else { break }
+            if entry.forReplicas { state.waitedMs += max(0, now - entry.since) }
             released += entry.outputs
             count += 1
         }

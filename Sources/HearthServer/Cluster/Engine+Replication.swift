@@ -182,7 +182,7 @@ extension Engine {
         let entries = fromRev == 0 && database.rev > 0 ? nil : retained.entries(after: fromRev)
         if let entries {
             respond(.members(answer))
-            let end = WalLineWriter.end(confirmedRev: confirmations.confirmedRev)
+            let end = WalLineWriter.end(confirmedRev: releasedRev)
             let lines = WalLineWriter.lines(end: end) { line in
                 for entry in entries { line(entry.payload, entry.isWrite, entry.rev, entry.epoch) }
             }
@@ -319,7 +319,7 @@ extension Engine {
             // Records of a replica come from its leader; retained so that it can serve streams
             // if it is elected.
             retain(records, endingAt: database.rev) { replication.history.epoch(of: $0) }
-            sendAck(database.rev)
+            sendAck(database.rev, deferred: defersFsync)
         }
     }
 
@@ -341,7 +341,7 @@ extension Engine {
     /// The `wal` lines of a batch a leader writes in `epoch`, in one buffer: the same for every
     /// stream.
     private func streamLines(_ records: [EncodedRecord], epoch: UInt64) -> [UInt8] {
-        let confirmed = confirmations.confirmedRev
+        let confirmed = releasedRev
         replication.announcedConfirmedRev = max(replication.announcedConfirmedRev, confirmed)
         return WalLineWriter.lines(end: WalLineWriter.end(confirmedRev: confirmed)) { line in
             forEachRevision(of: records, endingAt: database.rev) { payload, isWrite, rev in
@@ -364,13 +364,15 @@ extension Engine {
         confirmations.endStreams()
     }
 
-    /// Replica: tells the leader that everything up to `rev` is in this node's log.
-    private func sendAck(_ rev: UInt64) {
+    /// Replica: tells the leader that everything up to `rev` is in this node's log; after an
+    /// append that deferred its fsync, once the fsync is done (`DeferredAcks`).
+    private func sendAck(_ rev: UInt64, deferred: Bool) {
         guard let link = replication.link else { return }
-        var ack = Array(#"{"op":"replicaAck","rev":"#.utf8)
-        JSONWriter.writeInt(Int64(clamping: rev), into: &ack)
-        ack += "}\n".utf8
-        link.send(ack)
+        if deferred {
+            deferredAcks.send(rev, on: link)
+        } else {
+            link.send(DeferredAcks.line(rev))
+        }
     }
 
     /// The connection that read the acknowledgement already released what it confirms
@@ -383,7 +385,15 @@ extension Engine {
         replication.streams[session] = stream
         if replication.switchover != nil { checkSwitchover(now: now, batch: &batch) }
         guard replication.syncReplicas > 0, replication.role.isLeader else { return }
-        if confirmations.confirmedRev > replication.announcedConfirmedRev { replication.confirmationUnsent = true }
+        if releasedRev > replication.announcedConfirmedRev { replication.confirmationUnsent = true }
+    }
+
+    /// The log made more of a leader's batches durable (Engine+Durability): a confirmation the
+    /// replicas have not heard goes in the next records, or a heartbeat.
+    func releasedRevMayHaveRisen() {
+        guard replication.role.isLeader, releasedRev > replication.announcedConfirmedRev else { return }
+        replication.confirmationUnsent = true
+        confirmSoon(inboxIsEmpty: !hasQueuedWork)
     }
 
     /// How long a leader's advanced `confirmedRev` waits for records to carry it before a
@@ -405,7 +415,7 @@ extension Engine {
         var line = Array(#"{"event":"heartbeat","rev":"#.utf8)
         JSONWriter.writeInt(Int64(clamping: database.rev), into: &line)
         line += #","confirmedRev":"#.utf8
-        let confirmed = confirmations.confirmedRev
+        let confirmed = releasedRev
         JSONWriter.writeInt(Int64(clamping: confirmed), into: &line)
         replication.announcedConfirmedRev = max(replication.announcedConfirmedRev, confirmed)
         line += "}\n".utf8
@@ -475,9 +485,9 @@ extension Engine {
                 batch.record(decoded)
             }
             if loggedAhead, replication.recordsLoggedAhead == 0 {
-                // Every record logged ahead is applied: nothing of this turn is left to log or undo.
-                batch.committed(rev: database.rev)
-                writeIDs.settle()
+                // Every record logged ahead is applied: nothing of this turn is left to log, nor
+                // to undo unless their fsync (deferred) fails.
+                committedLoggedAhead(&batch)
             }
             confirmations.advance(to: confirmedRev, now: clock())
             noteCaughtUp()
@@ -553,13 +563,14 @@ extension Engine {
             }
         }
         guard !records.isEmpty else { return }
-        do { try storage.append(records) {} } catch {
+        let deferring = defersFsync
+        do { try storage.append(records, deferringSync: deferring) {} } catch {
             storageFailed(error)
             return
         }
         replication.recordsLoggedAhead = records.count
         retain(records, endingAt: rev) { replication.history.epoch(of: $0) }
-        sendAck(rev)
+        sendAck(rev, deferred: deferring)
     }
 
     /// Replays a committed write (in place when nothing needs the old tree), records it in the
@@ -602,9 +613,13 @@ extension Engine {
     /// Replaces the whole state with the leader's snapshot at `rev`.
     private func installSnapshot(_ file: [UInt8], rev: UInt64, now: Int64, batch: inout Batch) {
         if batch.hasUncommittedRecords { commit(&batch) }
+        waitUntilDurable()
         do {
             let contents = try Storage.decodeSnapshotFile(file, rev: rev)
             try storage?.install(snapshot: file, rev: rev, onDisconnect: contents.onDisconnect)
+            undurable.removeAll()
+            confirmations.resetDurable(to: rev)
+            deferredAcks.reset(durableRev: rev)
             let before = database.root
             confirmations.drop(
                 above: rev,
@@ -621,7 +636,7 @@ extension Engine {
             views.apply(write: nil, paths: [.root], before: before, after: database.root, rev: rev, batch: &batch)
             try storage?.saveHistory(replication.history)
             logger.info("installed the leader's snapshot", metadata: ["rev": "\(rev)", "bytes": "\(file.count)"])
-            sendAck(rev)
+            sendAck(rev, deferred: false)
         } catch {
             logger.error("could not install the leader's snapshot", metadata: ["error": "\(error)"])
             replication.link?.close()
@@ -817,7 +832,7 @@ extension Engine {
                 ))
         }
         replication.metrics?.update(
-            role: replication.role, confirmedRev: confirmations.confirmedRev,
+            role: replication.role, confirmedRev: releasedRev,
             lags: replication.streams.values.map { stream in
                 ClusterMetrics.Lag(
                     node: stream.node, revs: database.rev - min(database.rev, stream.ackedRev),
@@ -849,7 +864,7 @@ extension Engine {
         replication.memberState = state
         // The tick calls this every 100 ms: only a change is published.
         let position = PublishedPosition(
-            role: replication.role, rev: database.rev, state: state, confirmedRev: confirmations.confirmedRev)
+            role: replication.role, rev: database.rev, state: state, confirmedRev: releasedRev)
         guard position != replication.published else { return }
         replication.published = position
         if let hooks = clusterHooks {
@@ -857,7 +872,7 @@ extension Engine {
         }
         clusterHooks?.positionChanged(
             role: replication.role, rev: database.rev, lastEpoch: replication.history.epoch(of: database.rev),
-            confirmedRev: confirmations.confirmedRev, state: state)
+            confirmedRev: releasedRev, state: state)
     }
 
     /// Every client connection of the node hears the change (`cluster` event).
@@ -872,7 +887,8 @@ extension Engine {
     /// (`ConfirmationGate`).
     func deliverOrHold(_ outputs: [(session: SessionLink, items: [Outbound])]) {
         let holding = replication.holdsOutputs
-        confirmations.deliverOrHold(outputs, rev: database.rev, holding: holding, now: holding ? clock() : 0)
+        confirmations.deliverOrHold(
+            outputs, rev: database.rev, forReplicas: holding, forDisk: !undurable.isEmpty, now: holding ? clock() : 0)
     }
 
     // MARK: Leader: waiting for replicas
