@@ -220,10 +220,11 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
             case .success(let request):
                 if case .cluster(.replicaAck(let rev)) = request.operation {
                     // A replica's acknowledgement gets no answer, so it takes no slot. What it
-                    // confirms is released here, without waiting for the engine's turn.
+                    // confirms is released here, without waiting for the engine's turn; the
+                    // engine takes it at its next turn.
                     guard let sessionLink else { return }
                     engine.confirmations.acknowledged(stream: sessionLink.id, rev: rev, now: clock())
-                    batch.append(.request(sessionLink, request))
+                    engine.acknowledgementArrived(on: context.eventLoop)
                     return
                 }
                 slots.append(.awaitingEngine)

@@ -136,6 +136,10 @@ final class Engine: @unchecked Sendable {
     /// A request decoded just before a leader steps down then cannot be forwarded and is
     /// answered `unavailable` "not the leader", which clients send again (with its write id).
     private let leads = Atomic<Bool>(false)
+    /// Whether replicas' acknowledgements were recorded since the last turn took them, and
+    /// whether a check for them is scheduled (`acknowledgementArrived`). Any thread.
+    let acknowledgementsUnseen = Atomic<Bool>(false)
+    let acknowledgementCheckScheduled = Atomic<Bool>(false)
 
     /// Whether this node leads its cluster (see `leads`). Any thread.
     var isLeading: Bool { leads.load(ordering: .relaxed) }
@@ -230,7 +234,10 @@ final class Engine: @unchecked Sendable {
         let turn = startTurn()
         var batch = Batch(rev: database.rev)
         replication.turnLeadershipProof = nil
-        if replication.isClustered { logAhead(batches) }
+        if replication.isClustered {
+            takeAcknowledgements(now: now, batch: &batch)
+            logAhead(batches)
+        }
         for items in batches {
             for item in items { take(item, now: now, batch: &batch) }
         }

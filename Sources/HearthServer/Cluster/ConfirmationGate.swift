@@ -69,6 +69,9 @@ final class ConfirmationGate: Sendable {
         state.withLockedValue { $0.acked[stream] = ackedRev }
     }
 
+    /// The highest revision each streaming replica acknowledged, by peer session.
+    var streamAcknowledgements: [UInt64: UInt64] { state.withLockedValue { $0.acked } }
+
     /// A stream ended: its acknowledgements no longer count.
     func streamEnded(_ stream: UInt64) { state.withLockedValue { _ = $0.acked.removeValue(forKey: stream) } }
 

@@ -108,8 +108,6 @@ extension Engine {
                 startStream(
                     session: session, node: node, fromRev: fromRev, history: history, origin: origin, id: request.id,
                     now: now, batch: &batch)
-            case .replicaAck(let rev):
-                replicaAcked(session: session.id, rev: rev, now: now, batch: &batch)
             case .forward(let identity, let stored, let owner, let inner):
                 runForwarded(
                     inner, identity: identity, stored: stored, owner: owner, peer: session, id: request.id, now: now,
@@ -372,6 +370,31 @@ extension Engine {
             deferredAcks.send(rev, on: link)
         } else {
             link.send(DeferredAcks.line(rev))
+        }
+    }
+
+    /// A replica's acknowledgement, recorded in the gate by the connection that read it, on
+    /// that connection's event loop `ioLoop`. The engine takes it at the start of its next turn
+    /// (`takeAcknowledgements`) rather than in a turn of its own: at 50 connections, half a
+    /// leader's turns were an acknowledgement alone. When no turn takes it within
+    /// `confirmationDelay` (the leader is idle), the connection asks for one, which tells the
+    /// replicas the new `confirmedRev`.
+    func acknowledgementArrived(on ioLoop: any EventLoop) {
+        acknowledgementsUnseen.store(true, ordering: .releasing)
+        guard !acknowledgementCheckScheduled.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        ioLoop.scheduleTask(in: Self.confirmationDelay) {
+            self.acknowledgementCheckScheduled.store(false, ordering: .releasing)
+            if self.acknowledgementsUnseen.load(ordering: .acquiring) { self.submit(.cluster(.confirm)) }
+        }
+    }
+
+    /// At the start of a turn: the acknowledgements the gate recorded since the last turn.
+    func takeAcknowledgements(now: Int64, batch: inout Batch) {
+        // Cleared before the gate is read: one recorded after the read sets it again.
+        guard acknowledgementsUnseen.exchange(false, ordering: .acquiringAndReleasing) else { return }
+        for (session, rev) in confirmations.streamAcknowledgements {
+            guard let stream = replication.streams[session], rev > stream.ackedRev else { continue }
+            replicaAcked(session: session, rev: rev, now: now, batch: &batch)
         }
     }
 
