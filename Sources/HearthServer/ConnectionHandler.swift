@@ -23,6 +23,8 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
 
     private let id: UInt64
     private let engine: Engine
+    /// Hands the engine this loop's submissions together (nil: straight to the engine).
+    private let gatherer: SubmissionGatherer?
     /// Whether the server is a cluster node (its decoder may keep request text to forward).
     private let clustered: Bool
     // Properties every request touches are `@exclusivity(unchecked)`: only the channel's event
@@ -77,12 +79,14 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
 
     /// `maxLineBytes`: the longest line framed (longer ones are answered `too_large`).
     init(
-        id: UInt64, engine: Engine, configuration: ServerConfiguration, security: SecurityState,
-        registry: ConnectionRegistry, maxLineBytes: Int, logger: Logger, clock: @escaping @Sendable () -> Int64
+        id: UInt64, engine: Engine, gatherer: SubmissionGatherer?, configuration: ServerConfiguration,
+        security: SecurityState, registry: ConnectionRegistry, maxLineBytes: Int, logger: Logger,
+        clock: @escaping @Sendable () -> Int64
     ) {
         self.id = id
         self.framer = LineFramer(maxLength: maxLineBytes)
         self.engine = engine
+        self.gatherer = gatherer
         self.configuration = configuration
         self.security = security
         self.writeLimiter = WriteRateLimiter(rate: security.limits.maxWritesPerSecondPerConnection)
@@ -168,8 +172,8 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
             engine.metrics.connectionClosed(kind: .tcp)
         }
         closing = true
+        batch.append(.disconnected(sessionID: id))
         submitBatch()
-        engine.submit(.disconnected(sessionID: id))
         registry.remove(id: id)
         logger.debug("disconnected")
         context.fireChannelInactive()
@@ -231,7 +235,7 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
                 waitingForEngine += 1
                 guard let sessionLink else { return }
                 batch.append(.request(sessionLink, request))
-                if batch.count >= Submission.burstSlice { submitBatch() }
+                if batch.count >= Submission.burstSlice { submitBatch(now: true) }
             case .failure(let failure):
                 var bytes: [UInt8] = []
                 ResponseEncoder.encode(id: failure.id, .failure(failure.error), into: &bytes)
@@ -290,11 +294,16 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
         flushOutbox(context: context)
     }
 
-    /// Hands what was read since the last submission to the engine: at the end of a read, or
-    /// once a burst has `Submission.burstSlice` requests.
-    private func submitBatch() {
+    /// Hands what was read since the last submission to the engine: at the end of a read,
+    /// gathered with the loop's other connections', or `now` once a burst has
+    /// `Submission.burstSlice` requests.
+    private func submitBatch(now: Bool = false) {
         guard !batch.isEmpty else { return }
-        engine.submit(batch)
+        if let gatherer {
+            if now { gatherer.submitNow(batch) } else { gatherer.submit(batch) }
+        } else {
+            engine.submit(batch)
+        }
         batch.removeAll(keepingCapacity: true)
     }
 

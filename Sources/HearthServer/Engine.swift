@@ -201,6 +201,17 @@ final class Engine: @unchecked Sendable {
 
     func submit(_ item: Submission) { submit([item]) }
 
+    /// Queues several callers' work at once (`SubmissionGatherer`); order is kept per caller.
+    func submit(gathered: [[Submission]]) {
+        let schedule = inbox.withLockedValue { inbox -> Bool in
+            inbox.batches.append(contentsOf: gathered)
+            if inbox.scheduled { return false }
+            inbox.scheduled = true
+            return true
+        }
+        if schedule { loop.execute { self.drain() } }
+    }
+
     /// Whether submissions wait for the next turn. Any thread.
     var hasQueuedWork: Bool { inbox.withLockedValue { !$0.batches.isEmpty } }
 

@@ -168,6 +168,11 @@ public final class HearthServer: Sendable {
         let registry = ConnectionRegistry()
         clusterNode?.broadcaster.withLockedValue { $0 = { registry.broadcast($0) } }
         let nextID = ManagedAtomicCounter()
+        // Gathered on a clustered node only, where each engine turn costs a replica round trip.
+        // Standalone, the engine starting on the first connection's requests while the loop reads
+        // the others' was worth more (BENCHMARKS.md, twelfth pass).
+        let clustered = cluster != nil || configuration.cluster != nil
+        let gatherers = clustered ? SubmissionGatherers(loops: ioGroup, engine: engine) : nil
         let bootstrap = ServerBootstrap(group: ioGroup)
             .serverChannelOption(.backlog, value: 1024)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
@@ -177,8 +182,9 @@ public final class HearthServer: Sendable {
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     let handler = ConnectionHandler(
-                        id: nextID.next(), engine: engine, configuration: configuration, security: security,
-                        registry: registry, maxLineBytes: inboundLineLimit, logger: logger, clock: clock)
+                        id: nextID.next(), engine: engine, gatherer: gatherers?.gatherer(for: channel.eventLoop),
+                        configuration: configuration, security: security, registry: registry,
+                        maxLineBytes: inboundLineLimit, logger: logger, clock: clock)
                     if let tls {
                         try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: tls.context))
                     }
