@@ -1,4 +1,3 @@
-import Dispatch
 import Foundation
 import HearthCore
 import HearthStorage
@@ -10,25 +9,26 @@ import XCTest
 final class DeferredSyncTests: XCTestCase {
     let logs = LogCapture()
 
-    /// No zero-filled room: every fsync the tests count is a batch's.
-    private var options: StorageOptions {
+    /// A storage over `dir` on the real disk with `plan`'s faults and held fsyncs, with no
+    /// zero-filled room: every fsync the tests count is a batch's.
+    private func openStorage(_ dir: TestDirectory, _ plan: FaultPlan) throws -> Storage {
         var options = StorageOptions.default
         options.walPreallocationBytes = 0
-        return options
+        return try Storage.open(
+            directory: dir.path, options: options, fileSystem: FaultyFileSystem(plan: plan), logger: logs.logger
+        ).storage
     }
 
     func testAppendReturnsBeforeItsFsyncAndTheBatchIsDurableOnceItEnds() throws {
         let dir = TestDirectory()
         defer { dir.remove() }
-        let disk = HeldFsyncs()
-        let storage = try Storage.open(
-            directory: dir.path, options: options, fileSystem: disk, logger: logs.logger
-        ).storage
+        let disk = FaultPlan()
+        let storage = try openStorage(dir, disk)
         let heard = Locked<[UInt64]>([])
         storage.durabilityObserver = { rev in heard.withLock { $0.append(rev) } }
         var workload = Workload(seed: 3)
 
-        disk.hold()
+        disk.holdFsyncs()
         try storage.append(workload.batch(3).map(LogRecord.write), deferringSync: true)
         // The first fsync is held: the storage takes the next batch meanwhile.
         try storage.append(workload.batch(2).map(LogRecord.write), deferringSync: true)
@@ -36,7 +36,7 @@ final class DeferredSyncTests: XCTestCase {
         XCTAssertEqual(storage.durableRev, 0, "nothing is durable while the fsync is held")
         XCTAssertEqual(heard.withLock { $0 }, [])
 
-        disk.release()
+        disk.releaseFsyncs()
         storage.waitForDeferredSync()
         XCTAssertEqual(storage.durableRev, 5)
         XCTAssertEqual(heard.withLock { $0.last }, 5)
@@ -54,9 +54,7 @@ final class DeferredSyncTests: XCTestCase {
         let dir = TestDirectory()
         defer { dir.remove() }
         let plan = FaultPlan()
-        let storage = try Storage.open(
-            directory: dir.path, options: options, fileSystem: FaultyFileSystem(plan: plan), logger: logs.logger
-        ).storage
+        let storage = try openStorage(dir, plan)
         let failures = Locked(0)
         storage.failureObserver = { _ in failures.withLock { $0 += 1 } }
         var workload = Workload(seed: 9)
@@ -90,14 +88,12 @@ final class DeferredSyncTests: XCTestCase {
     func testAnFsyncOfTheEngineCoversTheDeferredOnes() throws {
         let dir = TestDirectory()
         defer { dir.remove() }
-        let disk = HeldFsyncs()
-        let storage = try Storage.open(
-            directory: dir.path, options: options, fileSystem: disk, logger: logs.logger
-        ).storage
+        let disk = FaultPlan()
+        let storage = try openStorage(dir, disk)
         var workload = Workload(seed: 4)
-        disk.hold()
+        disk.holdFsyncs()
         try storage.append(workload.batch(2).map(LogRecord.write), deferringSync: true)
-        disk.release()
+        disk.releaseFsyncs()
         // A batch appended the usual way (a replica's) is durable when `append` returns, and so is
         // everything before it.
         try storage.append(workload.batch(2).map(LogRecord.write))
@@ -106,47 +102,6 @@ final class DeferredSyncTests: XCTestCase {
         XCTAssertEqual(storage.durableRev, 4)
         try storage.close()
     }
-}
-
-/// The real file system, with fsyncs that wait while held (at most five seconds, so that a
-/// storage that wrongly waits for one fails its test rather than hanging it).
-final class HeldFsyncs: FileSystem, @unchecked Sendable {
-    private let base = PosixFileSystem()
-    private let held = Locked(false)
-    private let released = DispatchSemaphore(value: 0)
-
-    func hold() { held.withLock { $0 = true } }
-
-    func release() {
-        held.withLock { $0 = false }
-        released.signal()
-    }
-
-    func fsync(_ file: OpenFile) throws(StorageError) {
-        if held.withLock({ $0 }) {
-            _ = released.wait(timeout: .now() + 5)
-            released.signal()
-        }
-        try base.fsync(file)
-    }
-
-    func open(_ path: String, mode: OpenMode) throws(StorageError) -> OpenFile { try base.open(path, mode: mode) }
-    func close(_ file: OpenFile) { base.close(file) }
-    func write(_ file: OpenFile, _ bytes: [UInt8], at offset: Int64) throws(StorageError) {
-        try base.write(file, bytes, at: offset)
-    }
-    func fsyncDirectory(_ path: String) throws(StorageError) { try base.fsyncDirectory(path) }
-    func rename(_ source: String, to destination: String) throws(StorageError) {
-        try base.rename(source, to: destination)
-    }
-    func remove(_ path: String) throws(StorageError) { try base.remove(path) }
-    func listDirectory(_ path: String) throws(StorageError) -> [String] { try base.listDirectory(path) }
-    func readFile(_ path: String) throws(StorageError) -> [UInt8] { try base.readFile(path) }
-    func truncate(_ file: OpenFile, to size: Int64) throws(StorageError) { try base.truncate(file, to: size) }
-    func size(_ file: OpenFile) throws(StorageError) -> Int64 { try base.size(file) }
-    func makeDirectory(_ path: String) throws(StorageError) { try base.makeDirectory(path) }
-    func fileExists(_ path: String) -> Bool { base.fileExists(path) }
-    func lockExclusive(_ file: OpenFile) throws(StorageError) -> Bool { try base.lockExclusive(file) }
 }
 
 /// A value behind a lock, for the observers' threads.

@@ -15,6 +15,7 @@ final class FaultPlan: @unchecked Sendable {
     private var failAt: [Operation: Int] = [:]
     private var failing: Set<Operation> = []
     private var triggered: [Operation] = []
+    private var fsyncsHeld = false
     /// A failing write first writes half of its bytes (a disk that fills up mid-write).
     let partialWrites: Bool
 
@@ -45,6 +46,17 @@ final class FaultPlan: @unchecked Sendable {
             failAt = [:]
             failing = []
         }
+    }
+
+    /// Makes every fsync wait until `releaseFsyncs` (at most five seconds, so that a storage
+    /// that wrongly waits for one fails its test rather than hanging it).
+    func holdFsyncs() { lock.withLock { fsyncsHeld = true } }
+
+    func releaseFsyncs() { lock.withLock { fsyncsHeld = false } }
+
+    func waitWhileFsyncsHeld() {
+        let deadline = Date().addingTimeInterval(5)
+        while lock.withLock({ fsyncsHeld }), Date() < deadline { Thread.sleep(forTimeInterval: 0.001) }
     }
 
     /// The operations that failed, in order.
@@ -85,6 +97,7 @@ struct FaultyFileSystem: FileSystem {
     }
 
     func fsync(_ file: OpenFile) throws(StorageError) {
+        plan.waitWhileFsyncsHeld()
         if plan.shouldFail(.fsync) { throw StorageError.io(operation: "fsync", path: file.path, errno: EIO) }
         try base.fsync(file)
     }
