@@ -575,12 +575,7 @@ final class ReplicationStreamTests: XCTestCase {
     /// Under `fsync: always` a replica goes on while its log's fsync runs, but acknowledges
     /// records only once that fsync ends: until then the leader answers nothing.
     func testAReplicaAcknowledgesRecordsOnlyOnceItsFsyncEnds() async throws {
-        let disk = FailingDisk()
-        let leader = try await startNode("leader", syncReplicas: 1)
-        let replica = try await startNode("replica", syncReplicas: 1, fileSystem: disk, fsync: .always)
-        lead(leader, epoch: 5, followers: [replica])
-        try waitForValue(replica.server.port, "/", .null)
-        let client = try TestClient(port: leader.server.port)
+        let (replica, disk, client) = try await startPair(failingDiskOnLeader: false, epoch: 5)
         XCTAssertEqual(try client.request(#"{"op":"set","path":"/n","value":1}"#)["rev"], .int(1))
 
         disk.holdFsyncs()
@@ -595,12 +590,7 @@ final class ReplicationStreamTests: XCTestCase {
     /// acknowledged is still not answered, nor shown by the replica, until the leader's fsync
     /// ends too (its `confirmedRev` waits for it).
     func testALeaderReleasesAWriteOnlyOnceItsOwnFsyncEnds() async throws {
-        let disk = FailingDisk()
-        let leader = try await startNode("leader", syncReplicas: 1, fileSystem: disk, fsync: .always)
-        let replica = try await startNode("replica", syncReplicas: 1)
-        lead(leader, epoch: 6, followers: [replica])
-        try waitForValue(replica.server.port, "/", .null)
-        let client = try TestClient(port: leader.server.port)
+        let (replica, disk, client) = try await startPair(failingDiskOnLeader: true, epoch: 6)
         XCTAssertEqual(try client.request(#"{"op":"set","path":"/n","value":1}"#)["rev"], .int(1))
         let subscriber = try TestClient(port: replica.server.port)
         XCTAssertEqual(try subscriber.request(#"{"op":"subscribe","path":"/n","events":["value"]}"#)["ok"], .bool(true))
@@ -627,13 +617,25 @@ final class ReplicationStreamTests: XCTestCase {
         try await checkAReplicaWhoseLogFails { $0.failFsyncs(true) }
     }
 
-    private func checkAReplicaWhoseLogFails(by failing: (FailingDisk) -> Void) async throws {
+    /// A leader and its streaming replica under `syncReplicas: 1`, one of them on a `FailingDisk`
+    /// under `fsync: always` (the other fsyncs never), and a client of the leader.
+    private func startPair(
+        failingDiskOnLeader: Bool, epoch: UInt64
+    ) async throws -> (replica: Node, disk: FailingDisk, client: TestClient) {
         let disk = FailingDisk()
-        let leader = try await startNode("leader", syncReplicas: 1)
-        let replica = try await startNode("replica", syncReplicas: 1, fileSystem: disk, fsync: .always)
-        lead(leader, epoch: 4, followers: [replica])
+        let leader = try await startNode(
+            "leader", syncReplicas: 1, fileSystem: failingDiskOnLeader ? disk : PosixFileSystem(),
+            fsync: failingDiskOnLeader ? .always : .never)
+        let replica = try await startNode(
+            "replica", syncReplicas: 1, fileSystem: failingDiskOnLeader ? PosixFileSystem() : disk,
+            fsync: failingDiskOnLeader ? .never : .always)
+        lead(leader, epoch: epoch, followers: [replica])
         try waitForValue(replica.server.port, "/", .null)
-        let client = try TestClient(port: leader.server.port)
+        return (replica, disk, try TestClient(port: leader.server.port))
+    }
+
+    private func checkAReplicaWhoseLogFails(by failing: (FailingDisk) -> Void) async throws {
+        let (replica, disk, client) = try await startPair(failingDiskOnLeader: false, epoch: 4)
         for i in 1...20 {
             let answer = try client.request(#"{"op":"set","path":"/n","value":\#(i)}"#)
             XCTAssertEqual(answer["ok"], .bool(true), "\(answer)")

@@ -12,13 +12,7 @@ final class StorageFaultTests: XCTestCase {
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let configuration = FailingDisk.configuration(directory)
         let disk = FailingDisk()
-        let server = try await disk.startServer(in: directory)
-        let c = try TestClient(port: server.port)
-        let listener = try TestClient(port: server.port)
-        try listener.request(#"{"op":"subscribe","path":"/k"}"#)
-        _ = try listener.readJSON()
-        XCTAssertEqual(try c.request(#"{"op":"set","path":"/k/a","value":1}"#)["rev"], .int(1))
-        XCTAssertEqual(try listener.readJSON()["value"], json(#"{"a":1}"#))
+        let (server, c, listener) = try await startWatchedServer(on: disk, in: directory)
 
         disk.failWrites(true)
         let refused = try c.request(#"{"op":"set","path":"/k/b","value":2}"#)
@@ -82,14 +76,8 @@ final class StorageFaultTests: XCTestCase {
         let directory = temporaryDataDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let disk = FailingDisk()
-        let server = try await disk.startServer(in: directory)
-        let writer = try TestClient(port: server.port)
+        let (server, writer, listener) = try await startWatchedServer(on: disk, in: directory)
         let reader = try TestClient(port: server.port)
-        let listener = try TestClient(port: server.port)
-        try listener.request(#"{"op":"subscribe","path":"/k"}"#)
-        _ = try listener.readJSON()
-        XCTAssertEqual(try writer.request(#"{"op":"set","path":"/k/a","value":1}"#)["rev"], .int(1))
-        XCTAssertEqual(try listener.readJSON()["value"], json(#"{"a":1}"#))
 
         disk.holdFsyncs()
         try writer.send(#"{"op":"set","path":"/k/b","value":2,"id":7}"#)
@@ -113,15 +101,9 @@ final class StorageFaultTests: XCTestCase {
         let directory = temporaryDataDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let disk = FailingDisk()
-        let server = try await disk.startServer(in: directory)
-        let first = try TestClient(port: server.port)
+        let (server, first, listener) = try await startWatchedServer(on: disk, in: directory)
         let second = try TestClient(port: server.port)
         let reader = try TestClient(port: server.port)
-        let listener = try TestClient(port: server.port)
-        try listener.request(#"{"op":"subscribe","path":"/k"}"#)
-        _ = try listener.readJSON()
-        XCTAssertEqual(try first.request(#"{"op":"set","path":"/k/a","value":1}"#)["rev"], .int(1))
-        XCTAssertEqual(try listener.readJSON()["value"], json(#"{"a":1}"#))
 
         disk.holdFsyncs()
         try first.send(#"{"op":"set","path":"/k/b","value":2}"#)
@@ -185,6 +167,23 @@ final class StorageFaultTests: XCTestCase {
         let r = try TestClient(port: restarted.port)
         XCTAssertEqual(try r.request(#"{"op":"get","path":"/presence"}"#)["value"], json(#"{"a":"offline"}"#))
         await restarted.shutdown()
+    }
+}
+
+extension StorageFaultTests {
+    /// A server on `disk` over `directory`, a listener subscribed to `/k`, and `/k/a` set to 1
+    /// through `writer` (acknowledged at rev 1, its event read).
+    typealias WatchedServer = (server: HearthServer, writer: TestClient, listener: TestClient)
+
+    func startWatchedServer(on disk: FailingDisk, in directory: String) async throws -> WatchedServer {
+        let server = try await disk.startServer(in: directory)
+        let writer = try TestClient(port: server.port)
+        let listener = try TestClient(port: server.port)
+        try listener.request(#"{"op":"subscribe","path":"/k"}"#)
+        _ = try listener.readJSON()
+        XCTAssertEqual(try writer.request(#"{"op":"set","path":"/k/a","value":1}"#)["rev"], .int(1))
+        XCTAssertEqual(try listener.readJSON()["value"], json(#"{"a":1}"#))
+        return (server, writer, listener)
     }
 }
 
