@@ -47,6 +47,19 @@ extension Engine {
         batch.committed(rev: database.rev)
     }
 
+    /// How many records a turn commits at most at once: a leader under `syncReplicas ≥ 1` that
+    /// defers its fsyncs streams a long turn's records in slices of `streamSliceRecords`, so that
+    /// its replicas log and fsync the first ones while it applies the rest (a pipelined turn held
+    /// about 530). Unlimited elsewhere.
+    var streamSlice: Int {
+        guard case .leader = replication.role, replication.syncReplicas > 0, defersFsync else { return .max }
+        return Self.streamSliceRecords
+    }
+
+    /// Chosen by measure (BENCHMARKS.md, twelfth pass): a 2-node cluster's pipelined rate was
+    /// best with 256 among 64, 128, 256, 384, 512 and no slices.
+    static let streamSliceRecords = 256
+
     /// The highest revision whose acknowledgement this node released: confirmed by the
     /// replicas it waits for, and durable in its own log. A leader's records and heartbeats
     /// carry it as `confirmedRev`.

@@ -249,8 +249,12 @@ final class Engine: @unchecked Sendable {
             takeAcknowledgements(now: now, batch: &batch)
             logAhead(batches)
         }
+        let slice = streamSlice
         for items in batches {
-            for item in items { take(item, now: now, batch: &batch) }
+            for item in items {
+                take(item, now: now, batch: &batch)
+                if batch.logged.count >= slice { commit(&batch) }
+            }
         }
         commit(&batch)
         if replication.confirmationUnsent {

@@ -527,13 +527,13 @@ final class ReplicationStreamTests: XCTestCase {
 
     /// A replica on a slow disk (fsync always) takes a pipelined burst of sets, updates and pushes
     /// in many turns of many records each (logged ahead, acknowledged, then applied), while more
-    /// keep arriving: it ends up with the leader's data, and its log, read back on its own,
-    /// recovers exactly that.
+    /// keep arriving from a leader that fsyncs too and streams its long turns in slices: it ends up
+    /// with the leader's data, and its log, read back on its own, recovers exactly that.
     func testAReplicaOnASlowDiskEndsWithTheLeadersDataAndItsLogRecoversIt() async throws {
         let disk = FailingDisk()
         disk.delayWrites(by: 0.004)
         let replicaDirectory = temporaryDataDirectory()
-        let leader = try await startNode("leader", syncReplicas: 1)
+        let leader = try await startNode("leader", syncReplicas: 1, fsync: .always)
         let replica = try await startNode(
             "replica", directory: replicaDirectory, syncReplicas: 1, fileSystem: disk, fsync: .always)
         lead(leader, epoch: 3, followers: [replica])
