@@ -15,7 +15,9 @@ import Synchronization
 /// A failed write or fsync marks the storage failed: the call throws the I/O error, and every
 /// later `append`, `sync` or `syncIfDue` throws `StorageError.Kind.failed` until the data
 /// directory is opened again (a new process). Nothing of the failed batch is acknowledged, and
-/// the storage truncates the segment back to the end of the last good batch when it can.
+/// the storage truncates the segment back to the end of the last good batch when it can. A
+/// deferred fsync that fails (on the sync thread, `LogSyncer`) fails the storage the same way, at
+/// the engine's next call (`adoptSyncFailure`), back to the last durable batch.
 public final class Storage: @unchecked Sendable {
     /// The data directory.
     public let directory: String
