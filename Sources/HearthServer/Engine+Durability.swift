@@ -36,10 +36,10 @@ extension Engine {
         }
     }
 
-    /// A replica applied every record it logged ahead in this turn: they are committed, and
-    /// undone only if their deferred fsync fails.
-    func committedLoggedAhead(_ batch: inout Batch) {
-        if defersFsync {
+    /// The log took the batch's records: they are committed. When their fsync was deferred
+    /// (`durableLater`), their undo is kept and their write ids stay unsettled until it ends.
+    func committed(_ batch: inout Batch, durableLater: Bool) {
+        if durableLater {
             undurable.append(UndurableBatch(lastRev: database.rev, undo: batch.undo))
         } else {
             writeIDs.settle()
@@ -121,14 +121,8 @@ extension Engine {
     private func undoUndurable(durableRev: UInt64) {
         let lost = undurable.filter { $0.lastRev > durableRev }
         undurable.removeAll()
-        guard let oldest = lost.first else { return }
-        let refusedRoot = database.root
-        var root = refusedRoot
-        for batch in lost.reversed() { root = batch.undo.undone(root) }
-        database.restore(root: root, rev: oldest.undo.rev)
-        writeIDs.forget(after: database.rev)
-        changeLog.drop(after: database.rev)
-        views.resync(from: refusedRoot, to: database.root, rev: database.rev)
+        guard !lost.isEmpty else { return }
+        undo(lost.map(\.undo))
         deferredAcks.dropWaiting()
         if replication.isClustered { retained.reset(at: database.rev) }
         if replication.role.isLeader {

@@ -190,21 +190,20 @@ final class Engine: @unchecked Sendable {
     /// Queues work; safe from any thread. Order is kept per caller.
     func submit(_ items: [Submission]) {
         guard !items.isEmpty else { return }
-        let schedule = inbox.withLockedValue { inbox -> Bool in
-            inbox.batches.append(items)
-            if inbox.scheduled { return false }
-            inbox.scheduled = true
-            return true
-        }
-        if schedule { loop.execute { self.drain() } }
+        enqueue { $0.append(items) }
     }
 
     func submit(_ item: Submission) { submit([item]) }
 
     /// Queues several callers' work at once (`SubmissionGatherer`); order is kept per caller.
     func submit(gathered: [[Submission]]) {
+        enqueue { $0.append(contentsOf: gathered) }
+    }
+
+    /// Adds to the inbox under its lock, and schedules a drain unless one is scheduled.
+    private func enqueue(_ add: (inout [[Submission]]) -> Void) {
         let schedule = inbox.withLockedValue { inbox -> Bool in
-            inbox.batches.append(contentsOf: gathered)
+            add(&inbox.batches)
             if inbox.scheduled { return false }
             inbox.scheduled = true
             return true
@@ -372,13 +371,7 @@ final class Engine: @unchecked Sendable {
                             "outcome unknown: the leader's lease could not be confirmed after logging the write"))
                 return
             }
-            if deferring {
-                // Settled once durable (Engine+Durability).
-                undurable.append(UndurableBatch(lastRev: database.rev, undo: batch.undo))
-            } else {
-                writeIDs.settle()
-            }
-            batch.committed(rev: database.rev)
+            committed(&batch, durableLater: deferring)
             if !records.isEmpty { replicationCommitted(records, streamed: streamed, now: clock(), batch: &batch) }
         } catch {
             storageFailed(error)
@@ -392,13 +385,22 @@ final class Engine: @unchecked Sendable {
     /// Undoes the batch's uncommitted writes in memory and answers them with `error` (their events
     /// are dropped): the log failed, or a leader could not prove its lease.
     func rollBack(_ batch: inout Batch, answering error: DatabaseError) {
+        undo([batch.undo])
+        batch.rolledBack(error)
+        tally.acknowledgementsRefused()
+    }
+
+    /// Puts the tree back as of the first undo log's start, undoing the logs newest first, and
+    /// with it the write ids, the change log and the views.
+    func undo(_ logs: [UndoLog]) {
+        guard let oldest = logs.first else { return }
         let refusedRoot = database.root
-        database.restore(root: batch.undo.undone(refusedRoot), rev: batch.undo.rev)
+        var root = refusedRoot
+        for log in logs.reversed() { root = log.undone(root) }
+        database.restore(root: root, rev: oldest.rev)
         writeIDs.forget(after: database.rev)
         changeLog.drop(after: database.rev)
         views.resync(from: refusedRoot, to: database.root, rev: database.rev)
-        batch.rolledBack(error)
-        tally.acknowledgementsRefused()
     }
 
     private var unavailable: DatabaseError {

@@ -74,10 +74,12 @@ final class LogSyncer: Sendable {
     func synced(upTo rev: UInt64, end: Int64) {
         let advanced = state.withLock { state -> Bool in
             guard rev >= state.durableRev else { return false }
+            // The same revision again moves only the end (a rotation's new segment).
+            let advanced = rev > state.durableRev
             state.durableRev = rev
             state.durableEnd = end
             if let wanted = state.wanted, wanted.rev <= rev { state.wanted = nil }
-            return true
+            return advanced
         }
         if advanced { onDurable(rev) }
     }

@@ -408,10 +408,17 @@ public final class Storage: @unchecked Sendable {
 
     /// Fsyncs the current or previous segment, timed for `fsyncObserver`.
     private func timedFsync(_ file: OpenFile) throws(StorageError) {
-        guard let fsyncObserver else { return try fileSystem.fsync(file) }
+        try Self.timedFsync(file, on: fileSystem, observer: fsyncObserver)
+    }
+
+    /// `timedFsync` without the storage (the sync thread's).
+    private static func timedFsync(
+        _ file: OpenFile, on fileSystem: any FileSystem, observer: (@Sendable (Duration) -> Void)?
+    ) throws(StorageError) {
+        guard let observer else { return try fileSystem.fsync(file) }
         let started = ContinuousClock.now
         try fileSystem.fsync(file)
-        fsyncObserver(ContinuousClock.now - started)
+        observer(ContinuousClock.now - started)
     }
 
     /// Bytes of write-ahead log not yet covered by a snapshot.
@@ -444,7 +451,7 @@ public final class Storage: @unchecked Sendable {
     /// The last revision known durable: everything appended, except the batches whose deferred
     /// fsync has not finished. Engine thread.
     public var durableRev: UInt64 {
-        guard let syncer, options.fsync == .always else { return lastRev }
+        guard let syncer else { return lastRev }
         return min(lastRev, syncer.durableRev)
     }
 
@@ -479,12 +486,7 @@ public final class Storage: @unchecked Sendable {
         let observer = fsyncObserver
         let started = LogSyncer(
             durableRev: lastRev, durableEnd: segmentEnd,
-            fsync: { file throws(StorageError) in
-                guard let observer else { return try fileSystem.fsync(file) }
-                let began = ContinuousClock.now
-                try fileSystem.fsync(file)
-                observer(ContinuousClock.now - began)
-            },
+            fsync: { file throws(StorageError) in try Self.timedFsync(file, on: fileSystem, observer: observer) },
             onDurable: durabilityObserver ?? { _ in }, onFailure: failureObserver ?? { _ in })
         syncer = started
         return started

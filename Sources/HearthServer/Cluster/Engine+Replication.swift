@@ -510,7 +510,7 @@ extension Engine {
             if loggedAhead, replication.recordsLoggedAhead == 0 {
                 // Every record logged ahead is applied: nothing of this turn is left to log, nor
                 // to undo unless their fsync (deferred) fails.
-                committedLoggedAhead(&batch)
+                committed(&batch, durableLater: defersFsync)
             }
             confirmations.advance(to: confirmedRev, now: clock())
             noteCaughtUp()
