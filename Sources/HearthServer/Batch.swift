@@ -80,7 +80,12 @@ struct Batch {
 
     /// The recorded records with their payloads: received ones as they came, others encoded now.
     func encodedRecords() -> [EncodedRecord] {
-        EncodedRecord.encoding(logged) { receivedPayloads.isEmpty ? nil : receivedPayloads[$0] }
+        EncodedRecord.encoding(logged, received: receivedPayload)
+    }
+
+    /// The payload record `index` of `logged` came with (a replica's), nil for one to encode.
+    func receivedPayload(_ index: Int) -> ArraySlice<UInt8>? {
+        receivedPayloads.isEmpty ? nil : receivedPayloads[index]
     }
 
     /// Whether output for `session` waits in this batch (what is sent to it before the batch

@@ -336,11 +336,10 @@ final class Engine: @unchecked Sendable {
     func commit(_ batch: inout Batch) {
         guard batch.hasUncommittedRecords else { return }
         defer { tally.acknowledgementsSettled() }
-        let records = replication.isClustered ? batch.encodedRecords() : []
         guard let storage else {
             batch.committed(rev: database.rev)
             writeIDs.settle()
-            if !records.isEmpty { replicationCommitted(records, now: clock(), batch: &batch) }
+            if replication.isClustered { replicationCommitted(batch.encodedRecords(), now: clock(), batch: &batch) }
             return
         }
         if isFenced {
@@ -349,14 +348,17 @@ final class Engine: @unchecked Sendable {
             return
         }
         var streamed: StreamedEarly?
+        var records: [EncodedRecord] = []
         let deferring = defersFsync
         do {
-            if records.isEmpty {
-                try storage.append(batch.logged, deferringSync: deferring)
+            if replication.isClustered {
+                // Each payload encoded once, into the log's buffer, which the stream and the
+                // retained log then slice.
+                records = try storage.appendEncoding(
+                    batch.logged, received: { batch.receivedPayload($0) }, deferringSync: deferring,
+                    beforeSync: { encoded in streamed = streamBeforeSync(encoded, batch: batch) })
             } else {
-                try storage.append(records, deferringSync: deferring) {
-                    streamed = streamBeforeSync(records, batch: batch)
-                }
+                try storage.append(batch.logged, deferringSync: deferring)
             }
             if isFenced {
                 // The proof ran out during the append (a stalled disk, a paused process): the

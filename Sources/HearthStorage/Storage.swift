@@ -284,6 +284,50 @@ public final class Storage: @unchecked Sendable {
             })
     }
 
+    /// Appends one batch of records as `append(_:deferringSync:)` does, encoding each payload
+    /// once, into the log's own buffer, and returns the records with their payloads as slices of
+    /// what was written: what a leader streams to its replicas and retains for them. Record
+    /// `i`'s payload is `received(i)` when that is not nil (a replica's, as its leader encoded
+    /// it). `beforeSync` gets the records once the batch is written and before its fsync (as in
+    /// `append(_:deferringSync:beforeSync:)`).
+    public func appendEncoding(
+        _ records: [LogRecord], received: (Int) -> ArraySlice<UInt8>?, deferringSync: Bool = false,
+        beforeSync: ([EncodedRecord]) -> Void
+    ) throws(StorageError) -> [EncodedRecord] {
+        var payloadEnds: [Int] = []
+        payloadEnds.reserveCapacity(records.count)
+        var payloadStarts: [Int] = []
+        payloadStarts.reserveCapacity(records.count)
+        var encoded: [EncodedRecord] = []
+        try append(
+            count: records.count, writeRev: { records[$0].writeRev }, change: { records[$0].onDisconnectChange },
+            deferringSync: deferringSync,
+            beforeSync: {
+                let written = encodeBuffer
+                // The slices keep this buffer: the next batch encodes into a new one, sized for
+                // it (emptying this one in place would copy it, at its full capacity).
+                encodeBuffer = []
+                encoded.reserveCapacity(records.count)
+                for index in records.indices {
+                    encoded.append(
+                        EncodedRecord(records[index], payload: written[payloadStarts[index]..<payloadEnds[index]]))
+                }
+                beforeSync(encoded)
+            },
+            encode: { index, rev, continues, buffer throws(StorageError) in
+                try WALFormat.appendRecord(rev: rev, continues: continues, to: &buffer) { buffer in
+                    payloadStarts.append(buffer.count)
+                    if let given = received(index) {
+                        buffer += given
+                    } else {
+                        records[index].encodePayload(into: &buffer)
+                    }
+                }
+                payloadEnds.append(buffer.count)
+            })
+        return encoded
+    }
+
     /// Appends `count` records, read by index: `writeRev`, `change` and `encode` look into a
     /// record where the caller's array holds it, so that no record is copied out of it (a copy
     /// of an encoded record retains its payload, and a log record's its written nodes).
@@ -303,6 +347,7 @@ public final class Storage: @unchecked Sendable {
             rev += 1
         }
         encodeBuffer.removeAll(keepingCapacity: true)
+        if encodeBuffer.capacity == 0 { encodeBuffer.reserveCapacity(count * 128) }
         rev = lastRev
         for index in 0..<count {
             if let itemRev = writeRev(index) { rev = itemRev }
@@ -315,8 +360,8 @@ public final class Storage: @unchecked Sendable {
         }
         segmentFileEnd = max(segmentFileEnd, start + Int64(encodeBuffer.count))
         unsynced = true
-        beforeSync()
         let end = start + Int64(encodeBuffer.count)
+        beforeSync()  // (which may take `encodeBuffer`: see `appendEncoding`)
         if options.fsync == .always {
             if deferringSync {
                 startedSyncer().request(LogSyncer.Target(file: segment, rev: rev, end: end))

@@ -34,6 +34,38 @@ final class EncodedAppendTests: XCTestCase {
         XCTAssertEqual(recovered.root, workload.database.root)
     }
 
+    func testRecordsEncodedIntoTheLogsBufferAreLoggedAsPlainOnesAndReturnEachPayload() throws {
+        let plain = TestDirectory()
+        let encoded = TestDirectory()
+        defer {
+            plain.remove()
+            encoded.remove()
+        }
+        var workload = Workload(seed: 13)
+        let batches = (0..<6).map { _ in workload.batch(5).map(LogRecord.write) }
+        let first = try Storage.open(directory: plain.path, logger: logs.logger).storage
+        let second = try Storage.open(directory: encoded.path, logger: logs.logger).storage
+        for batch in batches {
+            try first.append(batch)
+            let separately = batch.map { EncodedRecord($0).payload }
+            // Every other record came with its payload (a replica's), the others are encoded.
+            let given = { (index: Int) -> ArraySlice<UInt8>? in index % 2 == 1 ? separately[index] : nil }
+            var seenBeforeSync: [EncodedRecord] = []
+            let records = try second.appendEncoding(batch, received: given) { seenBeforeSync = $0 }
+            XCTAssertEqual(records.map { Array($0.payload) }, separately.map(Array.init))
+            XCTAssertEqual(records.map(\.writeRev), batch.map(\.writeRev))
+            XCTAssertEqual(seenBeforeSync.map { Array($0.payload) }, separately.map(Array.init))
+        }
+        try first.close()
+        try second.close()
+        let segment = try XCTUnwrap(plain.segments().last)
+        XCTAssertTrue(plain.read(segment) == encoded.read(segment), "one batch after the other, byte for byte")
+        let (reopened, recovered) = try Storage.open(directory: encoded.path, logger: logs.logger)
+        try reopened.close()
+        XCTAssertEqual(recovered.rev, 30)
+        XCTAssertEqual(recovered.root, workload.database.root)
+    }
+
     func testABatchEncodedIntoOneBufferHasEachRecordsOwnPayload() {
         var workload = Workload(seed: 5)
         let batch = workload.batch(9).map(LogRecord.write)

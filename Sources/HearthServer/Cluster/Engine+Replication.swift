@@ -33,9 +33,12 @@ extension Engine {
         case .role(let role):
             changeRole(role, now: now, batch: &batch)
         case .link(let link, let messages):
-            for message in messages {
+            // The confirmed revision the records carry, advanced once per change (most records
+            // of a run carry the same one, and advancing takes the gate's lock).
+            var advanced: UInt64 = 0
+            for index in messages.indices {
                 guard link.id == replication.link?.id else { return }  // an earlier link's last words
-                handleLink(link, message, now: now, batch: &batch)
+                handleLink(link, messages[index], advanced: &advanced, now: now, batch: &batch)
             }
         case .tick:
             clusterTick(now: now, batch: &batch)
@@ -459,7 +462,9 @@ extension Engine {
 
     // MARK: Replica: the link
 
-    private func handleLink(_ link: ReplicaLink, _ message: LinkMessage, now: Int64, batch: inout Batch) {
+    private func handleLink(
+        _ link: ReplicaLink, _ message: LinkMessage, advanced: inout UInt64, now: Int64, batch: inout Batch
+    ) {
         replication.lastHeard = now
         switch message {
         case .started(let mode, let rev, _, let history, let origin):
@@ -512,7 +517,10 @@ extension Engine {
                 // to undo unless their fsync (deferred) fails.
                 committed(&batch, durableLater: defersFsync)
             }
-            confirmations.advance(to: confirmedRev, now: clock())
+            if confirmedRev > advanced {
+                confirmations.advance(to: confirmedRev, now: clock())
+                advanced = confirmedRev
+            }
             noteCaughtUp()
         case .snapshotChunk(let rev, let data, let done):
             guard var incoming = replication.incomingSnapshot, incoming.rev == rev else { return }
