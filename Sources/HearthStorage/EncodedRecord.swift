@@ -8,7 +8,8 @@ import HearthCore
 /// retain one buffer, where a record's copies retained the written nodes too.
 public struct EncodedRecord: Sendable {
     /// The payload, byte for byte what the WAL stores and the `wal` line carries. The records of
-    /// one batch share one buffer (`encoding(_:received:)`), so that a batch costs one allocation
+    /// one batch share one buffer (`encoding(_:received:)`, or the log's own, which
+    /// `Storage.appendEncoding` wrote them into), so that a batch costs one allocation
     /// rather than one per record, also in the leader's retained log, which keeps these slices.
     public let payload: ArraySlice<UInt8>
     /// The record's `writeRev`: its revision when it is a write, nil otherwise.

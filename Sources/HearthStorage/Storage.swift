@@ -347,7 +347,7 @@ public final class Storage: @unchecked Sendable {
             rev += 1
         }
         encodeBuffer.removeAll(keepingCapacity: true)
-        if encodeBuffer.capacity == 0 { encodeBuffer.reserveCapacity(count * 128) }
+        if encodeBuffer.capacity == 0 { encodeBuffer.reserveCapacity(count * 96) }
         rev = lastRev
         for index in 0..<count {
             if let itemRev = writeRev(index) { rev = itemRev }

@@ -13,7 +13,8 @@ struct RetainedLog {
         let rev: UInt64
         let epoch: UInt64
         let isWrite: Bool
-        /// A slice of its batch's buffer (`EncodedRecord.encoding`), which it keeps alive.
+        /// A slice of its batch's buffer (the one the log wrote, `Storage.appendEncoding`),
+        /// which it keeps alive.
         let payload: ArraySlice<UInt8>
     }
 
