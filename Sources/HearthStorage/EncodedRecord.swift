@@ -1,6 +1,6 @@
 import HearthCore
 
-/// A log record with its payload already encoded (docs/STORAGE.md "Record payloads"): a leader
+/// A log record with its payload already encoded (docs/STORAGE.md, "WAL segments"): a leader
 /// encodes each record once for its log and for its replication stream, and a replica logs the
 /// bytes its leader sent rather than encoding them again.
 ///

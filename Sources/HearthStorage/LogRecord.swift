@@ -21,7 +21,7 @@ public enum LogRecord: Sendable {
         if case .onDisconnect(let change) = self { change } else { nil }
     }
 
-    /// Appends the record's payload (docs/STORAGE.md "Record payloads").
+    /// Appends the record's payload (docs/STORAGE.md, "WAL segments").
     func encodePayload(into buffer: inout [UInt8]) {
         switch self {
         case .write(let write): WritePayload.encode(write, into: &buffer)

@@ -131,7 +131,7 @@ extension Storage {
 }
 
 /// A log record as the replication stream carries it: the same JSON as the WAL's payload
-/// (docs/STORAGE.md "Record payloads"), so a replica logs exactly what its leader logged.
+/// (docs/STORAGE.md, "WAL segments"), so a replica logs exactly what its leader logged.
 public enum ReplicatedRecord {
     /// Decodes a write's payload, parsed with the line that carried it, as revision `rev`.
     public static func decodeWrite(_ json: JSONValue, rev: UInt64) throws(StorageError) -> CommittedWrite {
