@@ -36,9 +36,9 @@ extension Engine {
             // The confirmed revision the records carry, advanced once per change (most records
             // of a run carry the same one, and advancing takes the gate's lock).
             var advanced: UInt64 = 0
-            for index in messages.indices {
+            for message in messages {
                 guard link.id == replication.link?.id else { return }  // an earlier link's last words
-                handleLink(link, messages[index], advanced: &advanced, now: now, batch: &batch)
+                handleLink(link, message, advanced: &advanced, now: now, batch: &batch)
             }
         case .tick:
             clusterTick(now: now, batch: &batch)
