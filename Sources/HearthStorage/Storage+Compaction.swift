@@ -43,12 +43,13 @@ extension Storage {
     /// it must read a value copy taken now, not state the engine goes on changing).
     ///
     /// On the calling thread it only waits for a deferred fsync in flight and starts a new WAL
-    /// segment at `rev + 1` (fsync of the current segment, creation of the new one). The snapshot is written on the storage's compaction
-    /// queue while appends go on: `snapshot-<rev>` and then `MANIFEST` are each written to a
-    /// temporary file, fsynced, renamed and the directory fsynced; only then are the older
-    /// segments and snapshots removed. Returns immediately; does nothing when a compaction is
-    /// already running or the storage has failed. Errors are logged and leave the previous
-    /// files in use; `wantsCompaction` then stays false for `compactionRetryDelay`.
+    /// segment at `rev + 1` (fsync of the current segment, creation of the new one). The
+    /// snapshot is written on the storage's compaction queue while appends go on:
+    /// `snapshot-<rev>` and then `MANIFEST` are each written to a temporary file, fsynced, renamed
+    /// and the directory fsynced; only then are the older segments and snapshots removed.
+    /// Returns immediately; does nothing when a compaction is already running or the storage has
+    /// failed. Errors are logged and leave the previous files in use; `wantsCompaction` then
+    /// stays false for `compactionRetryDelay`.
     public func compact(root: Node, rev: UInt64, writeIDs: (@Sendable () -> WriteIDLog)? = nil) {
         // The snapshot must hold nothing a deferred fsync could still lose.
         waitForDeferredSync()

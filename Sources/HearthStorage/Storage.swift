@@ -294,10 +294,9 @@ public final class Storage: @unchecked Sendable {
         _ records: [LogRecord], received: (Int) -> ArraySlice<UInt8>?, deferringSync: Bool = false,
         beforeSync: ([EncodedRecord]) -> Void
     ) throws(StorageError) -> [EncodedRecord] {
-        var payloadEnds: [Int] = []
-        payloadEnds.reserveCapacity(records.count)
-        var payloadStarts: [Int] = []
-        payloadStarts.reserveCapacity(records.count)
+        // Where each record's payload lies in the buffer.
+        var payloads: [Range<Int>] = []
+        payloads.reserveCapacity(records.count)
         var encoded: [EncodedRecord] = []
         try append(
             count: records.count, writeRev: { records[$0].writeRev }, change: { records[$0].onDisconnectChange },
@@ -309,21 +308,20 @@ public final class Storage: @unchecked Sendable {
                 encodeBuffer = []
                 encoded.reserveCapacity(records.count)
                 for index in records.indices {
-                    encoded.append(
-                        EncodedRecord(records[index], payload: written[payloadStarts[index]..<payloadEnds[index]]))
+                    encoded.append(EncodedRecord(records[index], payload: written[payloads[index]]))
                 }
                 beforeSync(encoded)
             },
             encode: { index, rev, continues, buffer throws(StorageError) in
                 try WALFormat.appendRecord(rev: rev, continues: continues, to: &buffer) { buffer in
-                    payloadStarts.append(buffer.count)
+                    let start = buffer.count
                     if let given = received(index) {
                         buffer += given
                     } else {
                         records[index].encodePayload(into: &buffer)
                     }
+                    payloads.append(start..<buffer.count)
                 }
-                payloadEnds.append(buffer.count)
             })
         return encoded
     }
@@ -427,7 +425,7 @@ public final class Storage: @unchecked Sendable {
     public func close() throws(StorageError) {
         guard !isClosed else { return }
         compactionGroup.wait()
-        syncer?.wait()
+        waitForDeferredSync()
         _ = adoptSyncFailure()
         isClosed = true
         defer { releaseFiles() }
@@ -597,7 +595,7 @@ public final class Storage: @unchecked Sendable {
     /// current segment or of the directory fails.
     func rotate(to firstRev: UInt64) throws(StorageError) {
         guard let old = segment else { return }
-        syncer?.wait()
+        waitForDeferredSync()
         if let error = adoptSyncFailure() { throw .failed(after: error) }
         if unsynced {
             do { try timedFsync(old) } catch { throw fail(error, truncatingTo: nil) }
