@@ -216,24 +216,14 @@ public struct Node: Sendable {
     }
 
     mutating func set(_ segments: ArraySlice<Key>, to node: Node) {
-        guard let first = segments.first else {
-            self = node
-            return
+        // A non-empty node set where the path exists changes one entry per level in place (its
+        // objects keep their keys). A priority path sets its parent's priority, and a removal may
+        // remove keys: both copy.
+        if !node.isEmpty, segments.last != Key.priority {
+            _ = set(segments, from: segments.startIndex, toNonEmpty: node)
+        } else {
+            self = setting(segments, to: node)
         }
-        let rest = segments.dropFirst()
-        // A non-empty node set below an existing child leaves that child non-empty, so this
-        // object keeps its keys: only the child changes. (A priority path sets this node's own
-        // priority; a removal may remove the key: both take the copying path below.)
-        // A map a snapshot shares from its root (the first write after a commit) is copied by
-        // `setting`, which is cheaper than copying it branch by branch from here.
-        if !node.isEmpty, !(rest.isEmpty && first == Key.priority), case .children(var map) = storage {
-            storage = .leaf(.bool(false))  // lets go of this node's reference, so `map` may own its branches
-            let changed =
-                map.hasUniqueRoot() && map.modifyValue(ofExisting: first) { child in child.set(rest, to: node) }
-            storage = .children(map)
-            if changed { return }
-        }
-        self = setting(segments, to: node)
     }
 
     /// Where a write that sets a non-empty value at `path` (not a priority) is undone from, in
@@ -268,25 +258,34 @@ public struct Node: Sendable {
     }
 
     private mutating func set(_ segments: ArraySlice<Key>, toNonEmpty node: Node) -> (depth: Int, before: Node) {
-        guard let first = segments.first else {
+        set(segments, from: segments.startIndex, toNonEmpty: node)
+    }
+
+    /// Sets `node` at `segments[index...]` below this node. Each object on the way that no
+    /// snapshot shares, and that has the next key, changes in place: the descent holds the
+    /// entry of the next key (`SortedTree.uniqueBranch(holding:)`) and goes on in its value. From
+    /// the first level where that fails, the rest of the path is copied (`setting`).
+    /// (One index into one slice rather than a slice per level: no array retained per level.)
+    private mutating func set(
+        _ segments: ArraySlice<Key>, from index: Int, toNonEmpty node: Node
+    ) -> (depth: Int, before: Node) {
+        guard index < segments.endIndex else {
             let before = self
             self = node
-            return (segments.endIndex, before)
+            return (index, before)
         }
-        // As in `set(_:to:)`: an existing child of an object no snapshot shares changes in place.
         if case .children(var map) = storage {
             storage = .leaf(.bool(false))  // lets go of this node's reference, so `map` may own its branches
-            var point: (depth: Int, before: Node)?
-            if map.hasUniqueRoot() {
-                _ = map.modifyValue(ofExisting: first) { child in
-                    point = child.set(segments.dropFirst(), toNonEmpty: node)
-                }
+            if let entry = map.uniqueBranch(holding: segments[index]) {
+                let point = entry.value.set(segments, from: index + 1, toNonEmpty: node)
+                storage = .children(map)
+                return point
             }
             storage = .children(map)
-            if let point { return point }
         }
-        let point = undoPoint(ofNonEmptySetAt: segments)
-        self = setting(segments, to: node)
+        let rest = segments[index...]
+        let point = undoPoint(ofNonEmptySetAt: rest)
+        self = setting(rest, to: node)
         return point
     }
 

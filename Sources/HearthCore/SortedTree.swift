@@ -11,16 +11,17 @@ extension Key: ThreeWayComparable {}
 /// O(1) snapshot that later writes never disturb, and any thread may read it. Each node also
 /// records its subtree size, which gives O(1) `count` and O(log n) rank queries.
 ///
-/// `modifyValue(ofExisting:_:)` changes a value in place, copying only the branches on its way
-/// that another map (a snapshot) also holds: the way a burst of writes to the same places
-/// allocates once rather than once per write.
+/// `uniqueBranch(holding:)` finds an entry whose value may change in place, when no other map (a
+/// snapshot) shares a branch on its way: the way a burst of writes to the same places allocates
+/// nothing rather than a path per write.
 public struct SortedTree<K: ThreeWayComparable, V: Sendable>: Sendable {
-    /// One entry and its subtrees. `value`, `left` and `right` change only in
-    /// `modify(_:_:_:)`, and only in a branch reached through branches that were each the only
-    /// reference to the next (`isKnownUniquelyReferenced`), starting from a map the caller owns:
-    /// no other map, snapshot or thread can reach such a branch, so sharing it is still safe.
-    /// (The same argument as the standard library's copy-on-write buffers; exclusivity is then
-    /// guaranteed by that ownership, so the dynamic checks are off for these three fields.)
+    /// One entry and its subtrees. `value` changes only in a branch that `uniqueBranch(holding:)`
+    /// returned: one reached through branches that were each the only reference to the next
+    /// (`isKnownUniquelyReferenced`), starting from a map the caller owns. No other map, snapshot
+    /// or thread can reach such a branch, so changing it is still safe. (The same argument as the
+    /// standard library's copy-on-write buffers; exclusivity is then guaranteed by that ownership,
+    /// so the dynamic checks are off.) `left` and `right` never change: they are variables only
+    /// so that their uniqueness can be checked.
     @usableFromInline final class Branch: @unchecked Sendable {
         @usableFromInline let key: K
         @exclusivity(unchecked) @usableFromInline var value: V
@@ -97,68 +98,22 @@ public struct SortedTree<K: ThreeWayComparable, V: Sendable>: Sendable {
 
     public mutating func insert(_ key: K, _ value: V) { root = Self.insert(root, key, value) }
 
-    /// Changes the value stored under `key` in place with `body`, and returns true; returns false
-    /// and changes nothing when `key` is absent. Branches on the way that another map shares are
-    /// copied (from the first shared one down: one walk to find the key, one to copy), so every
-    /// copy of the map taken before stays as it was.
-    @inlinable public mutating func modifyValue(ofExisting key: K, _ body: (inout V) -> Void) -> Bool {
-        Self.modify(&root, key, body)
-    }
-
-    /// Whether no other map shares this one's root (a snapshot of it shares every branch).
-    @inlinable mutating func hasUniqueRoot() -> Bool { isKnownUniquelyReferenced(&root) }
-
-    /// A loop rather than a recursion: one reference held on the way down, not a frame (and its
-    /// retains and releases) per level.
-    @inlinable static func modify(_ slot: inout Branch?, _ key: K, _ body: (inout V) -> Void) -> Bool {
-        if !isKnownUniquelyReferenced(&slot) { return modifyShared(&slot, key, body) }
-        guard var branch = slot else { return false }
-        // `branch` is reached through unique references only; the reference held here is to it,
-        // not to its children, so their uniqueness still says whether another map shares them.
+    /// The branch holding `key`, when this map holds it and shares no branch on the way to it
+    /// with another map (its root included); nil otherwise. The branch's value may then change
+    /// in place (see `Branch`): no snapshot can reach it.
+    @inlinable mutating func uniqueBranch(holding key: K) -> Branch? {
+        guard isKnownUniquelyReferenced(&root), var branch = root else { return nil }
         while true {
             let c = K.compare(key, branch.key)
-            if c == 0 {
-                body(&branch.value)
-                return true
-            }
+            if c == 0 { return branch }
             if c < 0 {
-                if !isKnownUniquelyReferenced(&branch.left) { return modifyShared(&branch.left, key, body) }
-                guard let next = branch.left else { return false }
+                guard isKnownUniquelyReferenced(&branch.left), let next = branch.left else { return nil }
                 branch = next
             } else {
-                if !isKnownUniquelyReferenced(&branch.right) { return modifyShared(&branch.right, key, body) }
-                guard let next = branch.right else { return false }
+                guard isKnownUniquelyReferenced(&branch.right), let next = branch.right else { return nil }
                 branch = next
             }
         }
-    }
-
-    /// `modify` from a branch another map shares (or none): its path is copied. Kept out of line,
-    /// so that the in-place descent stays as lean as it can be.
-    @inline(never) @usableFromInline static func modifyShared(
-        _ slot: inout Branch?, _ key: K, _ body: (inout V) -> Void
-    ) -> Bool {
-        guard let shared = slot, SortedTree(root: shared)[key] != nil else { return false }
-        slot = copying(shared, key, body)
-        return true
-    }
-
-    /// A copy of `branch` with `body` applied to the value under `key`, which the subtree holds:
-    /// every branch on the way is copied (below a shared branch, all are shared).
-    @inlinable static func copying(_ branch: Branch, _ key: K, _ body: (inout V) -> Void) -> Branch {
-        let c = K.compare(key, branch.key)
-        if c == 0 {
-            var value = branch.value
-            body(&value)
-            return Branch(branch.key, value, branch.left, branch.right)
-        }
-        if c < 0, let left = branch.left {
-            return Branch(branch.key, branch.value, copying(left, key, body), branch.right)
-        }
-        if c > 0, let right = branch.right {
-            return Branch(branch.key, branch.value, branch.left, copying(right, key, body))
-        }
-        return branch  // unreachable: the caller checked that the subtree holds `key`
     }
 
     public mutating func remove(_ key: K) { root = Self.remove(root, key) }

@@ -194,27 +194,30 @@ final class InPlaceWriteTests: XCTestCase {
         }
     }
 
-    /// Changing a map that a snapshot shares, at its root or below, copies the path in O(log n)
-    /// comparisons: one walk to find the key, one to copy (not a search from every shared branch
-    /// on the way).
-    func testChangingASharedMapCostsTwoWalksOfItsDepth() {
+    /// An entry's value may change in place only when no other map shares a branch on the way to
+    /// it: not when a snapshot shares the root, nor when only a branch below the root is shared
+    /// (a map that a write copied a path of after a snapshot). Found in one walk of the depth.
+    func testAnEntryIsFoundForChangingInPlaceOnlyWhenNoOtherMapSharesItsWay() {
         let entries = (0..<65_536).map { (CountedKey(2 * $0), 2 * $0) }
         var map = SortedTree(sortedUniqueEntries: entries)
-        let snapshot = map
         let height = Int(map.root?.height ?? 0)
-        func comparisons(changing key: Int) -> Int {
-            let before = CountedKey.comparisons.value
-            XCTAssertTrue(map.modifyValue(ofExisting: CountedKey(key)) { $0 = -1 })
-            return CountedKey.comparisons.value - before
-        }
-        XCTAssertLessThanOrEqual(comparisons(changing: 24_690), 2 * height, "shared from the root")
+        var snapshot: SortedTree<CountedKey, Int>? = map
+        XCTAssertEqual(snapshot?.count, entries.count)
+        XCTAssertNil(map.uniqueBranch(holding: CountedKey(24_690)), "shared from the root")
+
         map.insert(CountedKey(1), 1)  // copies the path to 1: the root is the map's own, the rest shared
-        XCTAssertLessThanOrEqual(comparisons(changing: 100_000), 2 * height, "shared below the root")
-        XCTAssertEqual(map[CountedKey(24_690)], -1)
+        XCTAssertNotNil(map.uniqueBranch(holding: CountedKey(0)), "on the copied path")
+        XCTAssertNil(map.uniqueBranch(holding: CountedKey(100_000)), "shared below the root")
+        XCTAssertNil(map.uniqueBranch(holding: CountedKey(3)), "absent")
+
+        snapshot = nil
+        let before = CountedKey.comparisons.value
+        guard let entry = map.uniqueBranch(holding: CountedKey(100_000)) else {
+            return XCTFail("nothing else shares the map once the snapshot is gone")
+        }
+        XCTAssertLessThanOrEqual(CountedKey.comparisons.value - before, height + 1)
+        entry.value = -1
         XCTAssertEqual(map[CountedKey(100_000)], -1)
-        XCTAssertEqual(snapshot[CountedKey(24_690)], 24_690)
-        XCTAssertEqual(snapshot[CountedKey(100_000)], 100_000)
-        XCTAssertNil(snapshot[CountedKey(1)])
     }
 }
 
