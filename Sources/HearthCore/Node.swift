@@ -217,9 +217,9 @@ public struct Node: Sendable {
 
     mutating func set(_ segments: ArraySlice<Key>, to node: Node) {
         // A non-empty node set where the path exists changes one entry per level in place (its
-        // objects keep their keys). A priority path sets its parent's priority, and a removal may
-        // remove keys: both copy.
-        if !node.isEmpty, segments.last != Key.priority {
+        // objects keep their keys; a priority path's last level, the parent's priority, is set by
+        // `setting`). A removal may remove keys and empty their objects: it copies.
+        if !node.isEmpty {
             _ = set(segments, from: segments.startIndex, toNonEmpty: node)
         } else {
             self = setting(segments, to: node)

@@ -153,6 +153,22 @@ final class InPlaceWriteTests: XCTestCase {
         XCTAssertEqual(snapshot.child(at: path), .leaf(.string("changed")))
     }
 
+    /// A priority set below objects nobody else holds changes them in place down to the node
+    /// whose priority it sets: a wide object on the way is not copied.
+    func testAPrioritySetKeepsTheObjectsAboveItsNode() throws {
+        var tree = Node.empty
+        for i in 0..<1_000 { tree.set(try Path.parse("/rooms/r\(i)/name"), to: .leaf(.string("n\(i)"))) }
+        func identity(_ node: Node) -> ObjectIdentifier? {
+            guard case .children(let map) = node.storage, let root = map.root else { return nil }
+            return ObjectIdentifier(root)
+        }
+        let rooms = identity(tree.child(at: try Path.parse("/rooms")))
+        tree.set(try Path.parse("/rooms/r500/.priority", allowPriority: true), to: .leaf(.number(.int(7))))
+        XCTAssertEqual(identity(tree.child(at: try Path.parse("/rooms"))), rooms, "the wide object is not copied")
+        XCTAssertEqual(tree.child(at: try Path.parse("/rooms/r500")).priority, .number(.int(7)))
+        XCTAssertEqual(tree.child(at: try Path.parse("/rooms/r500/name")), .leaf(.string("n500")))
+    }
+
     /// `applyInPlace` commits what `apply` commits, for every kind of write.
     func testApplyInPlaceCommitsWhatApplyCommits() throws {
         var rng = SplitMix64(seed: 7)
