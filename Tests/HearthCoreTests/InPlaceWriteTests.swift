@@ -127,15 +127,17 @@ final class InPlaceWriteTests: XCTestCase {
         XCTAssertEqual(database.root.child(at: path), .leaf(.number(.int(1))))
     }
 
+    /// The identity of an object's map (its root branch): the same after a write in place.
+    private func identity(_ node: Node) -> ObjectIdentifier? {
+        guard case .children(let map) = node.storage, let root = map.root else { return nil }
+        return ObjectIdentifier(root)
+    }
+
     /// The point of it: a write to an existing place of a tree nobody else holds keeps the
     /// objects on its path (no allocation per level); after a snapshot it copies them, once.
     func testAWriteToAnExistingPlaceChangesTheTreeInPlaceUnlessASnapshotSharesIt() throws {
         var tree = Node.empty
         for i in 0..<100 { tree.set(try Path.parse("/users/u\(i)/name"), to: .leaf(.string("n\(i)"))) }
-        func identity(_ node: Node) -> ObjectIdentifier? {
-            guard case .children(let map) = node.storage, let root = map.root else { return nil }
-            return ObjectIdentifier(root)
-        }
         let path = try Path.parse("/users/u42/name")
         let rootBranch = identity(tree)
         tree.set(path, to: .leaf(.string("changed")))
@@ -158,10 +160,6 @@ final class InPlaceWriteTests: XCTestCase {
     func testAPrioritySetKeepsTheObjectsAboveItsNode() throws {
         var tree = Node.empty
         for i in 0..<1_000 { tree.set(try Path.parse("/rooms/r\(i)/name"), to: .leaf(.string("n\(i)"))) }
-        func identity(_ node: Node) -> ObjectIdentifier? {
-            guard case .children(let map) = node.storage, let root = map.root else { return nil }
-            return ObjectIdentifier(root)
-        }
         let rooms = identity(tree.child(at: try Path.parse("/rooms")))
         tree.set(try Path.parse("/rooms/r500/.priority", allowPriority: true), to: .leaf(.number(.int(7))))
         XCTAssertEqual(identity(tree.child(at: try Path.parse("/rooms"))), rooms, "the wide object is not copied")
