@@ -220,7 +220,7 @@ public struct Node: Sendable {
         // objects keep their keys; a priority path's last level, the parent's priority, is set by
         // `setting`). A removal may remove keys and empty their objects: it copies.
         if !node.isEmpty {
-            _ = set(segments, from: segments.startIndex, toNonEmpty: node)
+            _ = set(segments, from: segments.startIndex, toNonEmpty: node, findingUndoPoint: false)
         } else {
             self = setting(segments, to: node)
         }
@@ -238,7 +238,7 @@ public struct Node: Sendable {
     /// undo point (`undoPoint(ofNonEmptySetAt:)` of the tree before it), found on the way down
     /// rather than by a walk of its own.
     public mutating func set(_ path: Path, toNonEmpty node: Node) -> (path: Path, before: Node) {
-        Self.undoPoint(in: path, set(path.segments[...], toNonEmpty: node))
+        Self.undoPoint(in: path, set(path.segments[...], from: 0, toNonEmpty: node, findingUndoPoint: true))
     }
 
     /// An undo point of a write at `path` as its depth (`path.count`: the path itself) and node.
@@ -257,17 +257,14 @@ public struct Node: Sendable {
         return (segments.endIndex, old)
     }
 
-    private mutating func set(_ segments: ArraySlice<Key>, toNonEmpty node: Node) -> (depth: Int, before: Node) {
-        set(segments, from: segments.startIndex, toNonEmpty: node)
-    }
-
     /// Sets `node` at `segments[index...]` below this node. Each object on the way that no
     /// snapshot shares, and that has the next key, changes in place: the descent holds the
     /// entry of the next key (`SortedTree.uniqueBranch(holding:)`) and goes on in its value. From
-    /// the first level where that fails, the rest of the path is copied (`setting`).
+    /// the first level where that fails, the rest of the path is copied (`setting`); the undo
+    /// point is looked up there only when `findingUndoPoint` (a plain `set` has no use for it).
     /// (One index into one slice rather than a slice per level: no array retained per level.)
     private mutating func set(
-        _ segments: ArraySlice<Key>, from index: Int, toNonEmpty node: Node
+        _ segments: ArraySlice<Key>, from index: Int, toNonEmpty node: Node, findingUndoPoint: Bool
     ) -> (depth: Int, before: Node) {
         guard index < segments.endIndex else {
             let before = self
@@ -276,15 +273,13 @@ public struct Node: Sendable {
         }
         if case .children(var map) = storage {
             storage = .leaf(.bool(false))  // lets go of this node's reference, so `map` may own its branches
+            defer { storage = .children(map) }
             if let entry = map.uniqueBranch(holding: segments[index]) {
-                let point = entry.value.set(segments, from: index + 1, toNonEmpty: node)
-                storage = .children(map)
-                return point
+                return entry.value.set(segments, from: index + 1, toNonEmpty: node, findingUndoPoint: findingUndoPoint)
             }
-            storage = .children(map)
         }
         let rest = segments[index...]
-        let point = undoPoint(ofNonEmptySetAt: rest)
+        let point = findingUndoPoint ? undoPoint(ofNonEmptySetAt: rest) : (index, Node.empty)
         self = setting(rest, to: node)
         return point
     }
