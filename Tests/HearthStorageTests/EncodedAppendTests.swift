@@ -8,53 +8,45 @@ final class EncodedAppendTests: XCTestCase {
     let logs = LogCapture()
 
     func testPreEncodedRecordsAreLoggedByteForByteAsEncodedOnes() throws {
-        let plain = TestDirectory()
-        let encoded = TestDirectory()
-        defer {
-            plain.remove()
-            encoded.remove()
-        }
-        var workload = Workload(seed: 7)
-        let batches = (0..<5).map { _ in workload.batch(4).map(LogRecord.write) }
-        let first = try Storage.open(directory: plain.path, logger: logs.logger).storage
-        let second = try Storage.open(directory: encoded.path, logger: logs.logger).storage
-        for (index, batch) in batches.enumerated() {
-            try first.append(batch)
+        try compareWithPlainAppends(seed: 7, batches: 5, of: 4) { storage, index, batch in
             // Records encoded one by one, and a batch's records encoded into one shared buffer.
             let records = index % 2 == 0 ? batch.map(EncodedRecord.init) : EncodedRecord.encoding(batch) { _ in nil }
-            try second.append(records) {}
+            try storage.append(records) {}
         }
-        try first.close()
-        try second.close()
-        let segment = try XCTUnwrap(plain.segments().last)
-        XCTAssertEqual(plain.read(segment), encoded.read(segment))
-        let (reopened, recovered) = try Storage.open(directory: encoded.path, logger: logs.logger)
-        try reopened.close()
-        XCTAssertEqual(recovered.rev, 20)
-        XCTAssertEqual(recovered.root, workload.database.root)
     }
 
     func testRecordsEncodedIntoTheLogsBufferAreLoggedAsPlainOnesAndReturnEachPayload() throws {
-        let plain = TestDirectory()
-        let encoded = TestDirectory()
-        defer {
-            plain.remove()
-            encoded.remove()
-        }
-        var workload = Workload(seed: 13)
-        let batches = (0..<6).map { _ in workload.batch(5).map(LogRecord.write) }
-        let first = try Storage.open(directory: plain.path, logger: logs.logger).storage
-        let second = try Storage.open(directory: encoded.path, logger: logs.logger).storage
-        for batch in batches {
-            try first.append(batch)
+        try compareWithPlainAppends(seed: 13, batches: 6, of: 5) { storage, _, batch in
             let separately = batch.map { EncodedRecord($0).payload }
             // Every other record came with its payload (a replica's), the others are encoded.
             let given = { (index: Int) -> ArraySlice<UInt8>? in index % 2 == 1 ? separately[index] : nil }
             var seenBeforeSync: [EncodedRecord] = []
-            let records = try second.appendEncoding(batch, received: given) { seenBeforeSync = $0 }
+            let records = try storage.appendEncoding(batch, received: given) { seenBeforeSync = $0 }
             XCTAssertEqual(records.map { Array($0.payload) }, separately.map(Array.init))
             XCTAssertEqual(records.map(\.writeRev), batch.map(\.writeRev))
             XCTAssertEqual(seenBeforeSync.map { Array($0.payload) }, separately.map(Array.init))
+        }
+    }
+
+    /// Appends `count` batches of `size` random writes with `append` to one new data directory
+    /// (given the batch's index) and plainly to another: the two logs must be the same byte for
+    /// byte, and the one `append` wrote must recover every write.
+    private func compareWithPlainAppends(
+        seed: UInt64, batches count: Int, of size: Int, _ append: (Storage, Int, [LogRecord]) throws -> Void
+    ) throws {
+        let plain = TestDirectory()
+        let encoded = TestDirectory()
+        defer {
+            plain.remove()
+            encoded.remove()
+        }
+        var workload = Workload(seed: seed)
+        let batches = (0..<count).map { _ in workload.batch(size).map(LogRecord.write) }
+        let first = try Storage.open(directory: plain.path, logger: logs.logger).storage
+        let second = try Storage.open(directory: encoded.path, logger: logs.logger).storage
+        for (index, batch) in batches.enumerated() {
+            try first.append(batch)
+            try append(second, index, batch)
         }
         try first.close()
         try second.close()
@@ -62,7 +54,7 @@ final class EncodedAppendTests: XCTestCase {
         XCTAssertTrue(plain.read(segment) == encoded.read(segment), "one batch after the other, byte for byte")
         let (reopened, recovered) = try Storage.open(directory: encoded.path, logger: logs.logger)
         try reopened.close()
-        XCTAssertEqual(recovered.rev, 30)
+        XCTAssertEqual(recovered.rev, UInt64(count * size))
         XCTAssertEqual(recovered.root, workload.database.root)
     }
 
