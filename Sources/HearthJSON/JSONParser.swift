@@ -94,14 +94,15 @@ public enum JSONParser {
 
     /// Parses one JSON document that is an object without building it: each member is handed
     /// to `member`, in document order (duplicates included), as its key's UTF-8 (escapes
-    /// resolved; valid only during the call) and its value. A caller that looks members up by
-    /// name (a request's envelope) so makes no string per key and no array of members. Errors,
+    /// resolved; valid only during the call) and its value (a string without escapes as its
+    /// bytes, `JSONMemberValue`). A caller that looks members up by name (a request's envelope)
+    /// so makes no string per key, no array of members, and no string it does not need. Errors,
     /// limits and offsets are those of `parse`: the object counts as depth 1. Returns false,
     /// having called nothing, when the document does not start with `{` (after whitespace); the
     /// caller then parses it whole to learn what it is.
     public static func parseMembers(
         of bytes: UnsafeRawBufferPointer, limits: JSONLimits = .default, reusing workspace: inout JSONParseWorkspace,
-        _ member: (UnsafeRawBufferPointer, consuming JSONValue) -> Void
+        _ member: (UnsafeRawBufferPointer, consuming JSONMemberValue) -> Void
     ) throws(JSONError) -> Bool {
         var parser = _JSONByteParser(bytes: bytes, limits: limits)
         workspace.lend(to: &parser)
@@ -317,7 +318,7 @@ struct _JSONByteParser {
 
     /// Reads a document that is an object member by member (`JSONParser.parseMembers`).
     mutating func parseObjectMembers(
-        _ member: (UnsafeRawBufferPointer, consuming JSONValue) -> Void
+        _ member: (UnsafeRawBufferPointer, consuming JSONMemberValue) -> Void
     )
         throws(JSONError) -> Bool
     {
@@ -325,6 +326,7 @@ struct _JSONByteParser {
         guard pos < end, bytes[pos] == UInt8(ascii: "{") else { return false }
         try openContainer(isObject: true)
         floor = 1
+        var escapedKey: [UInt8] = []
         skipWhitespace()
         if pos < end && bytes[pos] == UInt8(ascii: "}") {
             pos += 1
@@ -338,18 +340,30 @@ struct _JSONByteParser {
                 case .plain(let range): key = range
                 case .escaped(let quote, let firstEscape):
                     _ = try parseEscapedString(quote: quote, firstEscape: firstEscape)
-                    key = nil  // decoded into `scratch`
+                    key = nil
+                    // Decoded into `scratch`, which a value with escapes needs next.
+                    swap(&scratch, &escapedKey)
                 }
                 skipWhitespace()
                 guard pos < end, bytes[pos] == UInt8(ascii: ":") else {
                     throw unexpected(at: pos, expecting: "':'")
                 }
                 pos += 1
-                let value = try parseValue()
+                skipWhitespace()
+                let value: JSONMemberValue
+                if pos < end, bytes[pos] == asciiQuote {
+                    switch try scanString() {
+                    case .plain(let range): value = .plainString(UnsafeRawBufferPointer(rebasing: bytes[range]))
+                    case .escaped(let quote, let firstEscape):
+                        value = .parsed(.string(try parseEscapedString(quote: quote, firstEscape: firstEscape)))
+                    }
+                } else {
+                    value = .parsed(try parseValue())
+                }
                 if let key {
                     member(UnsafeRawBufferPointer(rebasing: bytes[key]), value)
                 } else {
-                    scratch.withUnsafeBytes { member($0, value) }
+                    escapedKey.withUnsafeBytes { member($0, value) }
                 }
                 skipWhitespace()
                 guard pos < end else { throw unexpected(at: pos, expecting: "',' or '}'") }
@@ -550,12 +564,7 @@ struct _JSONByteParser {
         let start = pos + 1
         var i = start
         while true {
-            // Skip eight plain ASCII bytes at a time.
-            while i + 8 <= end {
-                let word = bytes.loadUnaligned(fromByteOffset: i, as: UInt64.self)
-                if _JSONSWAR.needsAttentionInString(word) { break }
-                i += 8
-            }
+            i = skipPlainASCII(from: i)
             guard i < end else { throw unexpected(at: end, expecting: "'\"'") }
             let b = bytes[i]
             if b == asciiQuote {
@@ -581,11 +590,7 @@ struct _JSONByteParser {
         var runStart = quote + 1
         var i = firstEscape
         while true {
-            while i + 8 <= end {
-                let word = bytes.loadUnaligned(fromByteOffset: i, as: UInt64.self)
-                if _JSONSWAR.needsAttentionInString(word) { break }
-                i += 8
-            }
+            i = skipPlainASCII(from: i)
             guard i < end else { throw unexpected(at: end, expecting: "'\"'") }
             let b = bytes[i]
             if b == asciiQuote {
@@ -605,6 +610,12 @@ struct _JSONByteParser {
                 i += 1
             }
         }
+    }
+
+    @inline(__always)
+    func skipPlainASCII(from i: Int) -> Int {
+        guard let base = bytes.baseAddress else { return i }
+        return _JSONSWAR.skipPlainASCII(base, from: i, count: end)
     }
 
     @inline(__always)
@@ -903,19 +914,32 @@ enum _JSONSWAR {
     static let ones: UInt64 = 0x0101_0101_0101_0101
     static let highs: UInt64 = 0x8080_8080_8080_8080
 
-    /// True if some byte of `word` is zero (exact: no false positives).
+    /// The high bit of each byte that is `"`, `\`, below 0x20 or at least 0x80 (the word loaded
+    /// little-endian: its first byte lowest); zero when there is none. Bits above the lowest one
+    /// may be wrong (a borrow carries into the next byte), but the lowest is exact: no borrow
+    /// comes from bytes before the first that needs attention.
     @inline(__always)
-    static func hasZeroByte(_ word: UInt64) -> Bool {
-        (word &- ones) & ~word & highs != 0
-    }
-
-    /// True if some byte is `"`, `\`, below 0x20 or at least 0x80.
-    @inline(__always)
-    static func needsAttentionInString(_ word: UInt64) -> Bool {
+    static func attentionInString(_ word: UInt64) -> UInt64 {
         let belowSpace = (word &- ones &* 0x20) & ~word & highs
         let quote = word ^ (ones &* 0x22)
         let backslash = word ^ (ones &* 0x5C)
         let quoteOrBackslash = ((quote &- ones) & ~quote | (backslash &- ones) & ~backslash) & highs
-        return (belowSpace | quoteOrBackslash | (word & highs)) != 0
+        return belowSpace | quoteOrBackslash | (word & highs)
+    }
+
+    /// The index of the first byte of `base[i..<count]` that a string's parser or writer must
+    /// look at (`"`, `\`, below 0x20 or at least 0x80), eight bytes at a time: a word that holds
+    /// one gives its place at once. Where fewer than eight bytes are left, the first of them (the
+    /// caller looks at those one by one: gathering them into a word cost more, measured).
+    @inline(__always)
+    static func skipPlainASCII(_ base: UnsafeRawPointer, from i: Int, count: Int) -> Int {
+        var i = i
+        while i + 8 <= count {
+            let word = UInt64(littleEndian: base.loadUnaligned(fromByteOffset: i, as: UInt64.self))
+            let attention = attentionInString(word)
+            if attention != 0 { return i + attention.trailingZeroBitCount >> 3 }
+            i += 8
+        }
+        return i
     }
 }

@@ -101,12 +101,7 @@ public enum JSONWriter {
         var runStart = 0
         var i = 0
         while i < count {
-            // Skip eight bytes at a time while none needs a closer look.
-            while i + 8 <= count {
-                let word = raw.loadUnaligned(fromByteOffset: i, as: UInt64.self)
-                if needsAttention(word) { break }
-                i += 8
-            }
+            i = _JSONSWAR.skipPlainASCII(raw, from: i, count: count)
             if i >= count { break }
             let b = base[i]
             if b >= 0x20 && b != UInt8(ascii: "\"") && b != UInt8(ascii: "\\") {
@@ -171,13 +166,6 @@ public enum JSONWriter {
         if needed > buffer.capacity {
             buffer.reserveCapacity(Swift.max(needed, buffer.capacity * 2))
         }
-    }
-
-    /// True if some byte of `word` is `"`, `\`, below 0x20 or at least 0x80 (the last so that
-    /// U+2028/U+2029 are found; other non-ASCII bytes are then copied on the slow path).
-    @inline(__always)
-    static func needsAttention(_ word: UInt64) -> Bool {
-        _JSONSWAR.needsAttentionInString(word)
     }
 }
 

@@ -19,6 +19,12 @@ public final class PathMemo {
         return path
     }
 
+    /// The remembered path, when `utf8` is exactly the text it was parsed from.
+    func path(forUTF8 utf8: UnsafeRawBufferPointer) -> Path? {
+        guard let path, text.utf8Equals(utf8.assumingMemoryBound(to: UInt8.self)) else { return nil }
+        return path
+    }
+
     /// Remembers `path`, parsed from `text`. A path ending in `.priority` is not remembered: it
     /// parses only where a priority is allowed, which a later request's path may not be.
     func remember(_ text: String, _ path: Path) {

@@ -354,24 +354,23 @@ public struct RequestDecoder: Sendable {
     }
 
     func readPath(_ fields: Fields) throws(DatabaseError) -> Path {
-        guard let string = try fields.string(.path) else { throw DatabaseError(.badRequest, "missing field \"path\"") }
-        return try parsePath(string, remembering: fields.paths)
+        try path(fields)
     }
 
     func writePath(_ fields: Fields, allowPriority: Bool = false) throws(DatabaseError) -> Path {
-        guard let string = try fields.string(.path) else { throw DatabaseError(.badRequest, "missing field \"path\"") }
-        let path = try parsePath(string, remembering: fields.paths, allowPriority: allowPriority)
+        let path = try path(fields, allowPriority: allowPriority)
         if path.isInfo { throw DatabaseError(.invalidPath, "can't modify data under /.info") }
         return path
     }
 
-    /// `Path.parse` of a request's path, or the connection's last path when `string` is its text.
-    private func parsePath(
-        _ string: String, remembering paths: PathMemo?, allowPriority: Bool = false
-    ) throws(DatabaseError) -> Path {
-        if let path = paths?.path(for: string) { return path }
+    /// The request's path: the connection's last path when its text is that path's
+    /// (`PathMemo`, which never holds a `.priority` path), else `Path.parse` of it.
+    private func path(_ fields: Fields, allowPriority: Bool = false) throws(DatabaseError) -> Path {
+        if let known = fields.knownPath { return known }
+        guard let string = try fields.string(.path) else { throw DatabaseError(.badRequest, "missing field \"path\"") }
+        if let path = fields.paths?.path(for: string) { return path }
         let path = try Path.parse(string, limits: limits, allowInfo: true, allowPriority: allowPriority)
-        paths?.remember(string, path)
+        fields.paths?.remember(string, path)
         return path
     }
 

@@ -19,7 +19,8 @@ enum RequestField: String, CaseIterable, Sendable {
             return
         }
         var packed: UInt64 = 0
-        for (i, byte) in name.enumerated() { packed |= UInt64(byte) << (8 * UInt64(i)) }
+        withUnsafeMutableBytes(of: &packed) { $0.copyMemory(from: name) }
+        packed = UInt64(littleEndian: packed)
         switch name.count {
         case 2:
             switch packed {
@@ -93,6 +94,9 @@ struct Fields {
     private var others: [(field: RequestField, value: JSONValue)] = []
     /// The connection's last path (`PathMemo`); nil where requests are decoded one by one.
     var paths: PathMemo?
+    /// The path, when its text was the connection's last path (`path` is then nil): found by
+    /// its bytes, without a string.
+    private(set) var knownPath: Path?
 
     init() {}
 
@@ -100,26 +104,46 @@ struct Fields {
     init(_ json: JSONValue) {
         for member in json.objectMembers ?? [] {
             var key = member.key
-            key.withUTF8 { add(UnsafeRawBufferPointer($0), member.value) }
+            key.withUTF8 { add(UnsafeRawBufferPointer($0), .parsed(member.value)) }
         }
     }
 
     /// Adds the member named `name` (its UTF-8), replacing one of the same name.
-    mutating func add(_ name: UnsafeRawBufferPointer, _ value: consuming JSONValue) {
+    mutating func add(_ name: UnsafeRawBufferPointer, _ value: consuming JSONMemberValue) {
         guard let field = RequestField(utf8: name) else { return }
         switch field {
-        case .id: id = value
-        case .op: op = value
-        case .path: path = value
-        case .value: self.value = value
-        case .wid: wid = value
+        case .id: id = value.json
+        case .op: op = Self.operationName(value)
+        case .path:
+            if case .plainString(let bytes) = value, let known = paths?.path(forUTF8: bytes) {
+                knownPath = known
+                path = nil
+            } else {
+                knownPath = nil
+                path = value.json
+            }
+        case .value: self.value = value.json
+        case .wid: wid = value.json
         default:
+            let value = value.json
             if let i = others.firstIndex(where: { $0.field == field }) {
                 others[i].value = value
             } else {
                 others.append((field, value))
             }
         }
+    }
+
+    /// The operations requests name most, as literals: a request naming one of them (compared
+    /// by its bytes) makes no string of its own.
+    private static let frequentOperations = ["set", "get", "update", "push", "remove", "transaction", "subscribe"]
+
+    private static func operationName(_ value: consuming JSONMemberValue) -> JSONValue {
+        if case .plainString(let bytes) = value {
+            let utf8 = bytes.assumingMemoryBound(to: UInt8.self)
+            for name in frequentOperations where name.utf8Equals(utf8) { return .string(name) }
+        }
+        return value.json
     }
 
     subscript(field: RequestField) -> JSONValue? {

@@ -136,6 +136,22 @@ final class JSONWriterTests: XCTestCase {
         }
     }
 
+    /// The last bytes of a string, fewer than a word, are scanned as one (zero-padded) word: a
+    /// special byte among them is found wherever it stands, and the padding is not taken for one.
+    func testSpecialCharactersInTheLastBytesOfAString() throws {
+        let specials = [("\"", #"\""#), ("\\", #"\\"#), ("\n", #"\n"#), ("\u{0}", #"\u0000"#), ("é", "é")]
+        for n in 0..<20 {
+            let a = String(repeating: "a", count: n)
+            XCTAssertEqual(quoted(a), "\"\(a)\"")
+            for (raw, escaped) in specials {
+                for tail in ["", "b", "bcdefg"] {
+                    XCTAssertEqual(quoted(a + raw + tail), "\"\(a)\(escaped)\(tail)\"")
+                    XCTAssertEqual(try JSONParser.parse(quoted(a + raw + tail)), .string(a + raw + tail))
+                }
+            }
+        }
+    }
+
     func testWritersAppend() {
         var buffer = Array("[".utf8)
         JSONWriter.writeString("x", into: &buffer)

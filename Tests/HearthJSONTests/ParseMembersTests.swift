@@ -17,7 +17,7 @@ final class ParseMembersTests: XCTestCase {
         let result = bytes.withUnsafeBytes { raw in
             Result { () throws(JSONError) -> Bool in
                 try JSONParser.parseMembers(of: raw, limits: limits, reusing: &workspace) { key, value in
-                    members.append(JSONMember(String(decoding: key, as: UTF8.self), value))
+                    members.append(JSONMember(String(decoding: key, as: UTF8.self), value.json))
                 }
             }
         }
@@ -45,6 +45,7 @@ final class ParseMembersTests: XCTestCase {
             #"{"id":1,"op":"set","path":"/a/b","value":{"x":[1,2.5,{"y":null}],"z":"é"}}"#,
             #" { "op" : "update" , "values" : { "a/b" : true , "c" : -0 } , "id" : "r1" } "#,
             #"{"p\u0061th":"/a","op":"get","query":{"orderBy":"$key","limitToFirst":3}}"#,
+            #"{"p\u0061th":"/\u0061","\u006fp":"s\u0065t","v\u0061lue":"\u00e9"}"#,
             #"{"id":1,"id":2,"\ud83d\ude00":[[[]]],"":{}}"#,
             #"{}"#,
             #"[{"a":1}]"#,
