@@ -19,7 +19,27 @@ final class WalLineTests: XCTestCase {
         return line.dropLast()  // the framer takes the newline
     }
 
-    private func read(_ bytes: [UInt8]) -> LinkMessage? { bytes.withUnsafeBytes { LinkHandler.walRecord($0) } }
+    /// The one record a line holds, read by position.
+    private struct Read {
+        let record: LinkRecords.Record
+        let write: CommittedWrite?
+        let payload: [UInt8]
+    }
+
+    private func read(_ bytes: [UInt8]) -> Read? {
+        guard let run = bytes.withUnsafeBytes({ LinkHandler.walRecord($0) }), run.count == 1 else { return nil }
+        return Read(record: run.records[0], write: run.writes[0], payload: Array(run.payload(at: 0)))
+    }
+
+    /// Every record of `messages`, in order.
+    private func records(_ messages: [LinkMessage]) -> [Read] {
+        messages.flatMap { message -> [Read] in
+            guard case .records(let run) = message else { return [] }
+            return (0..<run.count).map {
+                Read(record: run.records[$0], write: run.writes[$0], payload: Array(run.payload(at: $0)))
+            }
+        }
+    }
 
     /// A leader writes a batch's lines in place, into room sized beforehand: byte for byte the
     /// lines replication.md §3 spells, for revisions of every length, and for epochs that change
@@ -58,14 +78,11 @@ final class WalLineTests: XCTestCase {
         let write = CommittedWrite(
             rev: 12, overwrites: [(Path([Key("a"), Key("b")]), Node.leaf(.string("x,\"confirmedRev\":1}")))])
         let record = EncodedRecord(.write(write))
-        let message = try XCTUnwrap(read(line(record, rev: 12, epoch: 3, confirmedRev: 11)))
-        guard case .record(let rev, let epoch, let decoded?, let payload, let isWrite, let confirmedRev) = message
-        else {
-            return XCTFail("\(message)")
-        }
-        XCTAssertEqual([rev, epoch, confirmedRev, decoded.rev], [12, 3, 11, 12])
-        XCTAssertTrue(isWrite)
-        XCTAssertEqual(Array(payload), Array(record.payload))
+        let read = try XCTUnwrap(read(line(record, rev: 12, epoch: 3, confirmedRev: 11)))
+        let decoded = try XCTUnwrap(read.write)
+        XCTAssertEqual([read.record.rev, read.record.epoch, read.record.confirmedRev, decoded.rev], [12, 3, 11, 12])
+        XCTAssertTrue(read.record.isWrite)
+        XCTAssertEqual(read.payload, Array(record.payload))
         XCTAssertEqual(decoded.overwrites.map(\.path), write.overwrites.map(\.path))
         XCTAssertEqual(decoded.overwrites.map(\.node), write.overwrites.map(\.node))
     }
@@ -73,10 +90,11 @@ final class WalLineTests: XCTestCase {
     func testAnOnDisconnectLineKeepsItsPayloadBytes() throws {
         let record = EncodedRecord(.write(CommittedWrite(rev: 1, overwrites: [])), payload: Array("[]".utf8)[...])
         let bytes = Array(#"{"event":"wal","rev":4,"epoch":2,"od":{"add":[]},"confirmedRev":0}"#.utf8)
-        guard case .record(4, 2, nil, let payload, false, 0)? = read(bytes) else {
-            return XCTFail("\(String(describing: read(bytes)))")
-        }
-        XCTAssertEqual(Array(payload), Array(#"{"add":[]}"#.utf8))
+        let read = try XCTUnwrap(read(bytes))
+        XCTAssertEqual([read.record.rev, read.record.epoch, read.record.confirmedRev], [4, 2, 0])
+        XCTAssertFalse(read.record.isWrite)
+        XCTAssertNil(read.write)
+        XCTAssertEqual(read.payload, Array(#"{"add":[]}"#.utf8))
         XCTAssertEqual(Array(record.payload), Array("[]".utf8))
     }
 
@@ -100,11 +118,9 @@ final class WalLineTests: XCTestCase {
         try channel.writeInbound(ByteBuffer(bytes: bytes))
         channel.pipeline.fireChannelReadComplete()
         let messages = received.withLockedValue { $0 }
-        let records = messages.compactMap { message -> (rev: UInt64, payload: [UInt8])? in
-            guard case .record(let rev, _, _?, let payload, true, _) = message else { return nil }
-            return (rev, Array(payload))
-        }
-        XCTAssertEqual(records.map(\.rev), Array(1...100))
+        let records = records(messages)
+        XCTAssertEqual(records.map(\.record.rev), Array(1...100))
+        XCTAssertEqual(records.map { $0.write?.rev }, Array(1...100))
         XCTAssertEqual(records.map(\.payload), expected)
         _ = try channel.finish()
     }
@@ -119,21 +135,26 @@ final class WalLineTests: XCTestCase {
             XCTAssertNil(read(Array(text.utf8)), text)
         }
         let json = try JSONParser.parse(#"{"rev":4,"event":"wal","epoch":2,"w":[],"confirmedRev":3}"#)
-        let message = LinkHandler.message(json)
-        guard case .record(4, 2, let write?, let payload, true, 3)? = message else {
-            return XCTFail("\(String(describing: message))")
-        }
+        let message = try XCTUnwrap(LinkHandler.message(json))
+        let read = try XCTUnwrap(records([message]).first)
+        XCTAssertEqual([read.record.rev, read.record.epoch, read.record.confirmedRev], [4, 2, 3])
+        let write = try XCTUnwrap(read.write)
         XCTAssertEqual(write.rev, 4)
         XCTAssertTrue(write.overwrites.isEmpty)
-        XCTAssertEqual(Array(payload), Array("[]".utf8))
+        XCTAssertEqual(read.payload, Array("[]".utf8))
     }
 
-    func testAPayloadThatIsNotAValidWriteHasNoWrite() {
+    func testAPayloadThatIsNotAValidWriteIsToldApart() {
         for payload in [#"[["/a",]"#, #"[["/a"]]"#, #"{"a":1}"#, #"[["/a/.priority/b",1]]"#] {
             let bytes = Array(#"{"event":"wal","rev":4,"epoch":2,"w":\#(payload),"confirmedRev":0}"#.utf8)
-            guard case .record(4, 2, nil, _, true, 0)? = read(bytes) else {
-                return XCTFail("\(payload): \(String(describing: read(bytes)))")
+            var run = LinkRecords()
+            var previousPath: Path?
+            var workspace = JSONParseWorkspace()
+            let outcome = bytes.withUnsafeBytes {
+                LinkHandler.readRecord($0, into: &run, previousPath: &previousPath, reusing: &workspace)
             }
+            guard case .invalidWrite = outcome else { return XCTFail("\(payload): \(outcome)") }
+            XCTAssertTrue(run.isEmpty)
         }
     }
 
@@ -142,10 +163,7 @@ final class WalLineTests: XCTestCase {
             rev: 5,
             overwrites: [(Path([Key("q\"uote"), Key("back\\slash"), Key("é\u{2028}")]), Node.leaf(.bool(true)))])
         let record = EncodedRecord(.write(write))
-        guard case .record(5, 1, let decoded?, _, true, 0)? = read(line(record, rev: 5, epoch: 1, confirmedRev: 0))
-        else {
-            return XCTFail("\(String(decoding: record.payload, as: UTF8.self))")
-        }
+        let decoded = try XCTUnwrap(read(line(record, rev: 5, epoch: 1, confirmedRev: 0))?.write)
         XCTAssertEqual(decoded.overwrites.map(\.path), write.overwrites.map(\.path))
         XCTAssertEqual(decoded.overwrites.map(\.path.description), ["/q\"uote/back\\slash/é\u{2028}"])
     }

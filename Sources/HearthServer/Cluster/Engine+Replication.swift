@@ -494,34 +494,11 @@ extension Engine {
             logger.error(
                 "the leader refused replication", metadata: ["leader": "\(link.leader)", "reason": "\(reason)"])
             link.close()
-        case .record(let rev, _, let write, let payload, let isWrite, let confirmedRev):
-            let loggedAhead = replication.recordsLoggedAhead > 0
-            if loggedAhead { replication.recordsLoggedAhead -= 1 }
-            if isWrite, let write {
-                guard rev == database.rev + 1 else {
-                    if rev > database.rev + 1 {
-                        logger.error(
-                            "a gap in the replication stream; reconnecting",
-                            metadata: ["expected": "\(database.rev + 1)", "got": "\(rev)"])
-                        link.close()
-                    }
-                    return
-                }
-                applyReplicated(write, payload: payload, loggedAhead: loggedAhead, now: now, batch: &batch)
-            } else if !isWrite, !loggedAhead {
-                guard let decoded = try? ReplicatedRecord.decodeChange(Array(payload)) else { return }
-                batch.record(decoded)
+        case .records(let run):
+            for index in 0..<run.count {
+                guard link.id == replication.link?.id else { return }  // as for each message
+                handleRecord(index, of: run, link: link, advanced: &advanced, now: now, batch: &batch)
             }
-            if loggedAhead, replication.recordsLoggedAhead == 0 {
-                // Every record logged ahead is applied: nothing of this turn is left to log, nor
-                // to undo unless their fsync (deferred) fails.
-                committed(&batch, durableLater: defersFsync)
-            }
-            if confirmedRev > advanced {
-                confirmations.advance(to: confirmedRev, now: clock())
-                advanced = confirmedRev
-            }
-            noteCaughtUp()
         case .snapshotChunk(let rev, let data, let done):
             guard var incoming = replication.incomingSnapshot, incoming.rev == rev else { return }
             if let data, let bytes = try? Base64.decode(string: data) { incoming.bytes += bytes }
@@ -546,6 +523,40 @@ extension Engine {
             replication.incomingSnapshot = nil
             linkLost(now: now, batch: &batch)
         }
+    }
+
+    /// Applies (or, for an onDisconnect change, records) one of the leader's records.
+    private func handleRecord(
+        _ index: Int, of run: LinkRecords, link: ReplicaLink, advanced: inout UInt64, now: Int64, batch: inout Batch
+    ) {
+        let record = run.records[index]
+        let loggedAhead = replication.recordsLoggedAhead > 0
+        if loggedAhead { replication.recordsLoggedAhead -= 1 }
+        if record.isWrite, let write = run.writes[index] {
+            guard record.rev == database.rev + 1 else {
+                if record.rev > database.rev + 1 {
+                    logger.error(
+                        "a gap in the replication stream; reconnecting",
+                        metadata: ["expected": "\(database.rev + 1)", "got": "\(record.rev)"])
+                    link.close()
+                }
+                return
+            }
+            applyReplicated(write, payload: run.payload(at: index), loggedAhead: loggedAhead, now: now, batch: &batch)
+        } else if !record.isWrite, !loggedAhead {
+            guard let decoded = try? ReplicatedRecord.decodeChange(Array(run.payload(at: index))) else { return }
+            batch.record(decoded)
+        }
+        if loggedAhead, replication.recordsLoggedAhead == 0 {
+            // Every record logged ahead is applied: nothing of this turn is left to log, nor to
+            // undo unless their fsync (deferred) fails.
+            committed(&batch, durableLater: defersFsync)
+        }
+        if record.confirmedRev > advanced {
+            confirmations.advance(to: record.confirmedRev, now: clock())
+            advanced = record.confirmedRev
+        }
+        noteCaughtUp()
     }
 
     /// Applies a write the leader committed, exactly as the leader did: same revision, same log
@@ -579,17 +590,20 @@ extension Engine {
         var rev = database.rev
         scan: for item in batches.joined() {
             guard case .cluster(.link(let link, let messages)) = item, link.id == current else { break }
-            for index in messages.indices {
-                // Matched without binding the decoded write: a copy of it would retain its nodes.
-                switch messages[index] {
-                case .record(let recordRev, _, .some, let payload, true, _) where recordRev == rev + 1:
-                    rev = recordRev
-                    records.append(EncodedRecord(writeRev: recordRev, payload: payload))
-                case .record(_, _, _, let payload, false, _):
-                    guard let change = try? ReplicatedRecord.decodeChange(Array(payload)) else { break scan }
-                    records.append(EncodedRecord(.onDisconnect(change), payload: payload))
-                default:
-                    break scan
+            for message in messages {
+                guard case .records(let run) = message else { break scan }
+                for index in 0..<run.count {
+                    let record = run.records[index]
+                    if record.isValidWrite, record.rev == rev + 1 {
+                        rev = record.rev
+                        records.append(EncodedRecord(writeRev: record.rev, payload: run.payload(at: index)))
+                    } else if !record.isWrite {
+                        let payload = run.payload(at: index)
+                        guard let change = try? ReplicatedRecord.decodeChange(Array(payload)) else { break scan }
+                        records.append(EncodedRecord(.onDisconnect(change), payload: payload))
+                    } else {
+                        break scan
+                    }
                 }
             }
         }

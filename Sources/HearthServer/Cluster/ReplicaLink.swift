@@ -23,13 +23,10 @@ enum LinkMessage: Sendable {
     case diverged(keepRev: UInt64)
     /// The leader refused (`reason`): the link closes and is retried.
     case refused(String)
-    /// A committed record: a write (decoded as it is read, so the engine only applies it; nil
-    /// when its payload is not a valid write), with its payload's bytes as the leader logged
-    /// them, or an onDisconnect change (its payload's bytes). The records handed over together
-    /// share one buffer of payloads, which the replica's log and retained log slice.
-    case record(
-        rev: UInt64, epoch: UInt64, write: CommittedWrite?, payload: ArraySlice<UInt8>, isWrite: Bool,
-        confirmedRev: UInt64)
+    /// Committed records, one after the other: writes (decoded as they are read, so the engine
+    /// only applies them) and onDisconnect changes, with their payloads' bytes as the leader
+    /// logged them.
+    case records(LinkRecords)
     /// A chunk of the snapshot at `rev` (`data` base64), or its end (`done`).
     case snapshotChunk(rev: UInt64, data: String?, done: Bool)
     /// Nothing new; the leader's confirmed revision.
@@ -171,18 +168,9 @@ final class LinkHandler: ChannelInboundHandler {
     // otherwise): only the link's event loop touches it, and nothing it calls reaches it.
     /// Messages read since the last submission: handed to the engine together at the end of a
     /// read, or once there are `Submission.burstSlice` of them, rather than one per line.
-    @exclusivity(unchecked) private var pending: [Pending] = []
-    /// The payloads of the records in `pending`, one after the other: one allocation for the
-    /// records handed over together rather than one each (their messages slice it).
-    @exclusivity(unchecked) private var pendingPayloads: [UInt8] = []
-
-    /// A message read, or a record whose payload is still to be sliced from `pendingPayloads`.
-    private enum Pending {
-        case message(LinkMessage)
-        case record(WalRecord, payload: Range<Int>)
-        /// What `flush` leaves in place of a message it moved out.
-        case taken
-    }
+    @exclusivity(unchecked) private var pending: [LinkMessage] = []
+    /// The records read since the last message in `pending` (they follow it).
+    @exclusivity(unchecked) private var run = LinkRecords()
     /// The JSON parser's stacks, reused from one record to the next.
     @exclusivity(unchecked) private var parseWorkspace = JSONParseWorkspace()
     /// The last path of the last write read: the next record's keys are shared with it where
@@ -209,26 +197,18 @@ final class LinkHandler: ChannelInboundHandler {
             context.close(promise: nil)
             return
         }
-        if let (record, payload) = line.withUnsafeReadableBytes({ bytes -> (WalRecord, Range<Int>)? in
-            guard let record = Self.walRecord(bytes, previousPath: previousPath, reusing: &parseWorkspace) else {
-                return nil
-            }
-            let start = pendingPayloads.count
-            // (As typed bytes: appending raw bytes would copy them one by one.)
-            UnsafeRawBufferPointer(rebasing: bytes[record.payload]).withMemoryRebound(to: UInt8.self) {
-                pendingPayloads.append(contentsOf: $0)
-            }
-            return (record, start..<pendingPayloads.count)
+        switch line.withUnsafeReadableBytes({ bytes in
+            Self.readRecord(bytes, into: &run, previousPath: &previousPath, reusing: &parseWorkspace)
         }) {
-            guard record.write != nil || !record.isWrite else {
-                logger.error("the leader sent a record that is not a valid write; reconnecting")
-                context.close(promise: nil)
-                return
-            }
-            if let path = record.write?.overwrites.last?.path { previousPath = path }
-            pending.append(.record(record, payload: payload))
-            if pending.count >= Submission.burstSlice { flush() }
+        case .read:
+            if run.count + pending.count >= Submission.burstSlice { flush() }
             return
+        case .invalidWrite:
+            logger.error("the leader sent a record that is not a valid write; reconnecting")
+            context.close(promise: nil)
+            return
+        case .otherLine:
+            break
         }
         guard let json = line.withUnsafeReadableBytes({ try? JSONParser.parse($0, limits: Self.limits) }) else {
             logger.error("the leader sent a line that is not JSON; reconnecting")
@@ -240,7 +220,8 @@ final class LinkHandler: ChannelInboundHandler {
             context.close(promise: nil)
             return
         }
-        pending.append(.message(message))
+        endRun()
+        pending.append(message)
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
@@ -249,31 +230,26 @@ final class LinkHandler: ChannelInboundHandler {
     }
 
     func channelInactive(context: ChannelHandlerContext) {
-        pending.append(.message(.closed))
+        endRun()
+        pending.append(.closed)
         flush()
         context.fireChannelInactive()
     }
 
+    /// Ends the run of records read since the last message: they go in `pending` as one.
+    private func endRun() {
+        guard !run.isEmpty else { return }
+        // The next run will likely hold what this one did: room for that much at once.
+        let next = LinkRecords(reserving: Submission.burstSlice, bytes: run.payloads.count)
+        pending.append(.records(run))
+        run = next
+    }
+
     private func flush() {
+        endRun()
         guard !pending.isEmpty else { return }
-        let payloads = pendingPayloads
-        var messages: [LinkMessage] = []
-        messages.reserveCapacity(pending.count)
-        // Each message is moved out of `pending`, not copied (a copy retains each of its parts,
-        // and emptying `pending` would then release them all again).
-        pending.withUnsafeMutableBufferPointer { items in
-            guard let base = items.baseAddress else { return }
-            for index in items.indices {
-                switch (base + index).move() {
-                case .message(let message): messages.append(message)
-                case .record(let record, let payload): messages.append(record.message(payload: payloads[payload]))
-                case .taken: break
-                }
-                (base + index).initialize(to: .taken)
-            }
-        }
-        pending.removeAll(keepingCapacity: true)
-        pendingPayloads = []  // a new buffer: the messages keep this one
+        let messages = pending
+        pending = []  // a new array: the engine keeps this one
         deliver(link, messages)
     }
 
@@ -286,69 +262,63 @@ final class LinkHandler: ChannelInboundHandler {
     /// record's envelope.
     private static let limits = JSONLimits(maxDepth: 4_200)
 
-    /// A `wal` line's fields, its payload where it stands in the line.
-    struct WalRecord {
-        let rev: UInt64
-        let epoch: UInt64
-        let write: CommittedWrite?
-        /// The payload's bytes in the line.
-        let payload: Range<Int>
-        let isWrite: Bool
-        let confirmedRev: UInt64
-
-        consuming func message(payload bytes: ArraySlice<UInt8>) -> LinkMessage {
-            .record(rev: rev, epoch: epoch, write: write, payload: bytes, isWrite: isWrite, confirmedRev: confirmedRev)
-        }
+    /// What `readRecord` made of a line.
+    enum RecordLine {
+        /// A record, added to the run.
+        case read
+        /// A write record whose payload is not a valid write (the link reconnects).
+        case invalidWrite
+        /// Not a `wal` line as a leader writes it: left to the JSON parser.
+        case otherLine
     }
 
     /// A `wal` line read by position, as its leader writes it —
     /// `{"event":"wal","rev":N,"epoch":E,"w"|"od":<payload>,"confirmedRev":C}` — so that the
-    /// payload's bytes are kept as they are (the replica logs them) and only the payload is parsed.
-    /// Nil for any other line; a record whose payload is not a valid write has a nil `write`.
-    static func walRecord(_ bytes: UnsafeRawBufferPointer) -> LinkMessage? {
-        var workspace = JSONParseWorkspace()
-        guard let record = walRecord(bytes, previousPath: nil, reusing: &workspace) else { return nil }
-        return record.message(payload: copy(UnsafeRawBufferPointer(rebasing: bytes[record.payload]))[...])
-    }
-
-    /// `walRecord(_:)`, leaving the payload in the line, with the JSON parser's stacks kept in
-    /// `workspace` between lines, and the keys of `previousPath` (the last record's) shared.
-    static func walRecord(
-        _ bytes: UnsafeRawBufferPointer, previousPath: Path?, reusing workspace: inout JSONParseWorkspace
-    ) -> WalRecord? {
+    /// payload's bytes are kept as they are (the replica logs them) and only the payload is
+    /// parsed: added to `run`, with the JSON parser's stacks kept in `workspace` between lines and
+    /// the keys of `previousPath` (the last write's last path, which it updates) shared.
+    static func readRecord(
+        _ bytes: UnsafeRawBufferPointer, into run: inout LinkRecords, previousPath: inout Path?,
+        reusing workspace: inout JSONParseWorkspace
+    ) -> RecordLine {
         var reader = LineReader(bytes: bytes)
         guard reader.skip(#"{"event":"wal","rev":"#), let rev = reader.number(), reader.skip(#","epoch":"#),
             let epoch = reader.number()
-        else { return nil }
+        else { return .otherLine }
         let isWrite: Bool
         if reader.skip(#","w":"#) {
             isWrite = true
         } else if reader.skip(#","od":"#) {
             isWrite = false
         } else {
+            return .otherLine
+        }
+        guard let (confirmedRev, payloadEnd) = reader.trailingConfirmedRev() else { return .otherLine }
+        let payload = UnsafeRawBufferPointer(rebasing: bytes[reader.offset..<payloadEnd])
+        var write: CommittedWrite?
+        if isWrite {
+            guard
+                let decoded = try? ReplicatedRecord.decodeWrite(
+                    payload, rev: rev, previousPath: previousPath, reusing: &workspace)
+            else { return .invalidWrite }
+            if let path = decoded.overwrites.last?.path { previousPath = path }
+            write = decoded
+        }
+        run.append(
+            rev: rev, epoch: epoch, write: write, payload: payload, isWrite: isWrite, confirmedRev: confirmedRev)
+        return .read
+    }
+
+    /// One `wal` line read by position (`readRecord`); nil for any other line, or a write
+    /// whose payload is not valid.
+    static func walRecord(_ bytes: UnsafeRawBufferPointer) -> LinkRecords? {
+        var run = LinkRecords()
+        var previousPath: Path?
+        var workspace = JSONParseWorkspace()
+        guard case .read = readRecord(bytes, into: &run, previousPath: &previousPath, reusing: &workspace) else {
             return nil
         }
-        guard let (confirmedRev, payloadEnd) = reader.trailingConfirmedRev() else { return nil }
-        let payload = UnsafeRawBufferPointer(rebasing: bytes[reader.offset..<payloadEnd])
-        let write =
-            isWrite
-            ? try? ReplicatedRecord.decodeWrite(payload, rev: rev, previousPath: previousPath, reusing: &workspace)
-            : nil
-        return WalRecord(
-            rev: rev, epoch: epoch, write: write, payload: reader.offset..<payloadEnd, isWrite: isWrite,
-            confirmedRev: confirmedRev)
-    }
-
-    private static func decodeWrite(_ json: JSONValue, rev: UInt64) -> CommittedWrite? {
-        try? ReplicatedRecord.decodeWrite(json, rev: rev)
-    }
-
-    /// The bytes, copied at once (`Array(_:)` of a raw buffer goes byte by byte).
-    private static func copy(_ bytes: UnsafeRawBufferPointer) -> [UInt8] {
-        [UInt8](unsafeUninitializedCapacity: bytes.count) { buffer, count in
-            UnsafeMutableRawBufferPointer(buffer).copyMemory(from: bytes)
-            count = bytes.count
-        }
+        return run
     }
 
     private static func rev(_ value: JSONValue?) -> UInt64 {
@@ -361,14 +331,18 @@ final class LinkHandler: ChannelInboundHandler {
         if case .string(let event)? = json["event"] {
             switch event {
             case "wal":
-                // Written in another order than a leader writes it (walRecord reads those).
+                // Written in another order than a leader writes it (readRecord reads those).
                 let isWrite = json["w"] != nil
                 guard let payload = json[isWrite ? "w" : "od"] else { return nil }
                 let recordRev = rev(json["rev"])
-                return .record(
-                    rev: recordRev, epoch: rev(json["epoch"]),
-                    write: isWrite ? decodeWrite(payload, rev: recordRev) : nil,
-                    payload: payload.serialized[...], isWrite: isWrite, confirmedRev: rev(json["confirmedRev"]))
+                var run = LinkRecords()
+                payload.serialized.withUnsafeBytes { bytes in
+                    run.append(
+                        rev: recordRev, epoch: rev(json["epoch"]),
+                        write: isWrite ? try? ReplicatedRecord.decodeWrite(payload, rev: recordRev) : nil,
+                        payload: bytes, isWrite: isWrite, confirmedRev: rev(json["confirmedRev"]))
+                }
+                return .records(run)
             case "snapshot":
                 var data: String?
                 if case .string(let text)? = json["data"] { data = text }
