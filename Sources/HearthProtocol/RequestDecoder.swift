@@ -364,11 +364,11 @@ public struct RequestDecoder: Sendable {
     }
 
     /// The request's path: the connection's last path when its text is that path's
-    /// (`PathMemo`, which never holds a `.priority` path), else `Path.parse` of it.
+    /// (`Fields.knownPath`; `PathMemo` never holds a `.priority` path), else `Path.parse` of it,
+    /// which the connection then remembers.
     private func path(_ fields: Fields, allowPriority: Bool = false) throws(DatabaseError) -> Path {
         if let known = fields.knownPath { return known }
         guard let string = try fields.string(.path) else { throw DatabaseError(.badRequest, "missing field \"path\"") }
-        if let path = fields.paths?.path(for: string) { return path }
         let path = try Path.parse(string, limits: limits, allowInfo: true, allowPriority: allowPriority)
         fields.paths?.remember(string, path)
         return path

@@ -94,8 +94,8 @@ struct Fields {
     private var others: [(field: RequestField, value: JSONValue)] = []
     /// The connection's last path (`PathMemo`); nil where requests are decoded one by one.
     var paths: PathMemo?
-    /// The path, when its text was the connection's last path (`path` is then nil): found by
-    /// its bytes, without a string.
+    /// The path, when its text was the connection's last path (`path` is then nil), looked up
+    /// once, as the member is read.
     private(set) var knownPath: Path?
 
     init() {}
@@ -115,13 +115,8 @@ struct Fields {
         case .id: id = value.json
         case .op: op = Self.operationName(value)
         case .path:
-            if case .plainString(let bytes) = value, let known = paths?.path(forUTF8: bytes) {
-                knownPath = known
-                path = nil
-            } else {
-                knownPath = nil
-                path = value.json
-            }
+            knownPath = Self.remembered(value, in: paths)
+            path = knownPath == nil ? value.json : nil
         case .value: self.value = value.json
         case .wid: wid = value.json
         default:
@@ -131,6 +126,17 @@ struct Fields {
             } else {
                 others.append((field, value))
             }
+        }
+    }
+
+    /// The connection's last path when `value` is its text: compared by its bytes when it has
+    /// no escapes (then no string is made for it).
+    private static func remembered(_ value: borrowing JSONMemberValue, in paths: PathMemo?) -> Path? {
+        guard let paths else { return nil }
+        switch value {
+        case .plainString(let bytes): return paths.path(forUTF8: bytes)
+        case .parsed(.string(let text)): return paths.path(for: text)
+        case .parsed: return nil
         }
     }
 
