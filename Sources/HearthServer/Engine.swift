@@ -256,6 +256,7 @@ final class Engine: @unchecked Sendable {
             }
         }
         commit(&batch)
+        if replication.heartbeatDue { sendDueHeartbeat(now: now, batch: &batch) }
         if replication.confirmationUnsent {
             confirmSoon(inboxIsEmpty: !hasQueuedWork)
         }

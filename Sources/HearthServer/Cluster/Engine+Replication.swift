@@ -46,7 +46,7 @@ extension Engine {
             batch.append(.response(id, body), for: session)
         case .confirm:
             replication.confirmationScheduled = false
-            if replication.confirmationUnsent { sendHeartbeats(now: now, batch: &batch) }
+            replication.heartbeatDue = true
         case .membersLost(let nodes):
             guard replication.role.isLeader else { return }
             for node in nodes {
@@ -420,6 +420,13 @@ extension Engine {
         guard replication.role.isLeader, releasedRev > replication.announcedConfirmedRev else { return }
         replication.confirmationUnsent = true
         confirmSoon(inboxIsEmpty: !hasQueuedWork)
+    }
+
+    /// At the end of a leader's turn, after its last commit: the heartbeat a `.confirm` asked
+    /// for, unless the turn's records carried the confirmation.
+    func sendDueHeartbeat(now: Int64, batch: inout Batch) {
+        replication.heartbeatDue = false
+        if replication.confirmationUnsent { sendHeartbeats(now: now, batch: &batch) }
     }
 
     /// How long a leader's advanced `confirmedRev` waits for records to carry it before a

@@ -91,6 +91,10 @@ struct ReplicationState {
     var confirmationUnsent = false
     /// Leader: a `.confirm` is scheduled (`Engine.confirmSoon`).
     var confirmationScheduled = false
+    /// Leader: a `.confirm` came this turn. Its heartbeat goes at the end of the turn, after the
+    /// turn's records (which carry the confirmation, making it needless): a heartbeat waiting in
+    /// the batch would keep the turn's records from streaming before the leader's fsync.
+    var heartbeatDue = false
     /// Leader: whether it could prove its lease when this engine turn first asked (nil: not asked
     /// yet this turn). Checked once a turn rather than once a write: `commit` proves it again
     /// before anything is logged (`Engine.isFenced`), so a proof that ran out within the turn
