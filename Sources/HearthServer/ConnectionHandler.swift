@@ -207,19 +207,19 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         // A cluster node keeps each request's text in case it must forward it, unless it leads.
         if clustered { decoder.keepsSource = !engine.isLeading }
-        framer.frames(in: unwrapInboundIn(data)) { frame in received(frame, context: context) }
+        framer.rawFrames(in: unwrapInboundIn(data)) { frame in received(frame, context: context) }
     }
 
-    private func received(_ frame: LineFrame, context: ChannelHandlerContext) {
+    private func received(_ frame: RawLineFrame, context: ChannelHandlerContext) {
         guard !closing, !closeWhenIdle else { return }
         switch frame {
         case .tooLarge:
             refuseTooLarge(context: context)
-        case .line(let line) where line.readableBytes > configuration.maxMessageBytes && !isPeer:
+        case .line(let line) where line.count > configuration.maxMessageBytes && !isPeer:
             // Only a clustered listener frames lines this long: they are for peers.
             refuseTooLarge(context: context)
         case .line(let line):
-            let result = line.withUnsafeReadableBytes { decoder.decode($0, reusing: &parseWorkspace, paths: paths) }
+            let result = decoder.decode(line, reusing: &parseWorkspace, paths: paths)
             switch result.flatMap(admit) {
             case .success(let request):
                 if case .cluster(.replicaAck(let rev)) = request.operation {

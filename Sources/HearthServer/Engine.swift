@@ -124,8 +124,9 @@ final class Engine: @unchecked Sendable {
     /// The batches written to the log whose deferred fsync has not finished, oldest first
     /// (Engine+Durability).
     @exclusivity(unchecked) var undurable: [UndurableBatch] = []
-    /// The recent records a leader streams to replicas that reconnect.
-    var retained: RetainedLog
+    /// The recent records a leader streams to replicas that reconnect (each record is appended
+    /// on its own: one access each).
+    @exclusivity(unchecked) var retained: RetainedLog
     /// The cluster node this engine belongs to; nil standalone. Set before the first request.
     var clusterHooks: (any ClusterHooks)?
     /// The `cluster` object connections put in `hello` (any thread); nil standalone.

@@ -50,4 +50,44 @@ final class LineFrameDecoderTests: XCTestCase {
             XCTAssertEqual(frames, expectedFrames(stream, maxLength: maxLength), "round \(round): \(stream)")
         }
     }
+
+    /// The framer's two forms, lines as buffers and lines as bytes, frame the same random streams
+    /// in the same random pieces alike, and like the rules.
+    func testLinesAsBytesFrameLikeLinesAsBuffers() {
+        var generator = SystemRandomNumberGenerator()
+        let alphabet = Array("ab{}\" :\t\r\r\n\n".utf8) + Array(repeating: UInt8(ascii: "x"), count: 6)
+        for round in 0..<2000 {
+            let maxLength = Int.random(in: 1...24, using: &generator)
+            let stream = (0..<Int.random(in: 0...200, using: &generator)).map { _ in
+                alphabet.randomElement(using: &generator)!
+            }
+            var buffers = LineFramer(maxLength: maxLength)
+            var bytes = LineFramer(maxLength: maxLength)
+            var fromBuffers: [[UInt8]?] = []
+            var fromBytes: [[UInt8]?] = []
+            var offset = 0
+            while offset < stream.count {
+                let size = min(stream.count - offset, Int.random(in: 1...(round % 2 == 0 ? 3 : 40), using: &generator))
+                // A piece that starts past its buffer's first byte, as reads into a shared buffer do.
+                var piece = ByteBuffer(bytes: [0x41] + stream[offset..<(offset + size)])
+                piece.moveReaderIndex(forwardBy: 1)
+                buffers.frames(in: piece) { frame in
+                    switch frame {
+                    case .line(let line): fromBuffers.append(Array(line.readableBytesView))
+                    case .tooLarge: fromBuffers.append(nil)
+                    }
+                }
+                bytes.rawFrames(in: piece) { frame in
+                    switch frame {
+                    case .line(let line): fromBytes.append(Array(line))
+                    case .tooLarge: fromBytes.append(nil)
+                    }
+                }
+                offset += size
+            }
+            let expected = expectedFrames(stream, maxLength: maxLength)
+            XCTAssertEqual(fromBuffers, expected, "round \(round): \(stream)")
+            XCTAssertEqual(fromBytes, expected, "round \(round): \(stream)")
+        }
+    }
 }

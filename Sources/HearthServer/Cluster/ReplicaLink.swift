@@ -188,18 +188,16 @@ final class LinkHandler: ChannelInboundHandler {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        framer.frames(in: unwrapInboundIn(data)) { frame in received(frame, context: context) }
+        framer.rawFrames(in: unwrapInboundIn(data)) { frame in received(frame, context: context) }
     }
 
-    private func received(_ frame: LineFrame, context: ChannelHandlerContext) {
+    private func received(_ frame: RawLineFrame, context: ChannelHandlerContext) {
         guard case .line(let line) = frame else {
             logger.error("the leader sent a line over the peer limit; reconnecting")
             context.close(promise: nil)
             return
         }
-        switch line.withUnsafeReadableBytes({ bytes in
-            Self.readRecord(bytes, into: &run, previousPath: &previousPath, reusing: &parseWorkspace)
-        }) {
+        switch Self.readRecord(line, into: &run, previousPath: &previousPath, reusing: &parseWorkspace) {
         case .read:
             if run.count + pending.count >= Submission.burstSlice { flush() }
             return
@@ -210,7 +208,7 @@ final class LinkHandler: ChannelInboundHandler {
         case .otherLine:
             break
         }
-        guard let json = line.withUnsafeReadableBytes({ try? JSONParser.parse($0, limits: Self.limits) }) else {
+        guard let json = try? JSONParser.parse(line, limits: Self.limits) else {
             logger.error("the leader sent a line that is not JSON; reconnecting")
             context.close(promise: nil)
             return
