@@ -24,7 +24,11 @@ final class LineFrameDecoderTests: XCTestCase {
         return pending > maxLength ? frames + [nil] : frames
     }
 
-    func testRandomStreamsInRandomPiecesFrameLikeTheRules() throws {
+    /// 2,000 random streams, each with a random line limit, cut into random pieces (of 1–3 bytes
+    /// in even rounds, 1–40 in odd ones).
+    func forRandomStreams(
+        _ body: (_ round: Int, _ maxLength: Int, _ stream: [UInt8], _ pieces: [ArraySlice<UInt8>]) throws -> Void
+    ) rethrows {
         var generator = SystemRandomNumberGenerator()
         let alphabet = Array("ab{}\" :\t\r\r\n\n".utf8) + Array(repeating: UInt8(ascii: "x"), count: 6)
         for round in 0..<2000 {
@@ -32,13 +36,21 @@ final class LineFrameDecoderTests: XCTestCase {
             let stream = (0..<Int.random(in: 0...200, using: &generator)).map { _ in
                 alphabet.randomElement(using: &generator)!
             }
-            let channel = EmbeddedChannel(handler: LineFrameDecoder(maxLength: maxLength))
+            var pieces: [ArraySlice<UInt8>] = []
             var offset = 0
             while offset < stream.count {
                 let size = min(stream.count - offset, Int.random(in: 1...(round % 2 == 0 ? 3 : 40), using: &generator))
-                try channel.writeInbound(channel.allocator.buffer(bytes: stream[offset..<(offset + size)]))
+                pieces.append(stream[offset..<(offset + size)])
                 offset += size
             }
+            try body(round, maxLength, stream, pieces)
+        }
+    }
+
+    func testRandomStreamsInRandomPiecesFrameLikeTheRules() throws {
+        try forRandomStreams { round, maxLength, stream, pieces in
+            let channel = EmbeddedChannel(handler: LineFrameDecoder(maxLength: maxLength))
+            for piece in pieces { try channel.writeInbound(channel.allocator.buffer(bytes: piece)) }
             var frames: [[UInt8]?] = []
             while let frame = try channel.readInbound(as: LineFrame.self) {
                 switch frame {
@@ -54,22 +66,14 @@ final class LineFrameDecoderTests: XCTestCase {
     /// The framer's two forms, lines as buffers and lines as bytes, frame the same random streams
     /// in the same random pieces alike, and like the rules.
     func testLinesAsBytesFrameLikeLinesAsBuffers() {
-        var generator = SystemRandomNumberGenerator()
-        let alphabet = Array("ab{}\" :\t\r\r\n\n".utf8) + Array(repeating: UInt8(ascii: "x"), count: 6)
-        for round in 0..<2000 {
-            let maxLength = Int.random(in: 1...24, using: &generator)
-            let stream = (0..<Int.random(in: 0...200, using: &generator)).map { _ in
-                alphabet.randomElement(using: &generator)!
-            }
+        forRandomStreams { round, maxLength, stream, pieces in
             var buffers = LineFramer(maxLength: maxLength)
             var bytes = LineFramer(maxLength: maxLength)
             var fromBuffers: [[UInt8]?] = []
             var fromBytes: [[UInt8]?] = []
-            var offset = 0
-            while offset < stream.count {
-                let size = min(stream.count - offset, Int.random(in: 1...(round % 2 == 0 ? 3 : 40), using: &generator))
+            for bytesOfPiece in pieces {
                 // A piece that starts past its buffer's first byte, as reads into a shared buffer do.
-                var piece = ByteBuffer(bytes: [0x41] + stream[offset..<(offset + size)])
+                var piece = ByteBuffer(bytes: [0x41] + bytesOfPiece)
                 piece.moveReaderIndex(forwardBy: 1)
                 buffers.frames(in: piece) { frame in
                     switch frame {
@@ -83,7 +87,6 @@ final class LineFrameDecoderTests: XCTestCase {
                     case .tooLarge: fromBytes.append(nil)
                     }
                 }
-                offset += size
             }
             let expected = expectedFrames(stream, maxLength: maxLength)
             XCTAssertEqual(fromBuffers, expected, "round \(round): \(stream)")
