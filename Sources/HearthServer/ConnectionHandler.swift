@@ -341,18 +341,19 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
         for output in outputs {
             switch output {
             case .event(let sub, let body):
-                sendEvent(sub: sub, body: body, context: context)
+                queueEvent(sub: sub, body: body)
             case .cancelled(let sub, let error):
-                send(ResponseEncoder.cancelEvent(sub: sub, error), context: context)
+                queue(ResponseEncoder.cancelEvent(sub: sub, error))
             case .authRevoked(let reason):
-                send(ResponseEncoder.authRevoked(reason: reason), context: context)
+                queue(ResponseEncoder.authRevoked(reason: reason))
             case .response(let id, let body):
                 scratch.removeAll(keepingCapacity: true)
                 ResponseEncoder.encode(id: id, body, into: &scratch)
                 fillFrontSlot(scratch, context: context)
             case .line(let line):
-                send(line, context: context)
+                queue(line)
             case .computed(let lines):
+                // A snapshot's lines, each large: the bound is checked after each one.
                 for line in lines() {
                     send(line, context: context)
                     if closing { break }
@@ -363,6 +364,7 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
                 return
             }
         }
+        checkOutboxBound(context: context)
         flushOutbox(context: context)
         resumeReadingIfNeeded(context: context)
         if closeWhenIdle, slots.isEmpty { closeOnceDrained(context: context) }
@@ -386,26 +388,32 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
         }
         slots.removeFirst()
         waitingForEngine -= 1
-        send(bytes, context: context)
+        queue(bytes)  // the delivery (`receive`) checks the outbox's bound once it is done
         while case .ready(let next)? = slots.first {
             slots.removeFirst()
-            send(next, context: context)
+            queue(next)
         }
     }
 
-    /// Queues bytes in the outbox; `flushOutbox` writes them.
+    /// Queues bytes in the outbox, and checks its bound (`checkOutboxBound`).
     private func send(_ bytes: [UInt8], context: ChannelHandlerContext) {
-        guard !closing else { return }
-        outbox.writeBytes(bytes)
+        queue(bytes)
         checkOutboxBound(context: context)
     }
 
+    /// Queues bytes in the outbox; `flushOutbox` writes them. The caller checks the outbox's
+    /// bound once it has queued what it had (an engine delivery checks once, not per answer:
+    /// the check costs about as much as the copy).
+    private func queue(_ bytes: [UInt8]) {
+        guard !closing else { return }
+        outbox.writeBytes(bytes)
+    }
+
     /// An event: the subscriber's prefix `{"sub":S,` and the body all its subscribers share,
-    /// written straight into the outbox.
-    private func sendEvent(sub: Int, body: ByteBuffer, context: ChannelHandlerContext) {
+    /// written straight into the outbox (its bound checked by the caller, as for `queue`).
+    private func queueEvent(sub: Int, body: ByteBuffer) {
         guard !closing else { return }
         Self.writeEvent(sub: sub, body: body, into: &outbox)  // one access to the outbox
-        checkOutboxBound(context: context)
     }
 
     private static func writeEvent(sub: Int, body: ByteBuffer, into outbox: inout ByteBuffer) {
@@ -429,6 +437,7 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
     /// shut once it is written, and the connection closed when the client closes its side or
     /// after `slowConsumerGrace`, whichever comes first.
     private func checkOutboxBound(context: ChannelHandlerContext) {
+        guard !closing else { return }
         // A peer replica receiving a snapshot may hold more; its stream is cut by the engine
         // rather than here.
         let limit = configuration.maxOutboundBytes * (isPeer ? 16 : 1)
