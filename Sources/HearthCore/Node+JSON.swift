@@ -16,9 +16,9 @@ extension Node {
         switch content {
         case .leaf(let value):
             if let priority {
-                buffer.append(contentsOf: #"{".value":"#.utf8)
+                JSONWriter.writeLiteral(#"{".value":"#, into: &buffer)
                 value.writeJSON(into: &buffer)
-                buffer.append(contentsOf: #",".priority":"#.utf8)
+                JSONWriter.writeLiteral(#",".priority":"#, into: &buffer)
                 priority.writeJSON(into: &buffer)
                 buffer.append(UInt8(ascii: "}"))
             } else {
@@ -26,7 +26,7 @@ extension Node {
             }
         case .children(let map):
             if map.isEmpty {
-                buffer.append(contentsOf: "null".utf8)
+                JSONWriter.writeLiteral("null", into: &buffer)
                 return
             }
             buffer.append(UInt8(ascii: "{"))
@@ -39,7 +39,7 @@ extension Node {
                 child.writeJSON(into: &buffer, format: format)
             }
             if let priority {
-                buffer.append(contentsOf: #",".priority":"#.utf8)
+                JSONWriter.writeLiteral(#",".priority":"#, into: &buffer)
                 priority.writeJSON(into: &buffer)
             }
             buffer.append(UInt8(ascii: "}"))

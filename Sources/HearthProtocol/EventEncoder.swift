@@ -10,23 +10,23 @@ public enum EventEncoder {
     public static func childEventBody(_ event: ViewEvent, rev: UInt64) -> [UInt8] {
         var buffer: [UInt8] = []
         buffer.reserveCapacity(64)
-        buffer.append(contentsOf: #""event":"#.utf8)
+        JSONWriter.writeLiteral(#""event":"#, into: &buffer)
         JSONWriter.writeString(event.type.rawValue, into: &buffer)
-        buffer.append(contentsOf: #","rev":"#.utf8)
+        JSONWriter.writeLiteral(#","rev":"#, into: &buffer)
         JSONWriter.writeInt(Int64(truncatingIfNeeded: rev), into: &buffer)
-        buffer.append(contentsOf: #","key":"#.utf8)
+        JSONWriter.writeLiteral(#","key":"#, into: &buffer)
         JSONWriter.writeString(event.key?.string ?? "", into: &buffer)
-        buffer.append(contentsOf: #","value":"#.utf8)
+        JSONWriter.writeLiteral(#","value":"#, into: &buffer)
         event.node.writeJSON(into: &buffer, format: .export)
         if event.type != .childRemoved {
-            buffer.append(contentsOf: #","prev":"#.utf8)
+            JSONWriter.writeLiteral(#","prev":"#, into: &buffer)
             if let prev = event.prevKey {
                 JSONWriter.writeString(prev.string, into: &buffer)
             } else {
-                buffer.append(contentsOf: "null".utf8)
+                JSONWriter.writeLiteral("null", into: &buffer)
             }
         }
-        buffer.append(contentsOf: "}\n".utf8)
+        JSONWriter.writeLiteral("}\n", into: &buffer)
         return buffer
     }
 
@@ -34,9 +34,9 @@ public enum EventEncoder {
     public static func valueEventBody(_ view: View, rev: UInt64) -> [UInt8] {
         var buffer: [UInt8] = Array(#""event":"value","rev":"#.utf8)
         JSONWriter.writeInt(Int64(truncatingIfNeeded: rev), into: &buffer)
-        buffer.append(contentsOf: #","value":"#.utf8)
+        JSONWriter.writeLiteral(#","value":"#, into: &buffer)
         view.writeValue(into: &buffer, format: .export)
-        buffer.append(contentsOf: "}\n".utf8)
+        JSONWriter.writeLiteral("}\n", into: &buffer)
         return buffer
     }
 }

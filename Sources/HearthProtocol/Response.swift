@@ -51,101 +51,101 @@ public enum ResponseBody: Sendable {
 public enum ResponseEncoder {
     /// Appends `{"id":…,"ok":…}` and a newline to `buffer`.
     public static func encode(id: RequestID, _ body: ResponseBody, into buffer: inout [UInt8]) {
-        buffer.append(contentsOf: #"{"id":"#.utf8)
+        JSONWriter.writeLiteral(#"{"id":"#, into: &buffer)
         id.serialize(into: &buffer)
         writeMembers(body, into: &buffer)
-        buffer.append(contentsOf: "}\n".utf8)
+        JSONWriter.writeLiteral("}\n", into: &buffer)
     }
 
     /// The members of a response after its `id`.
     private static func writeMembers(_ body: ResponseBody, into buffer: inout [UInt8]) {
         switch body {
         case .committed(let rev), .stored(_, nil, let rev):
-            buffer.append(contentsOf: #","ok":true,"rev":"#.utf8)
+            JSONWriter.writeLiteral(#","ok":true,"rev":"#, into: &buffer)
             JSONWriter.writeInt(Int64(truncatingIfNeeded: rev), into: &buffer)
         case .stored(_, let key?, let rev), .pushed(let key, let rev):
-            buffer.append(contentsOf: #","ok":true,"key":"#.utf8)
+            JSONWriter.writeLiteral(#","ok":true,"key":"#, into: &buffer)
             JSONWriter.writeString(key, into: &buffer)
-            buffer.append(contentsOf: #","rev":"#.utf8)
+            JSONWriter.writeLiteral(#","rev":"#, into: &buffer)
             JSONWriter.writeInt(Int64(truncatingIfNeeded: rev), into: &buffer)
         case .value(let node, let rev, let options):
-            buffer.append(contentsOf: #","ok":true,"value":"#.utf8)
+            JSONWriter.writeLiteral(#","ok":true,"value":"#, into: &buffer)
             if options.shallow {
                 node.shallowJSONValue().serialize(into: &buffer)
             } else {
                 node.writeJSON(into: &buffer, format: options.format)
             }
-            buffer.append(contentsOf: #","rev":"#.utf8)
+            JSONWriter.writeLiteral(#","rev":"#, into: &buffer)
             JSONWriter.writeInt(Int64(truncatingIfNeeded: rev), into: &buffer)
             if options.hash {
-                buffer.append(contentsOf: #","hash":"#.utf8)
+                JSONWriter.writeLiteral(#","hash":"#, into: &buffer)
                 JSONWriter.writeString(node.hash, into: &buffer)
             }
         case .window(let result, let rev, let options, let warning):
-            buffer.append(contentsOf: #","ok":true,"value":"#.utf8)
+            JSONWriter.writeLiteral(#","ok":true,"value":"#, into: &buffer)
             result.writeJSON(into: &buffer, format: options.format, shallow: options.shallow)
-            buffer.append(contentsOf: #","rev":"#.utf8)
+            JSONWriter.writeLiteral(#","rev":"#, into: &buffer)
             JSONWriter.writeInt(Int64(truncatingIfNeeded: rev), into: &buffer)
             if options.hash {
-                buffer.append(contentsOf: #","hash":"#.utf8)
+                JSONWriter.writeLiteral(#","hash":"#, into: &buffer)
                 JSONWriter.writeString(result.node.hash, into: &buffer)
             }
             writeWarning(warning, into: &buffer)
         case .subscribed(let sub, let rev, let warning, let initial, let resumed):
-            buffer.append(contentsOf: #","ok":true,"sub":"#.utf8)
+            JSONWriter.writeLiteral(#","ok":true,"sub":"#, into: &buffer)
             JSONWriter.writeInt(Int64(sub), into: &buffer)
-            buffer.append(contentsOf: #","rev":"#.utf8)
+            JSONWriter.writeLiteral(#","rev":"#, into: &buffer)
             JSONWriter.writeInt(Int64(truncatingIfNeeded: rev), into: &buffer)
             if let initial {
-                buffer.append(contentsOf: #","initial":"#.utf8)
+                JSONWriter.writeLiteral(#","initial":"#, into: &buffer)
                 JSONWriter.writeInt(Int64(initial), into: &buffer)
             }
-            if resumed { buffer.append(contentsOf: #","resumed":true"#.utf8) }
+            if resumed { JSONWriter.writeLiteral(#","resumed":true"#, into: &buffer) }
             writeWarning(warning, into: &buffer)
         case .duplicate(let original):
             writeMembers(original, into: &buffer)
-            buffer.append(contentsOf: #","duplicate":true"#.utf8)
+            JSONWriter.writeLiteral(#","duplicate":true"#, into: &buffer)
         case .transactionCommitted(let rev):
-            buffer.append(contentsOf: #","ok":true,"committed":true,"rev":"#.utf8)
+            JSONWriter.writeLiteral(#","ok":true,"committed":true,"rev":"#, into: &buffer)
             JSONWriter.writeInt(Int64(truncatingIfNeeded: rev), into: &buffer)
         case .stale(let current):
-            buffer.append(contentsOf: #","ok":true,"committed":false,"value":"#.utf8)
+            JSONWriter.writeLiteral(#","ok":true,"committed":false,"value":"#, into: &buffer)
             current.writeJSON(into: &buffer, format: .export)
-            buffer.append(contentsOf: #","hash":"#.utf8)
+            JSONWriter.writeLiteral(#","hash":"#, into: &buffer)
             JSONWriter.writeString(current.hash, into: &buffer)
         case .done:
-            buffer.append(contentsOf: #","ok":true"#.utf8)
+            JSONWriter.writeLiteral(#","ok":true"#, into: &buffer)
         case .pong(let serverTime):
-            buffer.append(contentsOf: #","ok":true,"serverTime":"#.utf8)
+            JSONWriter.writeLiteral(#","ok":true,"serverTime":"#, into: &buffer)
             JSONWriter.writeInt(serverTime, into: &buffer)
         case .failure(let error):
-            buffer.append(contentsOf: #","ok":false,"error":"#.utf8)
+            JSONWriter.writeLiteral(#","ok":false,"error":"#, into: &buffer)
             writeError(error, into: &buffer)
         case .authenticated(let identity, let warning):
-            buffer.append(contentsOf: #","ok":true,"auth":"#.utf8)
+            JSONWriter.writeLiteral(#","ok":true,"auth":"#, into: &buffer)
             if let identity {
                 identity.wireJSON.serialize(into: &buffer)
             } else {
-                buffer.append(contentsOf: "null".utf8)
+                JSONWriter.writeLiteral("null", into: &buffer)
             }
             writeWarning(warning, into: &buffer)
         case .rules(let document):
-            buffer.append(contentsOf: #","ok":true,"rules":"#.utf8)
+            JSONWriter.writeLiteral(#","ok":true,"rules":"#, into: &buffer)
             document.serialize(into: &buffer)
         case .rulesReplaced(let warning):
-            buffer.append(contentsOf: #","ok":true"#.utf8)
+            JSONWriter.writeLiteral(#","ok":true"#, into: &buffer)
             writeWarning(warning, into: &buffer)
         case .simulated(let verdict):
-            buffer.append(contentsOf: #","ok":true,"allowed":"#.utf8)
+            JSONWriter.writeLiteral(#","ok":true,"allowed":"#, into: &buffer)
             buffer.append(contentsOf: (verdict.allowed ? "true" : "false").utf8)
-            buffer.append(contentsOf: #","rule":"#.utf8)
+            JSONWriter.writeLiteral(#","rule":"#, into: &buffer)
             if let rule = verdict.decidingRule {
                 JSONValue.object(["path": .string(rule.path), "expression": .string(rule.expression)])
                     .serialize(into: &buffer)
             } else {
-                buffer.append(contentsOf: "null".utf8)
+                JSONWriter.writeLiteral("null", into: &buffer)
             }
-            buffer.append(contentsOf: #","explanation":"#.utf8)
+            JSONWriter.writeLiteral(#","explanation":"#, into: &buffer)
             JSONWriter.writeString(verdict.explanation, into: &buffer)
         case .members(let members):
             for member in members {
@@ -159,18 +159,18 @@ public enum ResponseEncoder {
 
     static func writeWarning(_ warning: String?, into buffer: inout [UInt8]) {
         guard let warning else { return }
-        buffer.append(contentsOf: #","warning":"#.utf8)
+        JSONWriter.writeLiteral(#","warning":"#, into: &buffer)
         JSONWriter.writeString(warning, into: &buffer)
     }
 
     /// `{"code":"…","message":"…"}`
     public static func writeError(_ error: DatabaseError, into buffer: inout [UInt8]) {
-        buffer.append(contentsOf: #"{"code":"#.utf8)
+        JSONWriter.writeLiteral(#"{"code":"#, into: &buffer)
         JSONWriter.writeString(error.code.rawValue, into: &buffer)
-        buffer.append(contentsOf: #","message":"#.utf8)
+        JSONWriter.writeLiteral(#","message":"#, into: &buffer)
         JSONWriter.writeString(error.message, into: &buffer)
         if let retryAfterMs = error.retryAfterMs {
-            buffer.append(contentsOf: #","retryAfterMs":"#.utf8)
+            JSONWriter.writeLiteral(#","retryAfterMs":"#, into: &buffer)
             JSONWriter.writeInt(Int64(retryAfterMs), into: &buffer)
         }
         buffer.append(UInt8(ascii: "}"))
@@ -182,18 +182,18 @@ public enum ResponseEncoder {
         server: String, serverTime: Int64, connection: String, warning: String? = nil, cluster: JSONValue? = nil
     ) -> [UInt8] {
         var buffer: [UInt8] = []
-        buffer.append(contentsOf: #"{"event":"hello","protocol":1,"server":"#.utf8)
+        JSONWriter.writeLiteral(#"{"event":"hello","protocol":1,"server":"#, into: &buffer)
         JSONWriter.writeString(server, into: &buffer)
-        buffer.append(contentsOf: #","serverTime":"#.utf8)
+        JSONWriter.writeLiteral(#","serverTime":"#, into: &buffer)
         JSONWriter.writeInt(serverTime, into: &buffer)
-        buffer.append(contentsOf: #","connection":"#.utf8)
+        JSONWriter.writeLiteral(#","connection":"#, into: &buffer)
         JSONWriter.writeString(connection, into: &buffer)
         writeWarning(warning, into: &buffer)
         if let cluster {
-            buffer.append(contentsOf: #","cluster":"#.utf8)
+            JSONWriter.writeLiteral(#","cluster":"#, into: &buffer)
             cluster.serialize(into: &buffer)
         }
-        buffer.append(contentsOf: "}\n".utf8)
+        JSONWriter.writeLiteral("}\n", into: &buffer)
         return buffer
     }
 
@@ -201,7 +201,7 @@ public enum ResponseEncoder {
     public static func clusterEvent(_ cluster: JSONValue) -> [UInt8] {
         var buffer: [UInt8] = Array(#"{"event":"cluster","cluster":"#.utf8)
         cluster.serialize(into: &buffer)
-        buffer.append(contentsOf: "}\n".utf8)
+        JSONWriter.writeLiteral("}\n", into: &buffer)
         return buffer
     }
 
@@ -212,9 +212,9 @@ public enum ResponseEncoder {
     public static func cancelEvent(sub: Int, _ error: DatabaseError) -> [UInt8] {
         var buffer: [UInt8] = Array(#"{"sub":"#.utf8)
         JSONWriter.writeInt(Int64(sub), into: &buffer)
-        buffer.append(contentsOf: #","event":"cancel","error":"#.utf8)
+        JSONWriter.writeLiteral(#","event":"cancel","error":"#, into: &buffer)
         writeError(error, into: &buffer)
-        buffer.append(contentsOf: "}\n".utf8)
+        JSONWriter.writeLiteral("}\n", into: &buffer)
         return buffer
     }
 
@@ -222,7 +222,7 @@ public enum ResponseEncoder {
     public static func authRevoked(reason: String) -> [UInt8] {
         var buffer: [UInt8] = Array(#"{"event":"auth_revoked","reason":"#.utf8)
         JSONWriter.writeString(reason, into: &buffer)
-        buffer.append(contentsOf: "}\n".utf8)
+        JSONWriter.writeLiteral("}\n", into: &buffer)
         return buffer
     }
 
@@ -230,7 +230,7 @@ public enum ResponseEncoder {
     public static func errorEvent(_ error: DatabaseError) -> [UInt8] {
         var buffer: [UInt8] = Array(#"{"event":"error","error":"#.utf8)
         writeError(error, into: &buffer)
-        buffer.append(contentsOf: "}\n".utf8)
+        JSONWriter.writeLiteral("}\n", into: &buffer)
         return buffer
     }
 }
@@ -264,7 +264,7 @@ public enum QueryResult: Sendable {
             }
         case .children(let entries, let priority):
             guard !entries.isEmpty else {
-                buffer.append(contentsOf: "null".utf8)
+                JSONWriter.writeLiteral("null", into: &buffer)
                 return
             }
             buffer.append(UInt8(ascii: "{"))
@@ -273,13 +273,13 @@ public enum QueryResult: Sendable {
                 JSONWriter.writeString(entry.key.string, into: &buffer)
                 buffer.append(UInt8(ascii: ":"))
                 if shallow {
-                    buffer.append(contentsOf: "true".utf8)
+                    JSONWriter.writeLiteral("true", into: &buffer)
                 } else {
                     entry.node.writeJSON(into: &buffer, format: format)
                 }
             }
             if format == .export, !shallow, let priority {
-                buffer.append(contentsOf: #",".priority":"#.utf8)
+                JSONWriter.writeLiteral(#",".priority":"#, into: &buffer)
                 priority.writeJSON(into: &buffer)
             }
             buffer.append(UInt8(ascii: "}"))

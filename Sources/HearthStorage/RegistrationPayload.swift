@@ -18,17 +18,17 @@ enum RegistrationPayload {
 
     /// Appends the payload of `change` to `buffer`.
     static func encode(_ change: OnDisconnectChange, into buffer: inout [UInt8]) {
-        buffer.append(contentsOf: #"{"onDisconnect":{"put":["#.utf8)
+        JSONWriter.writeLiteral(#"{"onDisconnect":{"put":["#, into: &buffer)
         for (index, entry) in change.put.enumerated() {
             if index > 0 { buffer.append(UInt8(ascii: ",")) }
             encode(entry, into: &buffer)
         }
-        buffer.append(contentsOf: #"],"removed":["#.utf8)
+        JSONWriter.writeLiteral(#"],"removed":["#, into: &buffer)
         for (index, id) in change.removed.enumerated() {
             if index > 0 { buffer.append(UInt8(ascii: ",")) }
             JSONWriter.writeInt(Int64(truncatingIfNeeded: id), into: &buffer)
         }
-        buffer.append(contentsOf: "]}}".utf8)
+        JSONWriter.writeLiteral("]}}", into: &buffer)
     }
 
     /// Decodes the payload in `bytes[range]`. Offsets in errors are relative to the payload.
@@ -49,12 +49,12 @@ enum RegistrationPayload {
     static func encodeSnapshot(_ log: OnDisconnectLog) -> [UInt8] {
         var buffer = Array(#"{"next":"#.utf8)
         JSONWriter.writeInt(Int64(truncatingIfNeeded: log.nextID), into: &buffer)
-        buffer.append(contentsOf: #","registrations":["#.utf8)
+        JSONWriter.writeLiteral(#","registrations":["#, into: &buffer)
         for (index, entry) in log.entries.enumerated() {
             if index > 0 { buffer.append(UInt8(ascii: ",")) }
             encode(entry, into: &buffer)
         }
-        buffer.append(contentsOf: "]}".utf8)
+        JSONWriter.writeLiteral("]}", into: &buffer)
         return buffer
     }
 
@@ -70,20 +70,20 @@ enum RegistrationPayload {
     // MARK: Entries
 
     private static func encode(_ entry: OnDisconnectRegistration, into buffer: inout [UInt8]) {
-        buffer.append(contentsOf: #"{"id":"#.utf8)
+        JSONWriter.writeLiteral(#"{"id":"#, into: &buffer)
         JSONWriter.writeInt(Int64(truncatingIfNeeded: entry.id), into: &buffer)
-        buffer.append(contentsOf: #","owner":"#.utf8)
+        JSONWriter.writeLiteral(#","owner":"#, into: &buffer)
         JSONWriter.writeInt(Int64(truncatingIfNeeded: entry.owner), into: &buffer)
-        buffer.append(contentsOf: #","path":"#.utf8)
+        JSONWriter.writeLiteral(#","path":"#, into: &buffer)
         JSONWriter.writeString(entry.path.description, into: &buffer)
-        buffer.append(contentsOf: #","value":"#.utf8)
+        JSONWriter.writeLiteral(#","value":"#, into: &buffer)
         entry.value.serialize(into: &buffer)
         if let auth = entry.auth {
-            buffer.append(contentsOf: #","auth":"#.utf8)
+            JSONWriter.writeLiteral(#","auth":"#, into: &buffer)
             encode(auth, into: &buffer)
         }
         if let connection = entry.connection {
-            buffer.append(contentsOf: #","conn":"#.utf8)
+            JSONWriter.writeLiteral(#","conn":"#, into: &buffer)
             JSONWriter.writeString(connection, into: &buffer)
         }
         buffer.append(UInt8(ascii: "}"))
@@ -91,17 +91,17 @@ enum RegistrationPayload {
 
     static func encode(_ auth: AuthContext, into buffer: inout [UInt8]) {
         if auth.isAdmin {
-            buffer.append(contentsOf: #"{"admin":true}"#.utf8)
+            JSONWriter.writeLiteral(#"{"admin":true}"#, into: &buffer)
             return
         }
-        buffer.append(contentsOf: #"{"uid":"#.utf8)
+        JSONWriter.writeLiteral(#"{"uid":"#, into: &buffer)
         JSONWriter.writeString(auth.uid, into: &buffer)
-        buffer.append(contentsOf: #","provider":"#.utf8)
+        JSONWriter.writeLiteral(#","provider":"#, into: &buffer)
         JSONWriter.writeString(auth.provider, into: &buffer)
-        buffer.append(contentsOf: #","token":"#.utf8)
+        JSONWriter.writeLiteral(#","token":"#, into: &buffer)
         auth.claims.serialize(into: &buffer)
         if let expiresAt = auth.expiresAt {
-            buffer.append(contentsOf: #","exp":"#.utf8)
+            JSONWriter.writeLiteral(#","exp":"#, into: &buffer)
             JSONWriter.writeInt(expiresAt, into: &buffer)
         }
         buffer.append(UInt8(ascii: "}"))

@@ -54,7 +54,7 @@ public struct WriteIDLog: Sendable, Equatable {
             JSONWriter.writeInt(Int64(truncatingIfNeeded: sequence), into: &buffer)
             buffer.append(UInt8(ascii: "]"))
         }
-        buffer.append(contentsOf: #"],"ids":["#.utf8)
+        JSONWriter.writeLiteral(#"],"ids":["#, into: &buffer)
         for (index, entry) in entries.enumerated() {
             if index > 0 { buffer.append(UInt8(ascii: ",")) }
             buffer.append(UInt8(ascii: "["))
@@ -71,7 +71,7 @@ public struct WriteIDLog: Sendable, Equatable {
             }
             buffer.append(UInt8(ascii: "]"))
         }
-        buffer.append(contentsOf: "]}".utf8)
+        JSONWriter.writeLiteral("]}", into: &buffer)
         return buffer
     }
 

@@ -11,11 +11,11 @@ enum WritePayload {
     static func encode(_ write: CommittedWrite, into buffer: inout [UInt8]) {
         buffer.append(UInt8(ascii: "["))
         if let tag = write.tag {
-            buffer.append(contentsOf: #"{"wid":"#.utf8)
+            JSONWriter.writeLiteral(#"{"wid":"#, into: &buffer)
             JSONWriter.writeString(tag.id.description, into: &buffer)
-            buffer.append(contentsOf: #","kind":"#.utf8)
+            JSONWriter.writeLiteral(#","kind":"#, into: &buffer)
             JSONWriter.writeString(tag.kind.rawValue, into: &buffer)
-            buffer.append(contentsOf: #","at":"#.utf8)
+            JSONWriter.writeLiteral(#","at":"#, into: &buffer)
             JSONWriter.writeInt(tag.at, into: &buffer)
             buffer.append(UInt8(ascii: "}"))
             if !write.overwrites.isEmpty { buffer.append(UInt8(ascii: ",")) }

@@ -81,7 +81,7 @@ public struct View: Sendable {
                 Self.writeMember(entry.key, entry.node, first: &first, into: &buffer, format: format)
             }
             if format == .export, let priority = location.priority {
-                buffer.append(contentsOf: #",".priority":"#.utf8)
+                JSONWriter.writeLiteral(#",".priority":"#, into: &buffer)
                 priority.writeJSON(into: &buffer)
             }
             buffer.append(UInt8(ascii: "}"))
@@ -89,7 +89,7 @@ public struct View: Sendable {
         }
         let window = entries
         if window.isEmpty {
-            buffer.append(contentsOf: "null".utf8)
+            JSONWriter.writeLiteral("null", into: &buffer)
             return
         }
         var first = true

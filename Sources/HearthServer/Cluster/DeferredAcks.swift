@@ -61,7 +61,7 @@ final class DeferredAcks: Sendable {
     static func line(_ rev: UInt64) -> [UInt8] {
         var ack = Array(#"{"op":"replicaAck","rev":"#.utf8)
         JSONWriter.writeInt(Int64(clamping: rev), into: &ack)
-        ack += "}\n".utf8
+        JSONWriter.writeLiteral("}\n", into: &ack)
         return ack
     }
 }

@@ -88,18 +88,18 @@ extension Engine {
         replication.forwarded[forward] = ForwardedRequest(session: session, request: request, sentAt: now)
         var line = Array(#"{"op":"forward","id":"f"#.utf8)
         line += String(forward).utf8
-        line += #"","auth":"#.utf8
+        JSONWriter.writeLiteral(#"","auth":"#, into: &line)
         if let identity = sessions[session.id]?.identity {
             ReplicatedRecord.encode(identity, into: &line)
         } else {
-            line += "null".utf8
+            JSONWriter.writeLiteral("null", into: &line)
         }
         if request.answerWithStoredValue { line += #","stored":true"#.utf8 }
-        line += #","owner":"#.utf8
+        JSONWriter.writeLiteral(#","owner":"#, into: &line)
         JSONWriter.writeString("\(replication.node)/\(session.id)", into: &line)
-        line += #","request":"#.utf8
+        JSONWriter.writeLiteral(#","request":"#, into: &line)
         line += source
-        line += "}\n".utf8
+        JSONWriter.writeLiteral("}\n", into: &line)
         link.send(line)
     }
 
@@ -431,7 +431,7 @@ extension Engine {
     static func disconnectedLine(_ owner: String) -> [UInt8] {
         var line = Array(#"{"op":"disconnected","owner":"#.utf8)
         JSONWriter.writeString(owner, into: &line)
-        line += "}\n".utf8
+        JSONWriter.writeLiteral("}\n", into: &line)
         return line
     }
 

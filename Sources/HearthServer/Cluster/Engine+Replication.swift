@@ -229,16 +229,16 @@ extension Engine {
             let end = min(file.count, offset + chunk)
             var line = Array(#"{"event":"snapshot","rev":"#.utf8)
             JSONWriter.writeInt(Int64(clamping: rev), into: &line)
-            line += #","data":""#.utf8
+            JSONWriter.writeLiteral(#","data":""#, into: &line)
             line += Base64.encodeToBytes(bytes: file[offset..<end])
-            line += "\"}\n".utf8
+            JSONWriter.writeLiteral("\"}\n", into: &line)
             lines.append(line)
             offset = end
         }
         var done = Array(#"{"event":"snapshot","rev":"#.utf8)
         JSONWriter.writeInt(Int64(clamping: rev), into: &done)
-        done += #","done":true}"#.utf8
-        done += "\n".utf8
+        JSONWriter.writeLiteral(#","done":true}"#, into: &done)
+        JSONWriter.writeLiteral("\n", into: &done)
         lines.append(done)
         return lines
     }
@@ -447,11 +447,11 @@ extension Engine {
     private func sendHeartbeats(now: Int64, batch: inout Batch) {
         var line = Array(#"{"event":"heartbeat","rev":"#.utf8)
         JSONWriter.writeInt(Int64(clamping: database.rev), into: &line)
-        line += #","confirmedRev":"#.utf8
+        JSONWriter.writeLiteral(#","confirmedRev":"#, into: &line)
         let confirmed = releasedRev
         JSONWriter.writeInt(Int64(clamping: confirmed), into: &line)
         replication.announcedConfirmedRev = max(replication.announcedConfirmedRev, confirmed)
-        line += "}\n".utf8
+        JSONWriter.writeLiteral("}\n", into: &line)
         for (id, stream) in replication.streams {
             batch.append(.line(line), for: stream.session)
             replication.streams[id]?.sentAt = now
@@ -1141,7 +1141,7 @@ struct WalLineWriter {
     static func end(confirmedRev: UInt64) -> [UInt8] {
         var end = Array(#","confirmedRev":"#.utf8)
         JSONWriter.writeInt(Int64(clamping: confirmedRev), into: &end)
-        end += "}\n".utf8
+        JSONWriter.writeLiteral("}\n", into: &end)
         return end
     }
 }

@@ -37,7 +37,7 @@ enum RESTJSON {
             return
         }
         writeChildren(map.lazy.map { ($0.key, $0.value) }, count: map.count, arrayRule: true, into: &buffer) {
-            _, buffer in buffer.append(contentsOf: "true".utf8)
+            _, buffer in JSONWriter.writeLiteral("true", into: &buffer)
         }
     }
 
@@ -60,7 +60,7 @@ enum RESTJSON {
         writeValue: (Node, inout [UInt8]) -> Void
     ) {
         guard count > 0 else {
-            buffer.append(contentsOf: "null".utf8)
+            JSONWriter.writeLiteral("null", into: &buffer)
             return
         }
         if arrayRule, let length = arrayLength(of: children.lazy.map(\.0), count: count) {
@@ -72,7 +72,7 @@ enum RESTJSON {
                 if let slot {
                     writeValue(slot, &buffer)
                 } else {
-                    buffer.append(contentsOf: "null".utf8)
+                    JSONWriter.writeLiteral("null", into: &buffer)
                 }
             }
             buffer.append(UInt8(ascii: "]"))

@@ -180,7 +180,7 @@ enum RESTRender {
                 if let priority = base.child(at: member.withoutPriority).priority {
                     priority.writeJSON(into: &bytes)
                 } else {
-                    bytes += "null".utf8
+                    JSONWriter.writeLiteral("null", into: &bytes)
                 }
             } else {
                 RESTJSON.write(base.child(at: member), format: .plain, into: &bytes)

@@ -19,11 +19,11 @@ enum StreamEvents {
     static func frame(_ name: String, _ data: [UInt8]) -> [UInt8] {
         var buffer: [UInt8] = []
         buffer.reserveCapacity(name.utf8.count + data.count + 16)
-        buffer.append(contentsOf: "event: ".utf8)
+        JSONWriter.writeLiteral("event: ", into: &buffer)
         buffer.append(contentsOf: name.utf8)
-        buffer.append(contentsOf: "\ndata: ".utf8)
+        JSONWriter.writeLiteral("\ndata: ", into: &buffer)
         buffer.append(contentsOf: data)
-        buffer.append(contentsOf: "\n\n".utf8)
+        JSONWriter.writeLiteral("\n\n", into: &buffer)
         return buffer
     }
 
@@ -31,7 +31,7 @@ enum StreamEvents {
     static func put(_ path: Path, value: (inout [UInt8]) -> Void) -> [UInt8] {
         var data: [UInt8] = Array(#"{"path":"#.utf8)
         JSONWriter.writeString(path.description, into: &data)
-        data.append(contentsOf: #","data":"#.utf8)
+        JSONWriter.writeLiteral(#","data":"#, into: &data)
         value(&data)
         data.append(UInt8(ascii: "}"))
         return frame("put", data)
@@ -41,14 +41,14 @@ enum StreamEvents {
     static func patch(_ path: Path, members: [(name: String, value: [UInt8])]) -> [UInt8] {
         var data: [UInt8] = Array(#"{"path":"#.utf8)
         JSONWriter.writeString(path.description, into: &data)
-        data.append(contentsOf: #","data":{"#.utf8)
+        JSONWriter.writeLiteral(#","data":{"#, into: &data)
         for (i, member) in members.enumerated() {
             if i > 0 { data.append(UInt8(ascii: ",")) }
             JSONWriter.writeString(member.name, into: &data)
             data.append(UInt8(ascii: ":"))
             data.append(contentsOf: member.value)
         }
-        data.append(contentsOf: "}}".utf8)
+        JSONWriter.writeLiteral("}}", into: &data)
         return frame("patch", data)
     }
 
@@ -84,7 +84,7 @@ enum StreamEvents {
                     if let priority = new.child(at: relative.withoutPriority).priority {
                         priority.writeJSON(into: &value)
                     } else {
-                        value.append(contentsOf: "null".utf8)
+                        JSONWriter.writeLiteral("null", into: &value)
                     }
                 } else {
                     RESTJSON.write(new.child(at: relative), format: format, into: &value)
@@ -153,7 +153,7 @@ enum StreamEvents {
         for event in events {
             var value: [UInt8] = []
             switch event.type {
-            case .childRemoved: value.append(contentsOf: "null".utf8)
+            case .childRemoved: JSONWriter.writeLiteral("null", into: &value)
             case .childAdded, .childChanged: RESTJSON.write(event.node, format: format, into: &value)
             case .childMoved: continue
             case .value:
