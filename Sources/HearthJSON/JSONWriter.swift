@@ -13,13 +13,13 @@ public enum JSONWriter {
     /// Appends `null`.
     @inlinable
     public static func writeNull(into buffer: inout [UInt8]) {
-        appendASCII("null", into: &buffer)
+        writeLiteral("null", into: &buffer)
     }
 
     /// Appends `true` or `false`.
     @inlinable
     public static func writeBool(_ value: Bool, into buffer: inout [UInt8]) {
-        appendASCII(value ? "true" : "false", into: &buffer)
+        writeLiteral(value ? "true" : "false", into: &buffer)
     }
 
     /// Appends the bytes of a literal that is already JSON text (`","ok":true,"rev":`), with one
@@ -27,7 +27,7 @@ public enum JSONWriter {
     /// instructions for a short literal.)
     @inlinable
     public static func writeLiteral(_ text: StaticString, into buffer: inout [UInt8]) {
-        appendASCII(text, into: &buffer)
+        buffer.append(contentsOf: UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
     }
 
     /// Appends `value` in decimal.
@@ -61,7 +61,7 @@ public enum JSONWriter {
     public static func writeDouble(_ value: Double, into buffer: inout [UInt8]) {
         precondition(value.isFinite, "JSON cannot represent the non-finite number \(value)")
         if value == 0 {
-            appendASCII("0.0", into: &buffer)
+            writeLiteral("0.0", into: &buffer)
             return
         }
         // Swift's description is the shortest representation that round-trips, keeps `.0` on
@@ -116,7 +116,7 @@ public enum JSONWriter {
                 // U+2028 / U+2029 are E2 80 A8 / E2 80 A9.
                 if b == 0xE2 && i + 2 < count && base[i + 1] == 0x80 && (base[i + 2] | 1) == 0xA9 {
                     flush(base, runStart, i, into: &buffer)
-                    appendASCII(base[i + 2] == 0xA8 ? "\\u2028" : "\\u2029", into: &buffer)
+                    writeLiteral(base[i + 2] == 0xA8 ? "\\u2028" : "\\u2029", into: &buffer)
                     i += 3
                     runStart = i
                 } else {
@@ -126,15 +126,15 @@ public enum JSONWriter {
             }
             flush(base, runStart, i, into: &buffer)
             switch b {
-            case UInt8(ascii: "\""): appendASCII("\\\"", into: &buffer)
-            case UInt8(ascii: "\\"): appendASCII("\\\\", into: &buffer)
-            case 0x08: appendASCII("\\b", into: &buffer)
-            case 0x09: appendASCII("\\t", into: &buffer)
-            case 0x0A: appendASCII("\\n", into: &buffer)
-            case 0x0C: appendASCII("\\f", into: &buffer)
-            case 0x0D: appendASCII("\\r", into: &buffer)
+            case UInt8(ascii: "\""): writeLiteral("\\\"", into: &buffer)
+            case UInt8(ascii: "\\"): writeLiteral("\\\\", into: &buffer)
+            case 0x08: writeLiteral("\\b", into: &buffer)
+            case 0x09: writeLiteral("\\t", into: &buffer)
+            case 0x0A: writeLiteral("\\n", into: &buffer)
+            case 0x0C: writeLiteral("\\f", into: &buffer)
+            case 0x0D: writeLiteral("\\r", into: &buffer)
             default:
-                appendASCII("\\u00", into: &buffer)
+                writeLiteral("\\u00", into: &buffer)
                 buffer.append(hexDigit(b >> 4))
                 buffer.append(hexDigit(b & 0xF))
             }
@@ -145,12 +145,6 @@ public enum JSONWriter {
     }
 
     // MARK: Helpers
-
-    @inlinable
-    static func appendASCII(_ text: StaticString, into buffer: inout [UInt8]) {
-        buffer.append(
-            contentsOf: UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
-    }
 
     @inline(__always)
     static func flush(

@@ -137,7 +137,7 @@ public enum ResponseEncoder {
             writeWarning(warning, into: &buffer)
         case .simulated(let verdict):
             JSONWriter.writeLiteral(#","ok":true,"allowed":"#, into: &buffer)
-            buffer.append(contentsOf: (verdict.allowed ? "true" : "false").utf8)
+            JSONWriter.writeBool(verdict.allowed, into: &buffer)
             JSONWriter.writeLiteral(#","rule":"#, into: &buffer)
             if let rule = verdict.decidingRule {
                 JSONValue.object(["path": .string(rule.path), "expression": .string(rule.expression)])
