@@ -124,16 +124,60 @@ enum WritePayload {
         }
         let valueStart = quote + 2
         guard valueStart < count - 2, bytes[quote + 1] == UInt8(ascii: ",") else { return nil }
+        let pathText = UnsafeRawBufferPointer(rebasing: bytes[3..<quote])
+        let valueText = UnsafeRawBufferPointer(rebasing: bytes[valueStart..<count - 2])
+        if let leaf = plainScalar(valueText) {
+            let path = try parsePath(pathText, previous: previousPath)
+            return CommittedWrite(rev: rev, overwrites: [(path, .leaf(leaf))], tag: nil)
+        }
         // The value is a document of its own here: two levels less than inside the array and pair.
         let valueLimits = JSONLimits(maxDepth: RecoveryLimits.depth - 2)
-        guard
-            let value = try? JSONParser.parse(
-                UnsafeRawBufferPointer(rebasing: bytes[valueStart..<count - 2]), limits: valueLimits,
-                reusing: &workspace)
-        else { return nil }
-        let overwrite = try overwrite(
-            UnsafeRawBufferPointer(rebasing: bytes[3..<quote]), value, previous: previousPath)
+        guard let value = try? JSONParser.parse(valueText, limits: valueLimits, reusing: &workspace) else {
+            return nil
+        }
+        let overwrite = try overwrite(pathText, value, previous: previousPath)
         return CommittedWrite(rev: rev, overwrites: [overwrite], tag: nil)
+    }
+
+    /// The most common logged values read without the JSON parser: a string of printable ASCII
+    /// without escapes, an integer of at most 18 digits, `true` or `false`. Nil for anything else
+    /// (the parser then reads it, and rejects what is not JSON).
+    static func plainScalar(_ bytes: UnsafeRawBufferPointer) -> LeafValue? {
+        let count = bytes.count
+        guard count > 0 else { return nil }
+        switch bytes[0] {
+        case UInt8(ascii: "\""):
+            guard count >= 2, bytes[count - 1] == UInt8(ascii: "\"") else { return nil }
+            var index = 1
+            while index < count - 1 {
+                let byte = bytes[index]
+                guard byte >= 0x20, byte < 0x80, byte != UInt8(ascii: "\""), byte != UInt8(ascii: "\\") else {
+                    return nil
+                }
+                index += 1
+            }
+            return .string(String(decoding: UnsafeRawBufferPointer(rebasing: bytes[1..<count - 1]), as: UTF8.self))
+        case UInt8(ascii: "t"):
+            return count == 4 && bytes[1] == UInt8(ascii: "r") && bytes[2] == UInt8(ascii: "u")
+                && bytes[3] == UInt8(ascii: "e") ? .bool(true) : nil
+        case UInt8(ascii: "f"):
+            return count == 5 && bytes[1] == UInt8(ascii: "a") && bytes[2] == UInt8(ascii: "l")
+                && bytes[3] == UInt8(ascii: "s") && bytes[4] == UInt8(ascii: "e") ? .bool(false) : nil
+        default:
+            let negative = bytes[0] == UInt8(ascii: "-")
+            let digits = negative ? 1 : 0
+            // No leading zero (`-0` and `007` go to the parser), at most 18 digits: no overflow.
+            guard count > digits, count - digits <= 18, bytes[digits] != UInt8(ascii: "0") || count == 1 else {
+                return nil
+            }
+            var value: Int64 = 0
+            for index in digits..<count {
+                let digit = bytes[index] &- UInt8(ascii: "0")
+                guard digit < 10 else { return nil }
+                value = value &* 10 &+ Int64(digit)
+            }
+            return .number(.int(negative ? -value : value))
+        }
     }
 
     /// Decodes a payload already parsed (a replicated record, parsed with its line).

@@ -122,6 +122,42 @@ final class PayloadDecodingTests: XCTestCase {
         }
     }
 
+    /// Strings, integers and booleans are read without the JSON parser (`plainScalar`): what it
+    /// reads must be what the parser reads, and what it declines the parser still decodes (or
+    /// refuses) on its own.
+    func testPlainScalarsReadAsTheParserReadsThem() throws {
+        var texts = [
+            #""""#, #""x""#, "\"a b~\u{7F}\"", "0", "7", "-7", "10", "-0", "007", "-", "--1", "1-", "1.0", "1e3",
+            "999999999999999999", "-999999999999999999", "1000000000000000000", "9223372036854775807",
+            "true", "false", "null", "tru", "truex", "fals", #""é""#, #""a\"b""#, #""a\\b""#, "\"a\tb\"", #""abc"#,
+            #"abc""#, #"""#, "",
+        ]
+        var random = SystemRandomNumberGenerator()
+        for _ in 0..<500 {
+            switch Int.random(in: 0..<3, using: &random) {
+            case 0: texts.append(String(Int64.random(in: .min ... .max, using: &random) >> Int64.random(in: 0..<63)))
+            case 1:
+                let bytes = (0..<Int.random(in: 0..<12)).map { _ in UInt8.random(in: 0x1E...0x7F, using: &random) }
+                texts.append("\"" + String(decoding: bytes, as: UTF8.self) + "\"")
+            default: texts.append(Bool.random(using: &random) ? "true" : "false")
+            }
+        }
+        for text in texts {
+            let parsed = (try? JSONParser.parse(Array(text.utf8))).flatMap(LeafValue.init(scalar:))
+            let plain = Array(text.utf8).withUnsafeBytes { WritePayload.plainScalar($0) }
+            if let plain {
+                XCTAssertEqual(plain, parsed, text)
+            }
+            // Declined or read, the whole payload decodes as the pair parser decodes it.
+            let (shortcut, pairs) = bothWays("[[\"/a\",\(text)]]")
+            switch (shortcut, pairs) {
+            case (let shortcut?, let pairs?): assertSame(shortcut, pairs, text)
+            case (nil, _): XCTAssertNil(plain, text)
+            case (_?, nil): XCTFail("\(text): the shortcut read what the pair parser refuses")
+            }
+        }
+    }
+
     func testPayloadsThatAreNotWritesAreRefusedWithTheReason() throws {
         let write = CommittedWrite(rev: 3, overwrites: [(try Path.parse("/a/b"), .leaf(.string("v")))])
         let payload = Array(EncodedRecord(.write(write)).payload)
