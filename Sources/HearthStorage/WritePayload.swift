@@ -105,9 +105,10 @@ enum WritePayload {
 
     /// The most common payload, one overwrite with a plain path, `[["/a/b",<value>]]` exactly as
     /// `encode` writes it, decoded without the pair parser: the path is read in place and only
-    /// the value is parsed. Nil, having decoded nothing, for any other payload (a tag, several
-    /// overwrites, whitespace, a path with an escape or a byte outside printable ASCII, a value
-    /// that does not parse): `decode` then reads it the general way, errors included.
+    /// the value is parsed (a plain scalar, `plainScalar`, not even that). Nil, having decoded
+    /// nothing, for any other payload (a tag, several overwrites, whitespace, a path with an
+    /// escape or a byte outside printable ASCII, a value that does not parse): `decode` then
+    /// reads it the general way, errors included.
     static func decodeOneOverwrite(
         _ bytes: UnsafeRawBufferPointer, rev: UInt64, previousPath: Path?, reusing workspace: inout JSONParseWorkspace
     ) throws(FormatError) -> CommittedWrite? {
