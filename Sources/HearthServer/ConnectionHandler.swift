@@ -478,8 +478,8 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
         var buffer = outbox
         outbox = spareOutbox.take() ?? context.channel.allocator.buffer(capacity: Swift.min(count, 64 * 1024))
         if waiting.isEmpty, context.channel.isWritable {
-            write(buffer, context: context)
-            context.flush()
+            // One trip down the pipeline for both (`write` then `flush` made two).
+            context.writeAndFlush(wrapOutboundOut(buffer), promise: nil)
             // Written whole, the bytes are no longer the channel's: clearing allocates nothing. A
             // large buffer is let go, so that an idle connection keeps little.
             if buffer.capacity <= Self.spareOutboxCapacity {

@@ -124,6 +124,8 @@ final class Engine: @unchecked Sendable {
     /// The batches written to the log whose deferred fsync has not finished, oldest first
     /// (Engine+Durability).
     @exclusivity(unchecked) var undurable: [UndurableBatch] = []
+    /// The last turn's batch size, reserved for the next turn's (`Batch.Size`).
+    @exclusivity(unchecked) private var lastBatchSize = Batch.Size()
     /// The recent records a leader streams to replicas that reconnect (each record is appended
     /// on its own: one access each).
     @exclusivity(unchecked) var retained: RetainedLog
@@ -243,7 +245,7 @@ final class Engine: @unchecked Sendable {
         if !undurable.isEmpty { settleUndurable() }
         let now = clock()
         let turn = startTurn()
-        var batch = Batch(rev: database.rev)
+        var batch = Batch(rev: database.rev, expected: lastBatchSize)
         replication.turnLeadershipProof = nil
         if replication.isClustered {
             takeAcknowledgements(now: now, batch: &batch)
@@ -257,6 +259,7 @@ final class Engine: @unchecked Sendable {
             }
         }
         commit(&batch)
+        lastBatchSize = batch.size
         if replication.heartbeatDue { sendDueHeartbeat(now: now, batch: &batch) }
         if replication.confirmationUnsent {
             confirmSoon(inboxIsEmpty: !hasQueuedWork)
