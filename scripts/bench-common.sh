@@ -50,6 +50,30 @@ ab_arguments() {
     case $fsync in never | always) ;; *) echo "$usage" >&2 && exit 2 ;; esac
 }
 
+# Installs the distribution's package of each missing command, given as `command` or
+# `command:package`, and stops any service the package starts: only the servers these scripts
+# start are measured.
+install_missing() {
+    local entry tool package
+    for entry in "$@"; do
+        tool=${entry%%:*} package=${entry#*:}
+        command -v "$tool" >/dev/null && continue
+        echo "==> installing $package from the distribution's packages" >&2
+        apt-get install -y "$package" >&2 || { apt-get update >&2 && apt-get install -y "$package" >&2; }
+        service "$package" stop >/dev/null 2>&1 || true
+    done
+}
+
+# Builds hearth-bench in release mode, and hearthd too unless `hearthd` already names a binary
+# (it then names the one built).
+build_release() {
+    if [ -z "$hearthd" ]; then
+        swift build -c release --product hearthd >&2
+        hearthd=.build/release/hearthd
+    fi
+    swift build -c release --product hearth-bench >&2
+}
+
 # A count, divided by 10 under --quick.
 scale() { if $quick; then echo $(($1 / 10)); else echo "$1"; fi; }
 

@@ -25,10 +25,7 @@ ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 swift build -c release --product hearthd >&2
 swift build -c release --product hearth-bench >&2
 bin=.build/release
-if ! command -v wrk >/dev/null; then
-    echo "==> installing wrk from the distribution's packages" >&2
-    apt-get install -y wrk >&2 || { apt-get update >&2 && apt-get install -y wrk >&2; }
-fi
+install_missing wrk
 
 bench_files http
 server_pid=""

@@ -24,12 +24,7 @@ fd_limit=$(ulimit -n)
 swift build -c release --product hearthd >&2
 swift build -c release --product hearth-bench >&2
 bin=.build/release
-if ! command -v redis-server >/dev/null; then
-    echo "==> installing redis-server from the distribution's packages" >&2
-    apt-get install -y redis-server >&2 || { apt-get update >&2 && apt-get install -y redis-server >&2; }
-    # The package may start its own service; only the servers started below are measured.
-    service redis-server stop >/dev/null 2>&1 || true
-fi
+install_missing redis-server
 
 bench_files bench
 hearth_pid=""

@@ -28,12 +28,8 @@ value_options "usage: scripts/callgrind-cluster.sh [--node leader|replica] [--wr
     "node writes connections window hearthd out profiles" "$@"
 case $node in leader | replica) ;; *) echo "--node must be leader or replica" >&2; exit 2 ;; esac
 measured_node=$node
-command -v valgrind >/dev/null || { echo "valgrind is missing: apt-get install valgrind" >&2; exit 2; }
-if [ -z "$hearthd" ]; then
-    swift build -c release --product hearthd >&2
-    hearthd=.build/release/hearthd
-fi
-swift build -c release --product hearth-bench >&2
+install_missing valgrind
+build_release
 bench_files callgrind-cluster
 stop_pids_on_exit
 objcopy --strip-debug "$hearthd" "$work/hearthd"

@@ -29,17 +29,8 @@ profiles=""
 value_options "usage: scripts/callgrind.sh [--writes N] [--out DIR] [--hearthd BINARY] [--profiles DIR]" \
     "writes out hearthd profiles" "$@"
 quick=false
-for tool in valgrind redis-server; do
-    command -v "$tool" >/dev/null || {
-        echo "==> installing $tool from the distribution's packages" >&2
-        apt-get install -y "$tool" >&2 || { apt-get update >&2 && apt-get install -y "$tool" >&2; }
-    }
-done
-if [ -z "$hearthd" ]; then
-    swift build -c release --product hearthd >&2
-    hearthd=.build/release/hearthd
-fi
-swift build -c release --product hearth-bench >&2
+install_missing valgrind redis-server
+build_release
 bench_files callgrind
 stop_server_on_exit
 objcopy --strip-debug "$hearthd" "$work/hearthd"

@@ -12,6 +12,6 @@ struct HearthBench: AsyncParsableCommand {
             WritesScenario.self, PipelinedScenario.self, FanoutScenario.self, LatencyScenario.self,
             IdleScenario.self, MemoryScenario.self, ViewsScenario.self, QueryIndexScenario.self,
             WriteWidthScenario.self, RestartScenario.self, HandshakesScenario.self, SubscribesScenario.self,
-            RulesScenario.self, ResumeScenario.self, LeanScenario.self,
+            RulesScenario.self, ResumeScenario.self, LeanScenario.self, NIOFloorScenario.self,
         ])
 }
