@@ -122,6 +122,31 @@ final class PayloadDecodingTests: XCTestCase {
         }
     }
 
+    /// A path is written as the JSON string of its text whether its keys are gathered on the
+    /// stack (most) or go through the JSON writer (keys it must escape, and long paths).
+    func testPathsAreWrittenAsTheJSONStringOfTheirText() {
+        let keys = [
+            "a", "ok-1", "é", "😀", #"q"uote"#, #"back\slash"#, "tab\tkey", "line\u{2028}sep", "€uro", "ü\u{2029}",
+            String(repeating: "k", count: 300), "x y", "\u{7F}del",
+        ]
+        var state: UInt64 = 17
+        func next(_ bound: Int) -> Int {
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            return Int((state >> 33) % UInt64(bound))
+        }
+        var paths = [Path.root]
+        for _ in 0..<500 {
+            paths.append(Path((0..<(1 + next(6))).map { _ in Key(keys[next(keys.count)]) }))
+        }
+        for path in paths {
+            var written: [UInt8] = []
+            WritePayload.writePath(path, into: &written)
+            var expected: [UInt8] = []
+            JSONWriter.writeString(path.description, into: &expected)
+            XCTAssertEqual(String(decoding: written, as: UTF8.self), String(decoding: expected, as: UTF8.self))
+        }
+    }
+
     /// Strings, integers and booleans are read without the JSON parser (`plainScalar`): what it
     /// reads must be what the parser reads, and what it declines the parser still decodes (or
     /// refuses) on its own.
