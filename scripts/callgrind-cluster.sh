@@ -12,7 +12,7 @@
 # Defaults: the leader, 20,000 writes, one connection with a window of 2,000, fsync never on both
 # nodes.
 # `--profiles DIR` keeps both profiles and their annotated listings in DIR (as callgrind.sh does).
-# Writes `<out>/callgrind-cluster-<UTC time>.md` and `.jsonl`. Needs /usr/bin/etcd and valgrind.
+# Writes `<out>/callgrind-cluster-<UTC time>.md` and `.jsonl`. Needs /usr/bin/etcd; installs valgrind when missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

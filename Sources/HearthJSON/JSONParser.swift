@@ -910,15 +910,16 @@ struct _JSONByteParser {
 }
 
 /// Word-at-a-time byte tests (SWAR) over eight bytes loaded as a `UInt64`.
+@usableFromInline
 enum _JSONSWAR {
-    static let ones: UInt64 = 0x0101_0101_0101_0101
-    static let highs: UInt64 = 0x8080_8080_8080_8080
+    @inlinable static var ones: UInt64 { 0x0101_0101_0101_0101 }
+    @inlinable static var highs: UInt64 { 0x8080_8080_8080_8080 }
 
     /// The high bit of each byte that is `"`, `\`, below 0x20 or at least 0x80 (the word loaded
     /// little-endian: its first byte lowest); zero when there is none. Bits above the lowest one
     /// may be wrong (a borrow carries into the next byte), but the lowest is exact: no borrow
     /// comes from bytes before the first that needs attention.
-    @inline(__always)
+    @inlinable @inline(__always)
     static func attentionInString(_ word: UInt64) -> UInt64 {
         let belowSpace = (word &- ones &* 0x20) & ~word & highs
         let quote = word ^ (ones &* 0x22)
@@ -931,7 +932,7 @@ enum _JSONSWAR {
     /// look at (`"`, `\`, below 0x20 or at least 0x80), eight bytes at a time: a word that holds
     /// one gives its place at once. Where fewer than eight bytes are left, the first of them (the
     /// caller looks at those one by one: gathering them into a word cost more, measured).
-    @inline(__always)
+    @inlinable @inline(__always)
     static func skipPlainASCII(_ base: UnsafeRawPointer, from i: Int, count: Int) -> Int {
         var i = i
         while i + 8 <= count {

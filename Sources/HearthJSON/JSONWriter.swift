@@ -100,6 +100,23 @@ public enum JSONWriter {
         buffer.append(UInt8(ascii: "\""))
     }
 
+    /// Whether `writeStringContents` writes `utf8` as it is (no byte it escapes): then a caller
+    /// may copy the bytes instead. Inlinable: it runs once per key of every logged path.
+    @inlinable
+    public static func writesAsIs(utf8: UnsafeBufferPointer<UInt8>) -> Bool {
+        let count = utf8.count
+        guard let base = utf8.baseAddress else { return true }
+        var i = _JSONSWAR.skipPlainASCII(UnsafeRawPointer(base), from: 0, count: count)
+        while i < count {
+            let b = base[i]
+            if b < 0x20 || b == UInt8(ascii: "\"") || b == UInt8(ascii: "\\") { return false }
+            // U+2028 / U+2029 (E2 80 A8 / E2 80 A9) are escaped, as `writeStringContents` does.
+            if b == 0xE2 && i + 2 < count && base[i + 1] == 0x80 && (base[i + 2] | 1) == 0xA9 { return false }
+            i += 1
+        }
+        return true
+    }
+
     /// Appends the string whose (valid) UTF-8 is `utf8`, escaped but without its quotes (for a
     /// JSON string written in pieces, such as a path's keys).
     public static func writeStringContents(utf8: UnsafeBufferPointer<UInt8>, into buffer: inout [UInt8]) {

@@ -32,9 +32,9 @@ enum WritePayload {
     }
 
     /// Appends `path` as the JSON string `"/a/b"` (`"/"` for the root) without making its text.
-    /// Keys that JSON writes as they are (`isWrittenAsIs`) are gathered on the stack and appended
-    /// at once: appending each key through the JSON writer cost about 320 instructions a key
-    /// (callgrind).
+    /// Keys that JSON writes as they are (`JSONWriter.writesAsIs`) are gathered on the stack and
+    /// appended at once: appending each key through the JSON writer cost about 320 instructions a
+    /// key (callgrind).
     static func writePath(_ path: Path, into buffer: inout [UInt8]) {
         var length = path.isRoot ? 3 : 2
         for key in path.segments { length += 1 + key.string.utf8.count }
@@ -52,7 +52,7 @@ enum WritePayload {
                 at += 1
                 var text = key.string
                 let count = text.withUTF8 { utf8 -> Int? in
-                    guard isWrittenAsIs(utf8) else { return nil }
+                    guard JSONWriter.writesAsIs(utf8: utf8) else { return nil }
                     UnsafeMutableRawBufferPointer(UnsafeMutableBufferPointer(rebasing: scratch[at..<(at + utf8.count)]))
                         .copyMemory(from: UnsafeRawBufferPointer(utf8))
                     return utf8.count
@@ -66,15 +66,6 @@ enum WritePayload {
             return true
         }
         if !gathered { writePathEscaping(path, into: &buffer) }
-    }
-
-    /// Whether JSON writes `utf8` as it is: no quote, backslash or control byte, and no 0xE2
-    /// (which may start U+2028 or U+2029, which the writer escapes).
-    private static func isWrittenAsIs(_ utf8: UnsafeBufferPointer<UInt8>) -> Bool {
-        for byte in utf8 where byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") || byte == 0xE2 {
-            return false
-        }
-        return true
     }
 
     /// The longest path `writePath` gathers on the stack.

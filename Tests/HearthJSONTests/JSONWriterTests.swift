@@ -152,6 +152,26 @@ final class JSONWriterTests: XCTestCase {
         }
     }
 
+    /// `writesAsIs` says exactly when `writeStringContents` copies a string unchanged, at every
+    /// alignment of the byte that decides it.
+    func testWritesAsIsIsExactlyWhenTheContentsAreCopied() {
+        let pieces = ["", "b", "\"", "\\", "\n", "\u{1}", "\u{7F}", "é", "\u{2028}", "\u{2029}", "\u{2010}", "€", "😀"]
+        for n in 0..<20 {
+            let a = String(repeating: "a", count: n)
+            for piece in pieces {
+                for tail in ["", "c", "cdefghij"] {
+                    var text = a + piece + tail
+                    text.withUTF8 { utf8 in
+                        var written: [UInt8] = []
+                        JSONWriter.writeStringContents(utf8: utf8, into: &written)
+                        XCTAssertEqual(
+                            JSONWriter.writesAsIs(utf8: utf8), written.elementsEqual(utf8), "\(a)+\(piece)+\(tail)")
+                    }
+                }
+            }
+        }
+    }
+
     func testWritersAppend() {
         var buffer = Array("[".utf8)
         JSONWriter.writeString("x", into: &buffer)
