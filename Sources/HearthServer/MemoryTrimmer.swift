@@ -2,15 +2,17 @@
 import Glibc
 #endif
 
-/// Gives memory that glibc's malloc kept after a burst of writes back to the system.
+/// Gives memory that the allocator kept after a burst of writes back to the system.
 ///
-/// glibc keeps freed memory in its arenas (request buffers decoded on the I/O threads, tree
-/// paths replaced by writes) and rarely returns it, so after a large import the resident size
-/// stays several MiB above what the data needs. Every half second (on the engine's loop), when at
-/// least `minimumWrites` write requests were applied since the last trim, none since the last
-/// tick, and the last trim is `minimumInterval` old, this calls `malloc_trim(0)` there: a few
-/// milliseconds on a heap of a few hundred MiB, once the writes have paused. The function is
-/// looked up at run time: it is glibc's (other platforms, and other C libraries, do nothing).
+/// Allocators keep freed memory (request buffers decoded on the I/O threads, tree paths replaced
+/// by writes) for reuse: glibc's malloc rarely returns it, and jemalloc (the allocator the Docker
+/// image preloads, README.md "Allocator") only as later allocations let it decay, which an idle
+/// server never makes. So after a large import the resident size stays well above what the data
+/// needs. Every half
+/// second (on the engine's loop), when at least `minimumWrites` write requests were applied since
+/// the last trim, none since the last tick, and the last trim is `minimumInterval` old, this
+/// releases the free memory there (`releaseFreeMemory`): a few milliseconds on a heap of a few
+/// hundred MiB, once the writes have paused.
 final class MemoryTrimmer: @unchecked Sendable {
     // `lastWrites`, `trimmedAtWrites` and `trimmedAt` are only touched on the engine's loop.
     private var lastWrites = 0
@@ -20,14 +22,27 @@ final class MemoryTrimmer: @unchecked Sendable {
     private let minimumInterval: Duration
     private let trim: (@convention(c) (Int) -> Int32)?
 
-    /// `trim` stands in for `malloc_trim` (tests); by default glibc's, when the process has it.
+    /// `trim` stands in for the allocator's release (tests); by default `releaseFreeMemory`.
     init(
         minimumWrites: Int = 100, minimumInterval: Duration = .seconds(10),
-        trim: (@convention(c) (Int) -> Int32)? = MemoryTrimmer.mallocTrim
+        trim: (@convention(c) (Int) -> Int32)? = MemoryTrimmer.releaseFreeMemory
     ) {
         self.minimumWrites = minimumWrites
         self.minimumInterval = minimumInterval
         self.trim = trim
+    }
+
+    /// How this process's allocator gives its free memory back, looked up at run time: jemalloc's
+    /// purge of every arena when jemalloc is the allocator (it then provides `mallctl`), else
+    /// glibc's `malloc_trim`; nil when neither is there.
+    static var releaseFreeMemory: (@convention(c) (Int) -> Int32)? {
+        if jemallocControl != nil {
+            return { _ in
+                // MALLCTL_ARENAS_ALL (4096): every arena's unused dirty and muzzy pages.
+                jemallocControl?("arena.4096.purge", nil, nil, nil, 0) ?? -1
+            }
+        }
+        return mallocTrim
     }
 
     /// glibc's `malloc_trim`, looked up at run time (nil elsewhere).
@@ -47,7 +62,8 @@ final class MemoryTrimmer: @unchecked Sendable {
     /// 32 MiB and 64 MiB), and an I/O thread's arena that once held a burst of decoded requests
     /// then keeps that memory resident for good: after a million-leaf import, 16 MiB that
     /// `malloc_trim` cannot return (it trims the free blocks inside a thread's arena, not its top).
-    /// Once per process; does nothing without glibc.
+    /// Once per process; does nothing without glibc (and nothing that matters under jemalloc, which
+    /// then allocates instead of glibc's malloc).
     static let fixAllocatorThresholds: Void = {
         #if canImport(Glibc)
         typealias MallOpt = @convention(c) (Int32, Int32) -> Int32
@@ -71,3 +87,18 @@ final class MemoryTrimmer: @unchecked Sendable {
         _ = trim(0)
     }
 }
+
+/// jemalloc's `mallctl(name, oldp, oldlenp, newp, newlen)`.
+typealias JemallocControl =
+    @convention(c) (
+        UnsafePointer<CChar>?, UnsafeMutableRawPointer?, UnsafeMutablePointer<Int>?, UnsafeMutableRawPointer?, Int
+    ) -> Int32
+
+/// jemalloc's `mallctl` when jemalloc is this process's allocator (preloaded or linked), else nil.
+let jemallocControl: JemallocControl? = {
+    #if canImport(Glibc)
+    dlsym(UnsafeMutableRawPointer(bitPattern: 0), "mallctl").map { unsafeBitCast($0, to: JemallocControl.self) }
+    #else
+    nil
+    #endif
+}()

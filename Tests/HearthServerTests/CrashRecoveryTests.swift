@@ -164,9 +164,15 @@ final class HearthdProcess {
     }
 
     /// Starts hearthd and waits until it accepts connections; the port is read from its log.
-    static func start(binary: URL, dataDir: String, extra: [String] = []) throws -> HearthdProcess {
+    /// `environment` adds to (or replaces) this process's variables.
+    static func start(
+        binary: URL, dataDir: String, extra: [String] = [], environment: [String: String] = [:]
+    ) throws -> HearthdProcess {
         let process = Process()
         process.executableURL = binary
+        if !environment.isEmpty {
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        }
         process.arguments = ["--port", "0", "--data-dir", dataDir, "--fsync", "always", "--log-level", "info"] + extra
         let stderr = Pipe()
         process.standardError = stderr
@@ -190,6 +196,8 @@ final class HearthdProcess {
         process.terminate()
         throw TestClient.Failure(description: "hearthd did not start: \(text)")
     }
+
+    var pid: Int32 { process.processIdentifier }
 
     func kill9() {
         kill(process.processIdentifier, SIGKILL)
