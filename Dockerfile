@@ -24,8 +24,13 @@ RUN swift build -c release --static-swift-stdlib --product hearthd \
 
 # ---- runtime: a plain Ubuntu with an unprivileged user ----
 # The binary still links the C libraries dynamically: libc, libm, libstdc++, libgcc_s and libz,
-# all of which the base image has.
+# all of which the base image has; jemalloc is added and preloaded.
 FROM ubuntu:24.04
+# jemalloc as the allocator (README.md, "Allocator"): about a fifth more pipelined writes per second
+# than glibc's malloc on the same binary. Linked under one path whatever the architecture.
+RUN apt-get update && apt-get install -y --no-install-recommends libjemalloc2 && rm -rf /var/lib/apt/lists/* \
+    && ln -s "$(ls /usr/lib/*/libjemalloc.so.2 | head -n 1)" /usr/local/lib/libjemalloc.so.2
+ENV LD_PRELOAD=/usr/local/lib/libjemalloc.so.2
 RUN groupadd --system hearth \
     && useradd --system --gid hearth --home-dir /data --no-create-home --shell /usr/sbin/nologin hearth \
     && mkdir -p /data /etc/hearth \

@@ -16,6 +16,7 @@ ab_arguments \
     "usage: scripts/bench-ab-cluster.sh BEFORE_HEARTHD AFTER_HEARTHD [--rounds N] [--out DIR] [--fsync always|never]" \
     always "$@"
 swift build -c release --product hearth-bench >&2
+choose_allocator
 bench_files ab-cluster
 stop_pids_on_exit
 start_etcd ab
@@ -24,7 +25,7 @@ start_etcd ab
 start_node() {
     port=$(free_port)
     echo "{\"maxWritesPerSecondPerConnection\":0,\"cluster\":{\"leaseSeconds\":2,\"syncReplicas\":1}}" >"$work/$3.json"
-    HEARTH_CLUSTER_SECRET=bench-secret "$1" --port "$port" --http-port "$(free_port)" --data-dir "$work/$3" \
+    HEARTH_CLUSTER_SECRET=bench-secret "${hearthd_env[@]}" "$1" --port "$port" --http-port "$(free_port)" --data-dir "$work/$3" \
         --fsync "$fsync" --log-level warning --config "$work/$3.json" --cluster-etcd "http://127.0.0.1:$etcd_port" \
         --cluster-name "$2" --node "$3" 2>>"$work/$3.log" &
     pid=$!

@@ -16,6 +16,7 @@ source scripts/bench-common.sh
 ab_arguments "usage: scripts/bench-ab.sh BEFORE_HEARTHD AFTER_HEARTHD [--rounds N] [--out DIR] [--fsync never|always]" \
     never "$@"
 swift build -c release --product hearth-bench >&2
+choose_allocator
 bench_files ab
 stop_server_on_exit
 echo '{"maxWritesPerSecondPerConnection": 0}' >"$work/hearth.json"
@@ -32,7 +33,7 @@ for round in $(seq "$rounds"); do
             [ "$side" = after ] && binary=$after
             rm -rf "$work/data"
             port=$(free_port)
-            "$binary" --port "$port" --data-dir "$work/data" --fsync "$fsync" --log-level warning \
+            "${hearthd_env[@]}" "$binary" --port "$port" --data-dir "$work/data" --fsync "$fsync" --log-level warning \
                 --config "$work/hearth.json" &
             server_pid=$!
             wait_for_port "$port" hearthd
@@ -49,11 +50,11 @@ for round in $(seq "$rounds"); do
     done
 done
 
-python3 - "$results" "$before" "$after" "$fsync" >"$report" <<'EOF'
+python3 - "$results" "$before" "$after" "$fsync" "$hearthd_allocator" >"$report" <<'EOF'
 import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
 print(f"# Before and after, {len(rows) // 4} interleaved rounds (medians, writes/s, lean generator, fsync {sys.argv[4]})\n")
-print(f"- before: `{sys.argv[2]}`\n- after: `{sys.argv[3]}`\n")
+print(f"- before: `{sys.argv[2]}`\n- after: `{sys.argv[3]}`\n- allocator: {sys.argv[5]}\n")
 def table(measure, form):
     print("| scenario | before | after | after ÷ before |\n|---|---|---|---|")
     for connections, window, label in [(50, 1, "writes, 50 connections"), (1, 2000, "pipelined writes, 1 connection")]:

@@ -40,6 +40,7 @@ command_line="scripts/bench-cluster.sh$(if $quick; then echo " --quick"; fi) --f
 
 swift build -c release --product hearthd >&2
 swift build -c release --product hearth-bench >&2
+choose_allocator
 bin=.build/release
 
 bench_files bench-cluster
@@ -60,7 +61,7 @@ start_node() {
         args=(--cluster-etcd "http://127.0.0.1:$etcd_port" --cluster-name "bench-${name%%-*}" --node "$name")
     fi
     echo "{\"maxWritesPerSecondPerConnection\":0$cluster_json}" >"$work/$name.json"
-    HEARTH_CLUSTER_SECRET=bench-secret "$bin/hearthd" --port "$port" --http-port "$http" --data-dir "$work/$name" \
+    HEARTH_CLUSTER_SECRET=bench-secret "${hearthd_env[@]}" "$bin/hearthd" --port "$port" --http-port "$http" --data-dir "$work/$name" \
         --fsync "$fsync" --log-level warning --config "$work/$name.json" "${args[@]}" 2>>"$work/$name.log" &
     pid=$!
     pids+=("$pid")

@@ -74,6 +74,24 @@ build_release() {
     swift build -c release --product hearth-bench >&2
 }
 
+# hearthd runs under jemalloc, as the Docker image runs it (README.md, "Allocator"), installed
+# here when missing (Redis 7 from Debian uses it too); HEARTH_BENCH_ALLOCATOR=glibc keeps glibc's
+# malloc. Sets `hearthd_allocator` (for the reports) and `hearthd_env`, the prefix of every
+# command line that starts hearthd (`env` execs it: the pid started is hearthd's).
+choose_allocator() {
+    hearthd_allocator="glibc malloc"
+    hearthd_env=(env)
+    [ "${HEARTH_BENCH_ALLOCATOR:-jemalloc}" = glibc ] && return 0
+    if ! compgen -G "/usr/lib/*/libjemalloc.so.2" >/dev/null; then
+        echo "==> installing libjemalloc2 from the distribution's packages" >&2
+        apt-get install -y libjemalloc2 >&2 || { apt-get update >&2 && apt-get install -y libjemalloc2 >&2; }
+    fi
+    local library
+    library=$(compgen -G "/usr/lib/*/libjemalloc.so.2" | head -n 1)
+    hearthd_allocator="jemalloc ($library, preloaded)"
+    hearthd_env=(env LD_PRELOAD="$library")
+}
+
 # A count, divided by 10 under --quick.
 scale() { if $quick; then echo $(($1 / 10)); else echo "$1"; fi; }
 

@@ -24,6 +24,7 @@ ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 
 swift build -c release --product hearthd >&2
 swift build -c release --product hearth-bench >&2
+choose_allocator
 bin=.build/release
 install_missing wrk
 
@@ -45,7 +46,7 @@ start_server() {
     rm -rf "$work/data"
     tcp_port=$(free_port)
     http_port=$(free_port)
-    "$bin/hearthd" --port "$tcp_port" --http-port "$http_port" --data-dir "$work/data" --fsync never \
+    "${hearthd_env[@]}" "$bin/hearthd" --port "$tcp_port" --http-port "$http_port" --data-dir "$work/data" --fsync never \
         --log-level error --config "$work/base.json" &
     server_pid=$!
     wait_for_port "$http_port" hearthd

@@ -23,6 +23,7 @@ ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 swift build -c release --product hearthd >&2
 swift build -c release --product hearth-bench >&2
 swift build -c release --product hearth >&2
+choose_allocator
 bin=.build/release
 
 bench_files security
@@ -57,7 +58,7 @@ start_server() { # extra hearthd flags (a --config replaces base.json)...
     case " $* " in *" --config "*) config=() ;; esac
     rm -rf "$work/data"
     port=$(free_port)
-    "$bin/hearthd" --port "$port" --data-dir "$work/data" --fsync never --log-level error "${config[@]}" "$@" &
+    "${hearthd_env[@]}" "$bin/hearthd" --port "$port" --data-dir "$work/data" --fsync never --log-level error "${config[@]}" "$@" &
     server_pid=$!
     wait_for_port "$port" hearthd
 }

@@ -25,6 +25,7 @@ swift build -c release --product hearthd >&2
 swift build -c release --product hearth-bench >&2
 bin=.build/release
 install_missing redis-server
+choose_allocator
 
 bench_files bench
 hearth_pid=""
@@ -50,7 +51,7 @@ start_servers() { # never | always
     # The per-connection write rate limit (security.md §6) is off: the scenarios measure the
     # server's throughput, and Redis has no such limit.
     echo '{"maxWritesPerSecondPerConnection": 0}' >"$work/hearth.json"
-    "$bin/hearthd" --port "$hearth_port" --data-dir "$work/hearth" --fsync "$1" --log-level warning \
+    "${hearthd_env[@]}" "$bin/hearthd" --port "$hearth_port" --data-dir "$work/hearth" --fsync "$1" --log-level warning \
         --config "$work/hearth.json" &
     hearth_pid=$!
     redis_port=$(free_port)
@@ -142,7 +143,7 @@ run "limitToLast(100) by an indexed child over 1M children" - query-index --chil
 run "set cost by node width" - write-width --writes "$(scale 200000)"
 run "restart with 1M nodes" - restart --data-dir "$work/restart" --nodes "$(scale 1000000)"
 
-python3 - "$results" "$command_line" "$fd_limit" >"$report" <<'PY'
+python3 - "$results" "$command_line" "$fd_limit" "$hearthd_allocator" >"$report" <<'PY'
 import datetime, json, os, platform, statistics, sys
 
 results_path, command, fd_limit = sys.argv[1], sys.argv[2].strip(), sys.argv[3]
@@ -196,6 +197,7 @@ out.append(f"- Command: `{command}`")
 out.append(f"- Machine: {os.cpu_count()} cores, {platform.system()} {platform.release()} {platform.machine()}; "
            f"open-file limit {fd_limit}; load average at the end {os.getloadavg()[0]:.2f} "
            "(other builds may share the machine)")
+out.append(f"- hearthd's allocator: {sys.argv[4]}")
 out.append("- Ratio is Hearth ÷ Redis. Each figure's JSON line below carries its counts and bounds.")
 out.append("")
 out.append("| scenario | Hearth | Redis | ratio | target |")

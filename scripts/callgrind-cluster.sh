@@ -30,6 +30,7 @@ case $node in leader | replica) ;; *) echo "--node must be leader or replica" >&
 measured_node=$node
 install_missing valgrind
 build_release
+choose_allocator
 bench_files callgrind-cluster
 stop_pids_on_exit
 objcopy --strip-debug "$hearthd" "$work/hearthd"
@@ -57,10 +58,10 @@ start() {
     node_args "$name" "$cluster"
     started_port=$port
     if [ "$profiled" = yes ]; then
-        HEARTH_CLUSTER_SECRET=callgrind valgrind --tool=callgrind --instr-atstart=no \
+        HEARTH_CLUSTER_SECRET=callgrind "${hearthd_env[@]}" valgrind --tool=callgrind --instr-atstart=no \
             --callgrind-out-file="$work/$name.out" "$work/hearthd" "${node_cmd[@]}" 2>"$work/$name-valgrind.log" &
     else
-        HEARTH_CLUSTER_SECRET=callgrind "$work/hearthd" "${node_cmd[@]}" 2>"$work/$name.log" &
+        HEARTH_CLUSTER_SECRET=callgrind "${hearthd_env[@]}" "$work/hearthd" "${node_cmd[@]}" 2>"$work/$name.log" &
     fi
     started=$!
     pids+=("$started")

@@ -31,6 +31,7 @@ value_options "usage: scripts/callgrind.sh [--writes N] [--out DIR] [--hearthd B
 quick=false
 install_missing valgrind redis-server
 build_release
+choose_allocator
 bench_files callgrind
 stop_server_on_exit
 objcopy --strip-debug "$hearthd" "$work/hearthd"
@@ -43,9 +44,10 @@ measure() { # target (hearth | redis), label, connections, window
     rm -rf "$work/data" && mkdir -p "$work/data"
     local server=("$work/hearthd" --port "$port" --data-dir "$work/data" --fsync never --log-level warning
         --config "$work/hearth.json")
+    local launch=("${hearthd_env[@]}")
     [ "$target" = redis ] && server=(redis-server --bind 127.0.0.1 --port "$port" --dir "$work/data" --save ""
-        --appendonly no --daemonize no --logfile "$work/data/redis.log")
-    valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$profile" "${server[@]}" \
+        --appendonly no --daemonize no --logfile "$work/data/redis.log") && launch=(env)
+    "${launch[@]}" valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$profile" "${server[@]}" \
         2>"$work/valgrind.log" &
     server_pid=$!
     for _ in $(seq 600); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.1; done
@@ -143,11 +145,11 @@ measure redis "pipelined writes, 1 connection" 1 2000
 measure hearth "fan-out to 100 subscribers (per event)" fanout 0
 measure redis "fan-out to 100 subscribers (per event)" fanout 0
 
-python3 - "$results" "$writes" "$hearthd" >"$report" <<'EOF'
+python3 - "$results" "$writes" "$hearthd" "$hearthd_allocator" >"$report" <<'EOF'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
 print(f"# callgrind: user-space instructions per write ({sys.argv[2]} writes per scenario)\n")
-print(f"hearthd: `{sys.argv[3]}`\n")
+print(f"hearthd: `{sys.argv[3]}`; allocator: {sys.argv[4]}\n")
 print("From `scripts/callgrind.sh`; each stage is the inclusive count of the functions doing it,")
 print("so nested stages overlap (the engine turn contains apply, change log, views and log).\n")
 for label in dict.fromkeys(r["label"] for r in rows):

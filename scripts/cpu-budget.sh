@@ -32,6 +32,7 @@ appendonly=(--appendonly no)
 [ "$fsync" = always ] && appendonly=(--appendonly yes --appendfsync always)
 install_missing redis-server /usr/bin/time:time
 build_release
+choose_allocator
 bench_files cpu-budget
 stop_server_on_exit
 echo '{"maxWritesPerSecondPerConnection": 0}' >"$work/hearth.json"
@@ -58,7 +59,7 @@ for round in $(seq "$rounds"); do
             elif [ "$target" = nio-floor ]; then
                 .build/release/hearth-bench nio-floor --port "$port" &
             else
-                "$hearthd" --port "$port" --data-dir "$work/data" --fsync "$fsync" --log-level warning \
+                "${hearthd_env[@]}" "$hearthd" --port "$port" --data-dir "$work/data" --fsync "$fsync" --log-level warning \
                     --config "$work/hearth.json" &
             fi
             server_pid=$!
@@ -101,14 +102,14 @@ EOF
     done
 done
 
-python3 - "$results" "$hearthd" "$fsync" >"$report" <<'EOF'
+python3 - "$results" "$hearthd" "$fsync" "$hearthd_allocator" >"$report" <<'EOF'
 import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
 cores = rows[0]["cores"]
 fsync = sys.argv[3] == "always"
 durability = "fsync always (Redis: appendfsync always; the SwiftNIO server writes nothing)" if fsync else "no fsync"
 print(f"# CPU per write, Redis 7, hearthd and a SwiftNIO server that only answers ({len(rows) // 6} interleaved rounds, medians, lean generator, {durability})\n")
-print(f"hearthd: `{sys.argv[2]}`; {cores} cores. CPU in µs per write; \"cores busy\" is the rate times the")
+print(f"hearthd: `{sys.argv[2]}`; allocator: {sys.argv[4]}; {cores} cores. CPU in µs per write; \"cores busy\" is the rate times the")
 print("server's and the client's CPU per write.\n")
 print("| scenario | server | writes/s | server user | server system | busiest thread | client | cores busy |")
 print("|---|---|---|---|---|---|---|---|")

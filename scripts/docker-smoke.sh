@@ -7,7 +7,8 @@
 #
 # Without one (`docker info` fails): checks what the image is made of instead, here: the static
 # release build of hearthd, its flags, and a start / hello / health / set / get / SIGTERM cycle of
-# that binary on free loopback ports with a temporary data directory.
+# that binary on free loopback ports with a temporary data directory, under jemalloc as in the
+# image when jemalloc is installed.
 #
 # Needs bash (it talks to the server through /dev/tcp), no nc.
 set -euo pipefail
@@ -125,6 +126,7 @@ smoke_docker() {
         fail "the container is not healthy after 60 s (status: $status)"
     fi
     wait_for_hello 127.0.0.1 "$port" 10 || fail "no hello through the published port $port"
+    docker exec "$cid" grep -q libjemalloc /proc/1/maps || fail "jemalloc is not preloaded in the container"
 
     log "health, through the published HTTP port"
     check_health 127.0.0.1 "$http_port"
@@ -159,6 +161,11 @@ smoke_local() {
         grep -q -- "$flag" <<<"$help" || fail "hearthd --help does not list $flag"
     done
 
+    # Under jemalloc when it is installed, as in the image (`env` execs hearthd: the same pid).
+    local preload=(env) library
+    library=$(compgen -G "/usr/lib/*/libjemalloc.so.2" | head -n 1 || true)
+    [[ -n $library ]] && preload=(env LD_PRELOAD="$library")
+
     local dir
     dir=$(mktemp -d)
     # pid is global so that the exit trap still sees it after a failure.
@@ -176,7 +183,7 @@ smoke_local() {
         if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then continue; fi
         if (exec 3<>"/dev/tcp/127.0.0.1/$http_port") 2>/dev/null; then continue; fi
         log "starting $bin on 127.0.0.1:$port (HTTP: $http_port) with data directory $dir"
-        "$bin" --host 127.0.0.1 --port "$port" --http-port "$http_port" --data-dir "$dir/data" \
+        "${preload[@]}" "$bin" --host 127.0.0.1 --port "$port" --http-port "$http_port" --data-dir "$dir/data" \
             --rules-file config/docker/rules.json >"$dir/log" 2>&1 &
         pid=$!
         if wait_for_hello 127.0.0.1 "$port" 30 "$pid"; then break; fi
@@ -193,6 +200,11 @@ smoke_local() {
         fi
     done
     [[ -n $pid ]] || fail "could not start hearthd on a free port"
+
+    if [[ -n $library ]]; then
+        grep -q libjemalloc "/proc/$pid/maps" || fail "jemalloc ($library) did not load"
+        log "running under jemalloc ($library)"
+    fi
 
     log "health"
     check_health 127.0.0.1 "$http_port"
