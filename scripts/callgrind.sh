@@ -93,7 +93,7 @@ stages = {
                                  "ChangeLog.record(rev:kept:)"]),
         ("views", ["ViewRegistry.apply(write:paths:before:after:rev:batch:)", "ViewRegistry.watches(_:)",
                    "ViewRegistry.watches<A>(_:)"]),
-        ("log: encode and write", ["Storage.append(_:)"]),
+        ("log: encode and write", ["Storage.append(_:)", "Storage.append(_:deferringSync:)"]),
         ("engine turn (all of the above but parse)", ["Engine.drain()"]),
         ("answer: encode and send", ["ConnectionHandler.flushOutbox(context:)"]),
     ],
