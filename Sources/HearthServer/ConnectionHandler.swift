@@ -30,8 +30,9 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
     // Properties every request touches are `@exclusivity(unchecked)`: only the channel's event
     // loop touches them, and no access calls code that could reach them again (see `Engine`).
     @exclusivity(unchecked) private var decoder: RequestDecoder
-    /// The last path this connection sent (`PathMemo`).
-    private let paths = PathMemo()
+    /// The last path this connection sent (`PathMemo`), handed out as copies unless
+    /// `sharesPaths`.
+    private let paths = PathMemo(copies: !ConnectionHandler.sharesPaths)
     /// The JSON parser's stacks, reused from one request line to the next.
     @exclusivity(unchecked) private var parseWorkspace = JSONParseWorkspace()
     /// Splits the input into lines (here rather than in a handler of its own: one pipeline hop
@@ -45,7 +46,13 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
 
     @exclusivity(unchecked) private var slots = CircularBuffer<Slot>()
     @exclusivity(unchecked) private var waitingForEngine = 0
-    @exclusivity(unchecked) private var batch: [Submission] = []
+    /// The requests read since the last submission, which go to the engine as one run
+    /// (`Submission.requests`), and the room the next run starts with: as much as the last
+    /// one's, up to a slice (a pipelined burst's runs are full slices). An unpipelined client's
+    /// one request waits in `single` and goes as `Submission.request`, without an array.
+    @exclusivity(unchecked) private var single: Request?
+    @exclusivity(unchecked) private var requests: [Request] = []
+    @exclusivity(unchecked) private var runCapacity = 2
     @exclusivity(unchecked) private var readPaused = false
     @exclusivity(unchecked) private var closing = false
     @exclusivity(unchecked) private var closeWhenIdle = false
@@ -172,8 +179,7 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
             engine.metrics.connectionClosed(kind: .tcp)
         }
         closing = true
-        batch.append(.disconnected(sessionID: id))
-        submitBatch()
+        submitBatch(then: .disconnected(sessionID: id))
         registry.remove(id: id)
         logger.debug("disconnected")
         context.fireChannelInactive()
@@ -201,6 +207,16 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
         }
         context.close(promise: nil)
     }
+
+    /// Whether a connection hands a request naming its last path that same path (`PathMemo`)
+    /// rather than a copy. It is a trade between two costs of memory that both the connection's
+    /// thread and the engine's touch (BENCHMARKS.md "Nineteenth pass"): a new path per request
+    /// is freed on the engine's thread, which glibc's malloc serves under the allocating arena's
+    /// lock (parsing each request's path, pipelined writes ran 0.77 × as fast); one shared path
+    /// has both threads counting references on it for every request, which under jemalloc
+    /// (whose frees take no such lock) costs more than a new path does (1.10 × as fast). So:
+    /// shared under glibc only.
+    static let sharesPaths = jemallocControl == nil
 
     // MARK: Inbound
 
@@ -233,9 +249,15 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
                 }
                 slots.append(.awaitingEngine)
                 waitingForEngine += 1
-                guard let sessionLink else { return }
-                batch.append(.request(sessionLink, request))
-                if batch.count >= Submission.burstSlice { submitBatch(now: true) }
+                guard sessionLink != nil else { return }
+                if requests.isEmpty, single == nil {
+                    single = request
+                } else {
+                    if requests.capacity == 0 { requests.reserveCapacity(runCapacity) }
+                    if let first = single.take() { requests.append(first) }
+                    requests.append(request)
+                    if requests.count >= Submission.burstSlice { submitBatch(now: true) }
+                }
             case .failure(let failure):
                 var bytes: [UInt8] = []
                 ResponseEncoder.encode(id: failure.id, .failure(failure.error), into: &bytes)
@@ -294,17 +316,27 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
         flushOutbox(context: context)
     }
 
-    /// Hands what was read since the last submission to the engine: at the end of a read,
-    /// gathered with the loop's other connections', or `now` once a burst has
+    /// Hands what was read since the last submission to the engine, and `last` after it: at the
+    /// end of a read, gathered with the loop's other connections', or `now` once a burst has
     /// `Submission.burstSlice` requests.
-    private func submitBatch(now: Bool = false) {
-        guard !batch.isEmpty else { return }
-        if let gatherer {
-            if now { gatherer.submitNow(batch) } else { gatherer.submit(batch) }
-        } else {
-            engine.submit(batch)
+    private func submitBatch(now: Bool = false, then last: Submission? = nil) {
+        var items: [Submission] = []
+        if let sessionLink {
+            if let request = single.take() {
+                items.append(.request(sessionLink, request))
+            } else if !requests.isEmpty {
+                runCapacity = Swift.min(requests.count, Submission.burstSlice)
+                items.append(.requests(sessionLink, requests))
+                requests = []  // the engine's now; the next run gets room of its own
+            }
         }
-        batch.removeAll(keepingCapacity: true)
+        if let last { items.append(last) }
+        guard !items.isEmpty else { return }
+        if let gatherer {
+            if now { gatherer.submitNow(items) } else { gatherer.submit(items) }
+        } else {
+            engine.submit(items)
+        }
     }
 
     // MARK: Backpressure on reads

@@ -100,14 +100,42 @@ final class RequestDecoderTests: XCTestCase {
             #"{"op":"get","path":"/a/b","query":{"orderBy":"$key"}}"#,
         ]
         var generator = SystemRandomNumberGenerator()
-        let memo = PathMemo()
-        var workspace = JSONParseWorkspace()
-        for _ in 0..<2_000 {
-            let line = Array(lines[Int.random(in: 0..<lines.count, using: &generator)].utf8)
-            let remembered = line.withUnsafeBytes { decoder.decode($0, reusing: &workspace, paths: memo) }
-            let fresh = line.withUnsafeBytes { decoder.decode($0) }
-            XCTAssertEqual(described(remembered), described(fresh), String(decoding: line, as: UTF8.self))
+        for copies in [false, true] {
+            let memo = PathMemo(copies: copies)
+            var workspace = JSONParseWorkspace()
+            for _ in 0..<2_000 {
+                let line = Array(lines[Int.random(in: 0..<lines.count, using: &generator)].utf8)
+                let remembered = line.withUnsafeBytes { decoder.decode($0, reusing: &workspace, paths: memo) }
+                let fresh = line.withUnsafeBytes { decoder.decode($0) }
+                XCTAssertEqual(described(remembered), described(fresh), String(decoding: line, as: UTF8.self))
+            }
         }
+    }
+
+    /// A memo that copies hands each request a path of its own (no array both threads count
+    /// references on); one that shares hands the same array again.
+    func testACopyingMemoHandsEachRequestAPathOfItsOwn() throws {
+        func paths(_ memo: PathMemo) -> [Path] {
+            var workspace = JSONParseWorkspace()
+            return (0..<3).map { _ in
+                let line = Array(#"{"op":"set","path":"/bench/lean/c0","value":1}"#.utf8)
+                let decoded = line.withUnsafeBytes { decoder.decode($0, reusing: &workspace, paths: memo) }
+                guard case .success(let request) = decoded, case .write(.set(let path, _), _) = request.operation
+                else {
+                    XCTFail("not a set: \(decoded)")
+                    return Path.root
+                }
+                return path
+            }
+        }
+        func storage(_ path: Path) -> UnsafeRawPointer? {
+            path.segments.withUnsafeBufferPointer { UnsafeRawPointer($0.baseAddress) }
+        }
+        let copied = paths(PathMemo(copies: true))
+        XCTAssertEqual(Set(copied), [try Path.parse("/bench/lean/c0")])
+        XCTAssertEqual(Set(copied.map(storage)).count, 3, "each request's path has storage of its own")
+        let shared = paths(PathMemo(copies: false))
+        XCTAssertEqual(Set(shared.map(storage)).count, 1, "the first request's path is parsed, the next two share it")
     }
 
     func decode(_ line: String) -> RequestDecoder.Decoded {

@@ -353,18 +353,18 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
         _ operation: HearthProtocol.Operation, call: RESTCall, head: HTTPRequestHead, context: ChannelHandlerContext
     ) {
         guard let sessionLink else { return }
-        var items: [Submission] = []
+        var requests: [Request] = []
         switch identityStep(for: call) {
         case .failure(let error):
             countRejection(error)
             finish(RESTResponse.error(error), head: head, call: call, context: context)
             return
         case .success(let step?):
-            items.append(.request(sessionLink, Request(id: .null, operation: .auth(step))))
+            requests.append(Request(id: .null, operation: .auth(step)))
         case .success(nil):
             break
         }
-        state = .waiting(Exchange(head: head, call: call, identityAnswers: items.count))
+        state = .waiting(Exchange(head: head, call: call, identityAnswers: requests.count))
         var request = Request(id: .null, operation: operation)
         request.source = call.source?.serialized
         if case .write(_, let method, _) = call.action {
@@ -373,8 +373,12 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
             request.answerWithStoredValue =
                 call.print != .silent || call.wantsETag || call.ifMatch != nil || method == .POST
         }
-        items.append(.request(sessionLink, request))
-        engine.submit(items)
+        if requests.isEmpty {
+            engine.submit(.request(sessionLink, request))
+        } else {
+            requests.append(request)
+            engine.submit(.requests(sessionLink, requests))
+        }
     }
 
     /// Why `call` may not see admin-only server information (nil: it may): with rules, only a
