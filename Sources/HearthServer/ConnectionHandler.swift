@@ -216,7 +216,7 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
     /// has both threads counting references on it for every request, which under jemalloc
     /// (whose frees take no such lock) costs more than a new path does (1.10 × as fast). So:
     /// shared under glibc only.
-    static let sharesPaths = jemallocControl == nil
+    static let sharesPaths = !Allocator.freesAcrossThreadsCheaply
 
     // MARK: Inbound
 

@@ -87,18 +87,3 @@ final class MemoryTrimmer: @unchecked Sendable {
         _ = trim(0)
     }
 }
-
-/// jemalloc's `mallctl(name, oldp, oldlenp, newp, newlen)`.
-typealias JemallocControl =
-    @convention(c) (
-        UnsafePointer<CChar>?, UnsafeMutableRawPointer?, UnsafeMutablePointer<Int>?, UnsafeMutableRawPointer?, Int
-    ) -> Int32
-
-/// jemalloc's `mallctl` when jemalloc is this process's allocator (preloaded or linked), else nil.
-let jemallocControl: JemallocControl? = {
-    #if canImport(Glibc)
-    dlsym(UnsafeMutableRawPointer(bitPattern: 0), "mallctl").map { unsafeBitCast($0, to: JemallocControl.self) }
-    #else
-    nil
-    #endif
-}()
