@@ -266,17 +266,7 @@ final class Engine: @unchecked Sendable {
         }
         let slice = streamSlice
         for items in batches {
-            for item in items {
-                if case .requests(let session, let requests) = item {
-                    for request in requests {
-                        take(request, from: session, now: now, batch: &batch)
-                        if batch.logged.count >= slice { commit(&batch) }
-                    }
-                } else {
-                    take(item, now: now, batch: &batch)
-                    if batch.logged.count >= slice { commit(&batch) }
-                }
-            }
+            for item in items { take(item, now: now, slice: slice, batch: &batch) }
         }
         commit(&batch)
         lastBatchSize = batch.size
@@ -305,13 +295,13 @@ final class Engine: @unchecked Sendable {
     /// the engine's thread, the bound of a pipelined connection, about 800 instructions a write
     /// (callgrind). A short turn's go here, where a task would cost more than it saves.
     private func release(_ batches: consuming [[Submission]], submissions: Int) {
-        let session: SessionLink
-        switch batches.first?.first {
-        case .requests(let link, _)?, .request(let link, _)?: session = link
-        default: return
-        }
         guard submissions >= Self.releasedElsewhereFrom else { return }
-        session.loop.execute { [batches] in _ = batches }
+        switch batches.first?.first {
+        case .requests(let session, _)?, .request(let session, _)?:
+            session.loop.execute { [batches] in _ = batches }
+        default:
+            return
+        }
     }
 
     /// A turn of at least this many submissions is freed off the engine's thread (`release`): a
@@ -329,13 +319,17 @@ final class Engine: @unchecked Sendable {
         }
     }
 
-    /// Applies one submission other than requests (`take(_:from:now:batch:)`) in the turn's batch.
-    private func take(_ item: Submission, now: Int64, batch: inout Batch) {
+    /// Applies one submission in the turn's batch, committing whenever `slice` records wait (after
+    /// each request of a run).
+    private func take(_ item: Submission, now: Int64, slice: Int, batch: inout Batch) {
         switch item {
         case .request(let session, let request):
             take(request, from: session, now: now, batch: &batch)
         case .requests(let session, let requests):
-            for request in requests { take(request, from: session, now: now, batch: &batch) }
+            for request in requests {
+                take(request, from: session, now: now, batch: &batch)
+                if batch.logged.count >= slice { commit(&batch) }
+            }
         case .disconnected(let sessionID):
             views.removeSession(sessionID)
             if replication.isClustered { clusterSessionEnded(sessionID) }
@@ -351,6 +345,7 @@ final class Engine: @unchecked Sendable {
         case .cluster(let input):
             handleCluster(input, now: now, batch: &batch)
         }
+        if batch.logged.count >= slice { commit(&batch) }
     }
 
     /// Hands each connection its outputs, with one task per event loop rather than one per

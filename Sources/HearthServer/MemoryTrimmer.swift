@@ -8,11 +8,10 @@ import Glibc
 /// by writes) for reuse: glibc's malloc rarely returns it, and jemalloc (the allocator the Docker
 /// image preloads, README.md "Allocator") only as later allocations let it decay, which an idle
 /// server never makes. So after a large import the resident size stays well above what the data
-/// needs. Every half
-/// second (on the engine's loop), when at least `minimumWrites` write requests were applied since
-/// the last trim, none since the last tick, and the last trim is `minimumInterval` old, this
-/// releases the free memory there (`releaseFreeMemory`): a few milliseconds on a heap of a few
-/// hundred MiB, once the writes have paused.
+/// needs. Every half second (on the engine's loop), when at least `minimumWrites` write requests
+/// were applied since the last trim, none since the last tick, and the last trim is
+/// `minimumInterval` old, this releases the free memory there (`releaseFreeMemory`): a few
+/// milliseconds on a heap of a few hundred MiB, once the writes have paused.
 final class MemoryTrimmer: @unchecked Sendable {
     // `lastWrites`, `trimmedAtWrites` and `trimmedAt` are only touched on the engine's loop.
     private var lastWrites = 0
@@ -36,7 +35,7 @@ final class MemoryTrimmer: @unchecked Sendable {
     /// purge of every arena when jemalloc is the allocator (it then provides `mallctl`), else
     /// glibc's `malloc_trim`; nil when neither is there.
     static var releaseFreeMemory: (@convention(c) (Int) -> Int32)? {
-        if jemallocControl != nil {
+        if Allocator.current == .jemalloc {
             return { _ in
                 // MALLCTL_ARENAS_ALL (4096): every arena's unused dirty and muzzy pages.
                 jemallocControl?("arena.4096.purge", nil, nil, nil, 0) ?? -1
