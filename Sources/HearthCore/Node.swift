@@ -259,7 +259,7 @@ public struct Node: Sendable {
 
     /// Sets `node` at `segments[index...]` below this node. Each object on the way that no
     /// snapshot shares, and that has the next key, changes in place: the descent holds the
-    /// entry of the next key (`SortedTree.uniqueBranch(holding:)`) and goes on in its value. From
+    /// entry of the next key (`SortedTree.withUniqueBranch(holding:_:)`) and goes on in its value. From
     /// the first level where that fails, the rest of the path is copied (`setting`); the undo
     /// point is looked up there only when `findingUndoPoint` (a plain `set` has no use for it).
     /// (One index into one slice rather than a slice per level: no array retained per level.)
@@ -274,9 +274,10 @@ public struct Node: Sendable {
         if case .children(var map) = storage {
             storage = .leaf(.bool(false))  // lets go of this node's reference, so `map` may own its branches
             defer { storage = .children(map) }
-            if let entry = map.uniqueBranch(holding: segments[index]) {
-                return entry.value.set(segments, from: index + 1, toNonEmpty: node, findingUndoPoint: findingUndoPoint)
+            let done = map.withUniqueBranch(holding: segments[index]) { entry in
+                entry.value.set(segments, from: index + 1, toNonEmpty: node, findingUndoPoint: findingUndoPoint)
             }
+            if let done { return done }
         }
         let rest = segments[index...]
         let point = findingUndoPoint ? undoPoint(ofNonEmptySetAt: rest) : (index, Node.empty)

@@ -11,11 +11,11 @@ extension Key: ThreeWayComparable {}
 /// O(1) snapshot that later writes never disturb, and any thread may read it. Each node also
 /// records its subtree size, which gives O(1) `count` and O(log n) rank queries.
 ///
-/// `uniqueBranch(holding:)` finds an entry whose value may change in place, when no other map (a
+/// `withUniqueBranch(holding:_:)` finds an entry whose value may change in place, when no other map (a
 /// snapshot) shares a branch on its way: the way a burst of writes to the same places allocates
 /// nothing rather than a path per write.
 public struct SortedTree<K: ThreeWayComparable, V: Sendable>: Sendable {
-    /// One entry and its subtrees. `value` changes only in a branch that `uniqueBranch(holding:)`
+    /// One entry and its subtrees. `value` changes only in a branch that `withUniqueBranch(holding:_:)`
     /// returned: one reached through branches that were each the only reference to the next
     /// (`isKnownUniquelyReferenced`), starting from a map the caller owns. No other map, snapshot
     /// or thread can reach such a branch, so changing it is still safe. (The same argument as the
@@ -98,22 +98,42 @@ public struct SortedTree<K: ThreeWayComparable, V: Sendable>: Sendable {
 
     public mutating func insert(_ key: K, _ value: V) { root = Self.insert(root, key, value) }
 
-    /// The branch holding `key`, when this map holds it and shares no branch on the way to it
-    /// with another map (its root included); nil otherwise. The branch's value may then change
-    /// in place (see `Branch`): no snapshot can reach it.
-    @inlinable mutating func uniqueBranch(holding key: K) -> Branch? {
-        guard isKnownUniquelyReferenced(&root), var branch = root else { return nil }
+    /// Calls `body` with the branch holding `key`, when this map holds it and shares no branch on
+    /// the way to it with another map (its root included), and returns its result; nil (and
+    /// `body` not called) otherwise. The branch's value may then change in place (see `Branch`):
+    /// no snapshot can reach it.
+    ///
+    /// Nothing on the way is retained, the found branch included (each is held by its parent, or
+    /// by this map, and nothing changes the tree's shape meanwhile): retaining and releasing each
+    /// level's branch was an in-place write's hottest reference counting (BENCHMARKS.md,
+    /// twentieth pass).
+    @inlinable mutating func withUniqueBranch<R>(holding key: K, _ body: (Branch) -> R) -> R? {
+        guard isKnownUniquelyReferenced(&root), root != nil else { return nil }
+        var branch = Unmanaged.passUnretained(root.unsafelyUnwrapped)
         while true {
-            let c = K.compare(key, branch.key)
-            if c == 0 { return branch }
-            if c < 0 {
-                guard isKnownUniquelyReferenced(&branch.left), let next = branch.left else { return nil }
-                branch = next
-            } else {
-                guard isKnownUniquelyReferenced(&branch.right), let next = branch.right else { return nil }
-                branch = next
+            let step = branch._withUnsafeGuaranteedRef { branch -> Step in
+                let c = K.compare(key, branch.key)
+                if c == 0 { return .found }
+                if c < 0 {
+                    guard isKnownUniquelyReferenced(&branch.left), let next = branch.left else { return .shared }
+                    return .next(Unmanaged.passUnretained(next))
+                }
+                guard isKnownUniquelyReferenced(&branch.right), let next = branch.right else { return .shared }
+                return .next(Unmanaged.passUnretained(next))
+            }
+            switch step {
+            case .found: return branch._withUnsafeGuaranteedRef(body)
+            case .shared: return nil
+            case .next(let next): branch = next
             }
         }
+    }
+
+    /// One level of `withUniqueBranch(holding:_:)`'s descent.
+    @usableFromInline enum Step {
+        case found
+        case shared
+        case next(Unmanaged<Branch>)
     }
 
     public mutating func remove(_ key: K) { root = Self.remove(root, key) }

@@ -217,20 +217,21 @@ final class InPlaceWriteTests: XCTestCase {
         let height = Int(map.root?.height ?? 0)
         var snapshot: SortedTree<CountedKey, Int>? = map
         XCTAssertEqual(snapshot?.count, entries.count)
-        XCTAssertNil(map.uniqueBranch(holding: CountedKey(24_690)), "shared from the root")
+        XCTAssertNil(map.withUniqueBranch(holding: CountedKey(24_690)) { _ in }, "shared from the root")
 
         map.insert(CountedKey(1), 1)  // copies the path to 1: the root is the map's own, the rest shared
-        XCTAssertNotNil(map.uniqueBranch(holding: CountedKey(0)), "on the copied path")
-        XCTAssertNil(map.uniqueBranch(holding: CountedKey(100_000)), "shared below the root")
-        XCTAssertNil(map.uniqueBranch(holding: CountedKey(3)), "absent")
+        XCTAssertNotNil(map.withUniqueBranch(holding: CountedKey(0)) { _ in }, "on the copied path")
+        XCTAssertNil(map.withUniqueBranch(holding: CountedKey(100_000)) { _ in }, "shared below the root")
+        XCTAssertNil(map.withUniqueBranch(holding: CountedKey(3)) { _ in }, "absent")
 
         snapshot = nil
         let before = CountedKey.comparisons.value
-        guard let entry = map.uniqueBranch(holding: CountedKey(100_000)) else {
-            return XCTFail("nothing else shares the map once the snapshot is gone")
+        let found = map.withUniqueBranch(holding: CountedKey(100_000)) { entry -> Bool in
+            entry.value = -1
+            return true
         }
+        XCTAssertEqual(found, true, "nothing else shares the map once the snapshot is gone")
         XCTAssertLessThanOrEqual(CountedKey.comparisons.value - before, height + 1)
-        entry.value = -1
         XCTAssertEqual(map[CountedKey(100_000)], -1)
     }
 }
