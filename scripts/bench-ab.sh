@@ -32,11 +32,7 @@ for round in $(seq "$rounds"); do
             binary=$before
             [ "$side" = after ] && binary=$after
             rm -rf "$work/data"
-            port=$(free_port)
-            "${hearthd_env[@]}" "$binary" --port "$port" --data-dir "$work/data" --fsync "$fsync" --log-level warning \
-                --config "$work/hearth.json" &
-            server_pid=$!
-            wait_for_port "$port" hearthd
+            start_hearthd "$binary"
             load=(--port "$port" --connections "$connections" --window "$window")
             .build/release/hearth-bench lean "${load[@]}" --count 20000 >/dev/null 2>&1
             cpu_before=$(cpu_ticks "$server_pid")

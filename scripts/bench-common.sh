@@ -128,6 +128,17 @@ wait_for_port() { # port, name
     exit 1
 }
 
+# Starts the hearthd binary $1 under the chosen allocator (`choose_allocator`) on a free loopback
+# port with its data in `$work/data`, `fsync` and `$work/hearth.json`; sets `port` and
+# `server_pid` once it accepts connections.
+start_hearthd() { # binary
+    port=$(free_port)
+    "${hearthd_env[@]}" "$1" --port "$port" --data-dir "$work/data" --fsync "$fsync" --log-level warning \
+        --config "$work/hearth.json" &
+    server_pid=$!
+    wait_for_port "$port" hearthd
+}
+
 stop_pid() { # pid (or nothing)
     [ -n "${1:-}" ] || return 0
     kill "$1" 2>/dev/null || true

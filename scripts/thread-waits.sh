@@ -29,11 +29,7 @@ rm -f "$results"
 stop_server_on_exit
 echo '{"maxWritesPerSecondPerConnection": 0}' >"$work/hearth.json"
 
-port=$(free_port)
-"${hearthd_env[@]}" "$hearthd" --port "$port" --data-dir "$work/data" --fsync "$fsync" --log-level warning \
-    --config "$work/hearth.json" &
-server_pid=$!
-wait_for_port "$port" hearthd
+start_hearthd "$hearthd"
 load=(--port "$port" --connections "$connections" --window "$window")
 .build/release/hearth-bench lean "${load[@]}" --count 20000 >/dev/null 2>&1  # warm-up
 
