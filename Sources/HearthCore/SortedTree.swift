@@ -16,7 +16,7 @@ extension Key: ThreeWayComparable {}
 /// nothing rather than a path per write.
 public struct SortedTree<K: ThreeWayComparable, V: Sendable>: Sendable {
     /// One entry and its subtrees. `value` changes only in a branch that `withUniqueBranch(holding:_:)`
-    /// returned: one reached through branches that were each the only reference to the next
+    /// hands its body: one reached through branches that were each the only reference to the next
     /// (`isKnownUniquelyReferenced`), starting from a map the caller owns. No other map, snapshot
     /// or thread can reach such a branch, so changing it is still safe. (The same argument as the
     /// standard library's copy-on-write buffers; exclusivity is then guaranteed by that ownership,
