@@ -36,6 +36,7 @@ public final class PathMemo {
     }
 
     private func handed(_ path: Path) -> Path {
+        // `map` makes an array with storage of its own; `Array(path.segments)` would share it.
         copies ? Path(path.segments.map { $0 }) : path
     }
 
