@@ -350,6 +350,9 @@ final class Repo: @unchecked Sendable {
                 greeted = true
                 connectionAttemptEnded(.success(()))
                 setInfo(connected: true, serverTimeOffset: offset)
+                // The server closes a connection that sends no request soon after it opens
+                // (`firstRequestTimeoutSeconds`); one with nothing to ask yet sends a ping.
+                if inFlight.isEmpty { send(.session, [JSONMember("op", .string("ping"))]) { _ in } }
             case "cluster":
                 clusterChanged(json["cluster"] ?? .null)
             case "goaway":

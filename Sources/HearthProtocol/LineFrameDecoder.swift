@@ -43,6 +43,9 @@ public struct LineFramer: Sendable {
 
     public init(maxLength: Int) { self.maxLength = maxLength }
 
+    /// The bytes of a line whose end has not arrived yet.
+    public var partialBytes: Int { partial?.readableBytes ?? 0 }
+
     /// Hands `body` each frame that `buffer`, the next bytes of the stream, completes, in order,
     /// and keeps an unterminated tail for the next read. Each line is a slice of the buffer it
     /// arrived in (or of the buffer a split line was gathered in).

@@ -11,6 +11,13 @@ import NIOSSL
 /// Responses are kept in order with a queue of slots: a request the engine must answer takes a
 /// waiting slot; a line rejected here takes a slot that is ready at once. The engine answers a
 /// connection's requests in order, so each engine response fills the front waiting slot.
+///
+/// A peer that does not take its output is held back rather than fed (docs/security.md
+/// "Memory"): once about `pauseBytes` wait to be sent, the engine's further output waits in
+/// `deferred` — answers unencoded, as the cheap references to the tree they are — and the
+/// connection stops reading requests. A peer that takes nothing for `writeStallTimeoutSeconds`
+/// is disconnected, and one whose events pile up past `maxOutboundBytes`, or past its share
+/// while the server's `BufferBudget` is spent, is closed as a slow consumer.
 final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = ByteBuffer
     typealias OutboundIn = Never
@@ -83,6 +90,32 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
     @exclusivity(unchecked) private var isPeer = false
     /// Closes the connection unless it authenticates in time (`authTimeoutSeconds`).
     private var authDeadline: Scheduled<Void>?
+    /// Closes the connection unless it sends a whole request line in time
+    /// (`firstRequestTimeoutSeconds`).
+    private var firstRequestDeadline: Scheduled<Void>?
+    /// Signed in with a token that verified (not limited to `maxUnauthenticatedBodyBytes`).
+    private var signedIn = false
+    /// The engine's output that waits for the peer to take what was sent before it, in order.
+    @exclusivity(unchecked) private var deferred = CircularBuffer<Outbound>()
+    /// The bytes of the encoded events in `deferred`.
+    private var deferredBytes = 0
+    /// One answer or event larger than `pauseBytes`, sent when little else was waiting, may take
+    /// the connection past `maxOutboundBytes` by its own size: a large answer is not a slow
+    /// consumer. Cleared once the peer has taken it.
+    private var answerAllowance = 0
+    /// This connection's share of the server's `BufferBudget`: output, and an unfinished line.
+    private var outputCharge = BufferCharge()
+    private var inputCharge = BufferCharge()
+    /// Whether the peer takes the output, checked while the channel is unwritable.
+    private var progress = OutputProgress()
+    private var stallTimer: Scheduled<Void>?
+    /// Retries `deferred` answers held back while the server's buffers were spent.
+    private var budgetRetry: Scheduled<Void>?
+    /// Bytes read since the connection opened, and at the start of the current pace window of
+    /// an unfinished line.
+    @exclusivity(unchecked) private var inputBytes = 0
+    private var inputBytesAtWindowStart = 0
+    private var paceTimer: Scheduled<Void>?
 
     /// `maxLineBytes`: the longest line framed (longer ones are answered `too_large`).
     init(
@@ -142,6 +175,15 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
         registry.add(
             id: id, channel: context.channel, beginShutdown: { bound.value.beginShutdown() },
             sendLine: { line in bound.value.sendServerLine(line) })
+        let firstRequest = security.limits.firstRequestTimeoutSeconds
+        firstRequestDeadline = context.eventLoop.assumeIsolated().scheduleTask(in: .seconds(Int64(firstRequest))) {
+            [self] in
+            guard let context = self.context else { return }
+            limitHit("closing a connection that sent no request in time", metadata: [:])
+            refuse(
+                DatabaseError(.badRequest, "no request within \(firstRequest) s (firstRequestTimeoutSeconds)"),
+                context: context)
+        }
         let timeout = security.limits.authTimeoutSeconds
         if timeout > 0, !security.isOpen {
             authDeadline = context.eventLoop.assumeIsolated().scheduleTask(in: .seconds(Int64(timeout))) { [self] in
@@ -173,6 +215,13 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
     func channelInactive(context: ChannelHandlerContext) {
         slowConsumerClose?.cancel()
         authDeadline?.cancel()
+        firstRequestDeadline?.cancel()
+        stallTimer?.cancel()
+        budgetRetry?.cancel()
+        paceTimer?.cancel()
+        outputCharge.release(from: security.buffers)
+        inputCharge.release(from: security.buffers)
+        deferred.removeAll()
         if admitted {
             admitted = false
             security.connections.release(remoteAddress)
@@ -223,7 +272,69 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         // A cluster node keeps each request's text in case it must forward it, unless it leads.
         if clustered { decoder.keepsSource = !engine.isLeading }
-        framer.rawFrames(in: unwrapInboundIn(data)) { frame in received(frame, context: context) }
+        let buffer = unwrapInboundIn(data)
+        inputBytes &+= buffer.readableBytes
+        framer.rawFrames(in: buffer) { frame in received(frame, context: context) }
+        let partial = framer.partialBytes
+        if partial > 0 {
+            notePartialLine(partial, context: context)
+        } else if inputCharge.bytes > 0 {
+            inputCharge.update(0, in: security.buffers)
+        }
+    }
+
+    /// An unfinished request line is held to the same rules as an HTTP body: with rules, one
+    /// from a caller who has not signed in may not grow past `maxUnauthenticatedBodyBytes`; a
+    /// large one counts in the server's `BufferBudget`; and it must keep arriving at
+    /// `minBodyBytesPerSecond`.
+    private func notePartialLine(_ partial: Int, context: ChannelHandlerContext) {
+        guard !closing, !isPeer else { return }
+        let limits = security.limits
+        if !signedIn, partial > limits.maxUnauthenticatedBodyBytes, !security.isOpen {
+            limitHit("refusing a long line from a client that has not signed in", metadata: [:])
+            refuse(
+                DatabaseError(
+                    .tooLarge,
+                    "without auth a line may not exceed \(limits.maxUnauthenticatedBodyBytes) bytes (maxUnauthenticatedBodyBytes)"
+                ), context: context)
+            return
+        }
+        if partial > BufferBudget.smallHolding {
+            if partial > inputCharge.bytes, !security.buffers.hasRoom(for: partial - inputCharge.bytes) {
+                limitHit("refusing a long line while the server's buffers are full", metadata: [:])
+                refuse(
+                    DatabaseError(
+                        .overloaded,
+                        "the server is holding as much for its clients as it may (maxBufferedBytes); try again shortly",
+                        retryAfterMs: 1000), context: context)
+                return
+            }
+            inputCharge.update(partial, in: security.buffers)
+        }
+        if paceTimer == nil { armPaceTimer(context: context) }
+    }
+
+    /// Judges an unfinished line's pace over a window of ten seconds (or the first-request
+    /// timeout, when shorter).
+    private func armPaceTimer(context: ChannelHandlerContext) {
+        let limits = security.limits
+        let window = min(HTTPConnectionHandler.bodyPaceWindow, .seconds(Int64(limits.firstRequestTimeoutSeconds)))
+        inputBytesAtWindowStart = inputBytes
+        paceTimer = context.eventLoop.assumeIsolated().scheduleTask(in: window) { [self] in
+            paceTimer = nil
+            guard let context = self.context, !closing, framer.partialBytes > 0 else { return }
+            let needed = Int64(limits.minBodyBytesPerSecond) * window.nanoseconds / 1_000_000_000
+            if Int64(inputBytes &- inputBytesAtWindowStart) < max(1, needed) {
+                limitHit("closing a connection whose request line stalled", metadata: [:])
+                refuse(
+                    DatabaseError(
+                        .badRequest,
+                        "the request line arrived slower than \(limits.minBodyBytesPerSecond) bytes a second (minBodyBytesPerSecond)"
+                    ), context: context)
+                return
+            }
+            armPaceTimer(context: context)
+        }
     }
 
     private func received(_ frame: RawLineFrame, context: ChannelHandlerContext) {
@@ -234,7 +345,21 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
         case .line(let line) where line.count > configuration.maxMessageBytes && !isPeer:
             // Only a clustered listener frames lines this long: they are for peers.
             refuseTooLarge(context: context)
+        case .line(let line)
+        where !signedIn && line.count > security.limits.maxUnauthenticatedBodyBytes && !isPeer && !security.isOpen:
+            let error = DatabaseError(
+                .tooLarge,
+                "without auth a line may not exceed \(security.limits.maxUnauthenticatedBodyBytes) bytes (maxUnauthenticatedBodyBytes)"
+            )
+            var bytes: [UInt8] = []
+            ResponseEncoder.encode(id: .null, .failure(error), into: &bytes)
+            engine.metrics.requestRejected(errorCode: error.code)
+            enqueueReady(bytes, context: context)
         case .line(let line):
+            if let deadline = firstRequestDeadline {
+                deadline.cancel()
+                firstRequestDeadline = nil
+            }
             let result = decoder.decode(line, reusing: &parseWorkspace, paths: paths)
             switch result.flatMap(admit) {
             case .success(let request):
@@ -295,6 +420,7 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
             case .success(let identity):
                 authDeadline?.cancel()
                 authDeadline = nil
+                signedIn = true
                 return .success(Request(id: request.id, operation: .auth(.verified(identity))))
             case .failure(let error):
                 return .success(Request(id: request.id, operation: .auth(.refused(error))))
@@ -344,7 +470,9 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
     func read(context: ChannelHandlerContext) {
         // A closing slow consumer's input is read and dropped: unread input would make the
         // close a reset, which discards the `slow_consumer` event still in the socket buffer.
-        if slowConsumerClose == nil, waitingForEngine >= configuration.maxPipelinedRequests {
+        if slowConsumerClose == nil,
+            waitingForEngine >= configuration.maxPipelinedRequests || !waiting.isEmpty || !deferred.isEmpty
+        {
             readPaused = true
         } else {
             context.read()
@@ -352,7 +480,7 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     private func resumeReadingIfNeeded(context: ChannelHandlerContext) {
-        if readPaused, waitingForEngine < configuration.maxPipelinedRequests / 2 {
+        if readPaused, waitingForEngine < configuration.maxPipelinedRequests / 2, waiting.isEmpty, deferred.isEmpty {
             readPaused = false
             context.read()
         }
@@ -371,35 +499,86 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
     func receive(_ outputs: [Outbound]) {
         guard let context, !closing else { return }
         for output in outputs {
-            switch output {
-            case .event(let sub, let body):
-                queueEvent(sub: sub, body: body)
-            case .cancelled(let sub, let error):
-                queue(ResponseEncoder.cancelEvent(sub: sub, error))
-            case .authRevoked(let reason):
-                queue(ResponseEncoder.authRevoked(reason: reason))
-            case .response(let id, let body):
-                scratch.removeAll(keepingCapacity: true)
-                ResponseEncoder.encode(id: id, body, into: &scratch)
-                fillFrontSlot(scratch, context: context)
-            case .line(let line):
-                queue(line)
-            case .computed(let lines):
-                // A snapshot's lines, each large: the bound is checked after each one.
-                for line in lines() {
-                    send(line, context: context)
-                    if closing { break }
-                }
-            case .close:
-                flushOutbox(context: context)
-                closeOnceDrained(context: context)
-                return
+            if !deferred.isEmpty || outbox.readableBytes > Self.pauseBytes || !waiting.isEmpty {
+                // The peer has not taken what was sent: this waits, behind what already does.
+                if case .event(_, let body) = output { deferredBytes += body.readableBytes }
+                deferred.append(output)
+                continue
             }
+            if deliver(output, context: context) { return }
         }
+        afterDelivery(context: context)
+    }
+
+    /// Writes what the engine's output added, and resumes what waited for it.
+    private func afterDelivery(context: ChannelHandlerContext) {
         checkOutboxBound(context: context)
         flushOutbox(context: context)
         resumeReadingIfNeeded(context: context)
         if closeWhenIdle, slots.isEmpty { closeOnceDrained(context: context) }
+    }
+
+    /// Once this much waits to be sent, the engine's further output waits in `deferred`.
+    static let pauseBytes = 1 << 20
+
+    /// Queues one output of the engine; true when it closed the connection.
+    private func deliver(_ output: Outbound, context: ChannelHandlerContext) -> Bool {
+        let before = outbox.readableBytes
+        switch output {
+        case .event(let sub, let body):
+            queueEvent(sub: sub, body: body)
+        case .cancelled(let sub, let error):
+            queue(ResponseEncoder.cancelEvent(sub: sub, error))
+        case .authRevoked(let reason):
+            queue(ResponseEncoder.authRevoked(reason: reason))
+        case .response(let id, let body):
+            scratch.removeAll(keepingCapacity: true)
+            ResponseEncoder.encode(id: id, body, into: &scratch)
+            fillFrontSlot(scratch, context: context)
+            // A large answer's room is not kept for the connection's life.
+            if scratch.capacity > Self.pauseBytes { scratch = [] }
+        case .line(let line):
+            queue(line)
+        case .computed(let lines):
+            // A snapshot's lines, each large: the bound is checked after each one.
+            for line in lines() {
+                send(line, context: context)
+                if closing { break }
+            }
+        case .close:
+            flushOutbox(context: context)
+            closeOnceDrained(context: context)
+            return true
+        }
+        let added = outbox.readableBytes - before
+        if added > Self.pauseBytes, before + waitingBytes <= Self.pauseBytes {
+            answerAllowance = max(answerAllowance, added)
+        }
+        return false
+    }
+
+    /// Hands `deferred` output on while the peer keeps up, and the server's buffers have room
+    /// for answers (else tries again shortly).
+    private func drainDeferred(context: ChannelHandlerContext) {
+        while !closing, waiting.isEmpty, outbox.readableBytes <= Self.pauseBytes, let next = deferred.first {
+            if case .response = next, security.buffers.isSpent {
+                scheduleBudgetRetry(context: context)
+                break
+            }
+            deferred.removeFirst()
+            if case .event(_, let body) = next { deferredBytes -= body.readableBytes }
+            if deliver(next, context: context) { return }
+        }
+        afterDelivery(context: context)
+    }
+
+    private func scheduleBudgetRetry(context: ChannelHandlerContext) {
+        guard budgetRetry == nil else { return }
+        budgetRetry = context.eventLoop.assumeIsolated().scheduleTask(in: .milliseconds(50)) { [self] in
+            budgetRetry = nil
+            guard let context = self.context else { return }
+            drainDeferred(context: context)
+        }
     }
 
     private func enqueueReady(_ bytes: [UInt8], context: ChannelHandlerContext) {
@@ -472,17 +651,37 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
         guard !closing else { return }
         // A peer replica receiving a snapshot may hold more; its stream is cut by the engine
         // rather than here.
-        let limit = configuration.maxOutboundBytes * (isPeer ? 16 : 1)
-        let queued = waitingBytes + outbox.readableBytes
+        let limit = configuration.maxOutboundBytes * (isPeer ? 16 : 1) + answerAllowance
+        let queued = waitingBytes + outbox.readableBytes + deferredBytes
         let pending = queued + channelBufferedBytes(context, mattersAbove: limit - queued)
-        guard pending > limit else { return }
+        if pending > BufferBudget.smallHolding || outputCharge.bytes > 0 {
+            outputCharge.update(pending, in: security.buffers)
+        }
+        // While the server's buffers are spent, a connection that holds much and whose peer is
+        // not taking it is let go.
+        let overBudget =
+            pending > BufferBudget.smallHolding && !isPeer && security.buffers.isSpent
+            && (!waiting.isEmpty || !context.channel.isWritable)
+        guard pending > limit || overBudget else { return }
         closing = true
         outbox.clear()
         waiting.removeAll()
         waitingBytes = 0
-        logger.warning("closing a slow consumer", metadata: ["pendingBytes": "\(pending)"])
-        let error = DatabaseError(
-            .slowConsumer, "the connection's unsent output exceeded \(configuration.maxOutboundBytes) bytes")
+        deferred.removeAll()
+        deferredBytes = 0
+        outputCharge.update(0, in: security.buffers)
+        logger.warning(
+            "closing a slow consumer",
+            metadata: [
+                "pendingBytes": "\(pending)", "reason": "\(overBudget ? "maxBufferedBytes" : "maxOutboundBytes")",
+            ])
+        let error =
+            overBudget
+            ? DatabaseError(
+                .slowConsumer,
+                "the connection did not read its output while the server's buffers were full (maxBufferedBytes)")
+            : DatabaseError(
+                .slowConsumer, "the connection's unsent output exceeded \(configuration.maxOutboundBytes) bytes")
         let line = ResponseEncoder.errorEvent(error)
         let written = context.eventLoop.makePromise(of: Void.self)
         written.futureResult.assumeIsolated().whenComplete { result in
@@ -510,6 +709,7 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
         var buffer = outbox
         outbox = spareOutbox.take() ?? context.channel.allocator.buffer(capacity: Swift.min(count, 64 * 1024))
         if waiting.isEmpty, context.channel.isWritable {
+            progress.add(count)
             // One trip down the pipeline for both (`write` then `flush` made two).
             context.writeAndFlush(wrapOutboundOut(buffer), promise: nil)
             // Written whole, the bytes are no longer the channel's: clearing allocates nothing. A
@@ -528,6 +728,7 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
     static let spareOutboxCapacity = 4096
 
     private func write(_ buffer: ByteBuffer, context: ChannelHandlerContext) {
+        progress.add(buffer.readableBytes)
         context.write(wrapOutboundOut(buffer), promise: nil)
     }
 
@@ -550,18 +751,54 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func channelWritabilityChanged(context: ChannelHandlerContext) {
-        if context.channel.isWritable, !waiting.isEmpty, !closing {
-            while context.channel.isWritable, let next = waiting.popFirst() {
-                waitingBytes -= next.readableBytes
-                write(next, context: context)
+        if context.channel.isWritable, !closing {
+            if !waiting.isEmpty {
+                while context.channel.isWritable, let next = waiting.popFirst() {
+                    waitingBytes -= next.readableBytes
+                    write(next, context: context)
+                }
+                context.flush()
+                if closeWhenDrained, waiting.isEmpty {
+                    closeWhenDrained = false
+                    closeAfterWritten(context: context)
+                }
             }
-            context.flush()
-            if closeWhenDrained, waiting.isEmpty {
-                closeWhenDrained = false
-                closeAfterWritten(context: context)
+            if waiting.isEmpty {
+                stallTimer?.cancel()
+                stallTimer = nil
+                if deferred.isEmpty { answerAllowance = 0 }
+                drainDeferred(context: context)
             }
+        } else if !closing, slowConsumerClose == nil {
+            let buffered = channelBufferedBytes(context, mattersAbove: 0)
+            progress.restart(stillBuffered: buffered)
+            armStallTimer(context: context)
+            checkOutboxBound(context: context)
         }
         context.fireChannelWritabilityChanged()
+    }
+
+    /// Checks every `writeStallTimeoutSeconds` while the channel is unwritable: a peer that took
+    /// nothing in that time is disconnected.
+    private func armStallTimer(context: ChannelHandlerContext) {
+        guard stallTimer == nil else { return }
+        let timeout = security.limits.writeStallTimeoutSeconds
+        stallTimer = context.eventLoop.assumeIsolated().scheduleTask(in: .seconds(Int64(timeout))) { [self] in
+            stallTimer = nil
+            guard let context = self.context, !closing, !context.channel.isWritable || !waiting.isEmpty else { return }
+            checkOutboxBound(context: context)
+            guard !closing else { return }
+            if progress.moved(stillBuffered: channelBufferedBytes(context, mattersAbove: 0)) {
+                armStallTimer(context: context)
+                return
+            }
+            limitHit(
+                "closing a connection whose peer stopped reading",
+                metadata: ["pendingBytes": "\(waitingBytes + deferredBytes)", "timeoutSeconds": "\(timeout)"])
+            closing = true
+            outputCharge.update(0, in: security.buffers)
+            context.close(promise: nil)
+        }
     }
 
     // MARK: Shutdown

@@ -40,7 +40,11 @@ public struct ServerConfiguration: Sendable, Equatable {
     public var tlsCertificate: String?
     public var tlsKey: String?
     public var tlsClientCA: String?
-    /// Connection, subscription, write-rate and authentication limits.
+    /// Origins whose pages may call an open server from a browser (`allowedOrigins`), besides
+    /// the server's own and loopback pages; `"*"` allows every origin. With rules the rules
+    /// decide and every origin may call.
+    public var allowedOrigins: [String] = []
+    /// Connection, subscription, write-rate, memory, timeout and authentication limits.
     public var protection = ProtectionLimits()
     /// Longest accepted request line in bytes (`maxMessageBytes`).
     public var maxMessageBytes = 16 * 1024 * 1024

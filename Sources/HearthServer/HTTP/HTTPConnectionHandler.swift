@@ -18,8 +18,15 @@ typealias WellKnownResponder =
 /// check for both protocols) and writes the answer, or keeps a Server-Sent Events stream open.
 ///
 /// It serves one request at a time: the parts of pipelined requests that arrive meanwhile wait in
-/// `queued` (reading stops when too many do), so answers leave in request order. A connection is
-/// idle, receiving, waiting for the engine, or streaming; a stream is the last thing it does.
+/// `queued` (reading stops when too many do), so answers leave in request order, and the next
+/// request is served only once the peer has taken most of the last answer (`blockedOnOutput`),
+/// so a client that asks without reading holds one answer at most. A connection is idle,
+/// receiving, waiting for the engine, or streaming; a stream is the last thing it does.
+///
+/// Every wait is timed (docs/security.md "Timeouts"): the first request head, the idle time
+/// between requests, a body's pace, and output the peer does not take. A body is checked before
+/// it is read: its declared size, the room left in the server's `BufferBudget`, and with rules
+/// the credential (a caller who has not signed in may send only a small body).
 /// Responses are written as bytes (status line, headers, body in one buffer; a stream's events
 /// as chunks), which costs far less than NIOHTTP1's encoder for small answers.
 final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
@@ -56,6 +63,7 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     private let security: SecurityState
     private let parser: RESTRequestParser
     private let wellKnown: WellKnownResponder
+    private let origins: OriginPolicy
     private let registry: ConnectionRegistry
     private let logger: Logger
     private let clock: @Sendable () -> Int64
@@ -73,8 +81,32 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     private var requestsServed = 0
     private var closeAfterAnswer = false
     private var idleTimer: Scheduled<Void>?
-    private var idleTimeout = HTTPConnectionHandler.headTimeout
+    private var idleTimeout: TimeAmount
     private var lastActivity = NIODeadline.now()
+    /// `Access-Control-Allow-Origin` for the request being answered (`OriginPolicy`).
+    private var allowOrigin = "*"
+    /// This connection's share of the server's `BufferBudget`.
+    private var charge = BufferCharge()
+    /// Whether the peer takes the output, checked while the channel is unwritable.
+    private var progress = OutputProgress()
+    private var stallTimer: Scheduled<Void>?
+    /// Whether the next request waits until the channel is writable again: the peer has not yet
+    /// taken the last answer.
+    private var blockedOnOutput = false
+    /// The answer to a broken request that arrived behind requests still being served: written
+    /// once they are answered, then the connection closes.
+    private var deferredFailure: RESTResponse?
+    /// A request that closes the connection arrived: the bytes after it are not requests.
+    private var closingRequestSeen = false
+    private var ignoringInput = false
+    /// The body being received: bytes in the current pace window, and its timer.
+    private var bodyWindowBytes = 0
+    private var bodyTimer: Scheduled<Void>?
+    /// With rules, the most a body may grow to without a credential (nil: no such bound).
+    private var unauthenticatedBodyLimit: Int?
+    /// The credential verified at the head of the request being received, so that it is not
+    /// verified twice.
+    private var preverified: (credential: String, identity: AuthContext)?
     private var keepAliveTimer: Scheduled<Void>?
     private var lastStreamWrite = NIODeadline.now()
     private var outstandingBytes = 0
@@ -88,16 +120,19 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     /// Whether the stream's events are sent as chunks (HTTP/1.1).
     private var chunked = true
 
-    /// The longest a connection may take to send its first request head.
-    static let headTimeout = TimeAmount.seconds(30)
-    /// The longest a keep-alive connection may stay idle between requests.
-    static let idleTimeout = TimeAmount.seconds(60)
+    /// The window over which a body's pace is judged (`minBodyBytesPerSecond`).
+    static let bodyPaceWindow = TimeAmount.seconds(10)
+    /// How long a refused request's remaining bytes are read and dropped before the connection
+    /// closes, so that the close does not reset the connection before the peer reads the answer.
+    static let lingerTime = TimeAmount.seconds(2)
 
     init(
         id: UInt64, engine: Engine, configuration: ServerConfiguration, security: SecurityState,
-        wellKnown: @escaping WellKnownResponder, registry: ConnectionRegistry, logger: Logger,
-        clock: @escaping @Sendable () -> Int64
+        wellKnown: @escaping WellKnownResponder, origins: OriginPolicy, registry: ConnectionRegistry,
+        logger: Logger, clock: @escaping @Sendable () -> Int64
     ) {
+        self.origins = origins
+        self.idleTimeout = .seconds(Int64(security.limits.firstRequestTimeoutSeconds))
         self.id = id
         self.engine = engine
         self.configuration = configuration
@@ -137,13 +172,16 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
         engine.metrics.connectionOpened(kind: .http)
         let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
         registry.add(id: id, channel: context.channel) { bound.value.beginShutdown() }
-        armIdleTimer(context: context, timeout: Self.headTimeout)
+        armIdleTimer(context: context, timeout: .seconds(Int64(security.limits.firstRequestTimeoutSeconds)))
         context.fireChannelActive()
     }
 
     func channelInactive(context: ChannelHandlerContext) {
         idleTimer?.cancel()
         keepAliveTimer?.cancel()
+        stallTimer?.cancel()
+        bodyTimer?.cancel()
+        charge.release(from: security.buffers)
         if admitted {
             admitted = false
             security.connections.release(remoteAddress)
@@ -158,11 +196,22 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         switch error {
-        case let error as HTTPParserError where error == .headerOverflow:
-            answerAndClose(
-                RESTResponse.error(RESTError(.requestHeaderFieldsTooLarge, "the request head exceeds 64 KiB")))
-        case is HTTPParserError:
-            answerAndClose(RESTResponse.error(.badRequest("malformed HTTP request")))
+        case let error as HTTPParserError:
+            // What follows a request that closes the connection is not a request.
+            guard !ignoringInput else { return }
+            let answer =
+                error == .headerOverflow
+                ? RESTResponse.error(RESTError(.requestHeaderFieldsTooLarge, "the request head exceeds 64 KiB"))
+                : RESTResponse.error(.badRequest("malformed HTTP request"))
+            ignoringInput = true
+            // The requests before the broken one get their own answers first.
+            if case .waiting = state {
+                deferredFailure = answer
+            } else if !queued.isEmpty {
+                deferredFailure = answer
+            } else {
+                answerAndClose(answer)
+            }
         case is NIOSSLError, is BoringSSLError:
             security.noticeLog.notice(
                 logger, "TLS handshake failed (a plain-text client, or an untrusted certificate?)",
@@ -181,15 +230,20 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
             context.close(promise: nil)
             return
         }
-        state = .closed
         let head = HTTPRequestHead(version: .http1_1, method: .GET, uri: "/")
-        write(response, for: head, isHead: false, keepAlive: false, context: context)
+        refuseBeforeBody(response, head: head, context: context)
     }
 
     // MARK: Inbound
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard !ignoringInput else { return }
         let part = unwrapInboundIn(data)
+        switch part {
+        case .head(let head) where !head.isKeepAlive: closingRequestSeen = true
+        case .end where closingRequestSeen: ignoringInput = true
+        default: break
+        }
         switch state {
         case .idle where queued.isEmpty, .receiving, .discarding:
             process(part, context: context)
@@ -201,7 +255,7 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     }
 
     func read(context: ChannelHandlerContext) {
-        if queued.count >= Self.maxQueuedParts {
+        if queued.count >= Self.maxQueuedParts || (blockedOnOutput && !queued.isEmpty) {
             readPaused = true
         } else {
             context.read()
@@ -211,6 +265,7 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     /// Serves the queued parts of pipelined requests while the connection is free for them.
     private func processQueued(context: ChannelHandlerContext) {
         while let part = queued.first {
+            if blockedOnOutput, case .idle = state { return }
             switch state {
             case .idle, .receiving, .discarding:
                 queued.removeFirst()
@@ -219,7 +274,18 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
                 return
             }
         }
-        if readPaused, queued.count < Self.maxQueuedParts / 2 {
+        if let failure = deferredFailure {
+            switch state {
+            case .idle, .receiving, .discarding:
+                deferredFailure = nil
+                state = .idle
+                answerAndClose(failure)
+            case .waiting, .streaming, .closed:
+                break
+            }
+            return
+        }
+        if readPaused, queued.count < Self.maxQueuedParts / 2, !blockedOnOutput {
             readPaused = false
             context.read()
         }
@@ -230,32 +296,189 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
         case .head(let head):
             guard case .idle = state else { return }
             let headers = RequestHeaders(head.headers)
-            if head.uri.utf8.count + headers.size > 64 * 1024 {
+            if let refusal = admitHead(head, headers: headers, context: context) {
                 state = .discarding
-                answerAndClose(
-                    RESTResponse.error(RESTError(.requestHeaderFieldsTooLarge, "the request head exceeds 64 KiB")))
-                return
-            }
-            if let length = headers.contentLength.flatMap({ Int($0) }),
-                length > configuration.maxMessageBytes
-            {
-                state = .discarding
-                answerAndClose(RESTResponse.error(bodyTooLarge))
+                refuseBeforeBody(refusal, head: head, context: context)
                 return
             }
             state = .receiving(head, headers, body: context.channel.allocator.buffer(capacity: 0))
         case .body(var chunk):
             guard case .receiving(let head, let headers, var body) = state else { return }
             state = .discarding  // drops the buffer's reference while appending
-            if body.readableBytes + chunk.readableBytes > configuration.maxMessageBytes {
-                answerAndClose(RESTResponse.error(bodyTooLarge))
+            let size = body.readableBytes + chunk.readableBytes
+            bodyWindowBytes += chunk.readableBytes
+            if size > configuration.maxMessageBytes {
+                refuseBeforeBody(RESTResponse.error(bodyTooLarge), head: head, context: context)
                 return
+            }
+            if let limit = unauthenticatedBodyLimit, size > limit {
+                refuseBeforeBody(unauthenticatedBodyRefusal(limit), head: head, context: context)
+                return
+            }
+            if size > BufferBudget.smallHolding, size > charge.bytes {
+                // A body of unknown length (chunked) is counted as it grows.
+                guard security.buffers.hasRoom(for: size - charge.bytes) else {
+                    refuseBeforeBody(buffersFull, head: head, context: context)
+                    return
+                }
+                charge.update(size, in: security.buffers)
             }
             body.writeBuffer(&chunk)
             state = .receiving(head, headers, body: body)
         case .end:
             guard case .receiving(let head, let headers, let body) = state else { return }
-            handle(head: head, headers: headers, body: Array(body.readableBytesView), context: context)
+            bodyTimer?.cancel()
+            bodyTimer = nil
+            unauthenticatedBodyLimit = nil
+            let bytes = Array(body.readableBytesView)
+            state = .receiving(head, headers, body: ByteBuffer())  // the body's buffer is let go
+            charge.update(0, in: security.buffers)
+            handle(head: head, headers: headers, body: bytes, context: context)
+        }
+    }
+
+    /// Why a request must be refused before its body is read (nil: read it), from its head
+    /// alone: its size, where it comes from, its declared body, and with rules its credential.
+    /// Counts the declared body in the server's `BufferBudget`, sends `100 Continue` when the
+    /// client waits for it, and starts timing the body.
+    private func admitHead(
+        _ head: HTTPRequestHead, headers: RequestHeaders, context: ChannelHandlerContext
+    ) -> RESTResponse? {
+        preverified = nil
+        if let refusal {
+            // Over the connection limits: the first request learns why, before its body is read.
+            return RESTResponse.error(RESTError(.tooManyRequests, refusal, headers: [("Retry-After", "1")]))
+        }
+        if head.uri.utf8.count + headers.size > 64 * 1024 {
+            return RESTResponse.error(RESTError(.requestHeaderFieldsTooLarge, "the request head exceeds 64 KiB"))
+        }
+        switch origins.decide(origin: headers.origin, host: headers.host, open: security.isOpen) {
+        case .allowed(let value):
+            allowOrigin = value
+        case .refused(let message):
+            allowOrigin = ""
+            security.counters.limitHits.add(1)
+            security.noticeLog.notice(
+                logger, "cross-origin request refused",
+                metadata: ["peer": "\(remoteAddress)", "origin": "\(headers.origin ?? "-")"])
+            return RESTResponse.error(RESTError(.forbidden, message))
+        }
+        var declared = 0
+        if let text = headers.contentLength {
+            // All digits, but beyond what an Int holds, is still a length: too large.
+            guard !text.isEmpty, text.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) else {
+                return RESTResponse.error(.badRequest("Content-Length must be a number of bytes"))
+            }
+            guard let length = Int(text), length <= configuration.maxMessageBytes else {
+                return RESTResponse.error(bodyTooLarge)
+            }
+            declared = length
+        }
+        let chunked = headers.transferEncoding != nil
+        if let expect = headers.expect, expect.lowercased() != "100-continue" {
+            return RESTResponse.error(RESTError(.expectationFailed, "only Expect: 100-continue is understood"))
+        }
+        guard declared > 0 || chunked else { return nil }
+        if !security.isOpen {
+            let (_, query) = RESTRequestParser.split(uri: head.uri)
+            let credential = RESTRequestParser.credential(QueryParameters(query), headers: headers)
+            let limit = security.limits.maxUnauthenticatedBodyBytes
+            if let credential {
+                // Verified now, before a large body is read, rather than after.
+                if declared > limit || chunked {
+                    switch security.authenticate(credential, from: remoteAddress, now: clock(), logger: logger) {
+                    case .success(let identity): preverified = (credential, identity)
+                    case .failure(let error):
+                        let refused = RESTRender.failure(error, call: RESTCall(action: .getRules))
+                        countRejection(refused)
+                        return RESTResponse.error(refused)
+                    }
+                }
+            } else if declared > limit {
+                return unauthenticatedBodyRefusal(limit)
+            } else {
+                unauthenticatedBodyLimit = limit
+            }
+        }
+        if declared > BufferBudget.smallHolding {
+            guard security.buffers.hasRoom(for: declared) else { return buffersFull }
+            charge.update(declared, in: security.buffers)
+        }
+        if headers.expect != nil {
+            var interim = context.channel.allocator.buffer(capacity: 32)
+            interim.writeStaticString("HTTP/1.1 100 Continue\r\n\r\n")
+            progress.add(interim.readableBytes)
+            context.writeAndFlush(wrapOutboundOut(interim), promise: nil)
+        }
+        bodyWindowBytes = 0
+        armBodyTimer(context: context)
+        return nil
+    }
+
+    private func unauthenticatedBodyRefusal(_ limit: Int) -> RESTResponse {
+        let refused = RESTError(
+            .unauthorized,
+            "Permission denied: without a credential a request body may not exceed \(limit) bytes (maxUnauthenticatedBodyBytes)"
+        )
+        countRejection(refused)
+        return RESTResponse.error(refused)
+    }
+
+    private var buffersFull: RESTResponse {
+        security.counters.limitHits.add(1)
+        let refused = RESTError(
+            .serviceUnavailable,
+            "the server is holding as much for its clients as it may (maxBufferedBytes); try again shortly",
+            headers: [("Retry-After", "1")])
+        countRejection(refused)
+        return RESTResponse.error(refused)
+    }
+
+    /// Answers a request whose body will not be read and closes the connection, reading and
+    /// dropping what the peer still sends for a moment first: closing with unread bytes would
+    /// reset the connection, and the peer could lose the answer.
+    private func refuseBeforeBody(_ response: RESTResponse, head: HTTPRequestHead, context: ChannelHandlerContext) {
+        bodyTimer?.cancel()
+        bodyTimer = nil
+        unauthenticatedBodyLimit = nil
+        preverified = nil
+        charge.update(0, in: security.buffers)
+        ignoringInput = true
+        queued.removeAll()
+        state = .closed
+        write(
+            response, for: head, isHead: head.method == .HEAD, keepAlive: false, closeWhenWritten: false,
+            context: context)
+        context.eventLoop.assumeIsolated().scheduleTask(in: Self.lingerTime) { context.close(promise: nil) }
+        if readPaused {
+            readPaused = false
+            context.read()
+        }
+    }
+
+    /// Closes a connection whose request body arrives slower than `minBodyBytesPerSecond`,
+    /// judged over `bodyPaceWindow` (or the first-request timeout when shorter).
+    private func armBodyTimer(context: ChannelHandlerContext) {
+        bodyTimer?.cancel()
+        let limits = security.limits
+        let window = min(Self.bodyPaceWindow, .seconds(Int64(limits.firstRequestTimeoutSeconds)))
+        bodyTimer = context.eventLoop.assumeIsolated().scheduleTask(in: window) { [self] in
+            bodyTimer = nil
+            guard case .receiving(let head, _, _) = state, let context = self.context else { return }
+            let needed = Int64(limits.minBodyBytesPerSecond) * window.nanoseconds / 1_000_000_000
+            if Int64(bodyWindowBytes) < max(1, needed) {
+                security.counters.limitHits.add(1)
+                security.noticeLog.notice(
+                    logger, "closing a connection whose request body stalled", metadata: ["peer": "\(remoteAddress)"])
+                let slow = RESTError(
+                    .requestTimeout,
+                    "the request body arrived slower than \(limits.minBodyBytesPerSecond) bytes a second (minBodyBytesPerSecond)"
+                )
+                refuseBeforeBody(RESTResponse.error(slow), head: head, context: context)
+                return
+            }
+            bodyWindowBytes = 0
+            armBodyTimer(context: context)
         }
     }
 
@@ -267,13 +490,6 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
         head: HTTPRequestHead, headers: RequestHeaders, body: [UInt8], context: ChannelHandlerContext
     ) {
         requestsServed += 1
-        if let refusal {
-            state = .closed
-            write(
-                RESTResponse.error(RESTError(.tooManyRequests, refusal)), for: head, isHead: false, keepAlive: false,
-                context: context)
-            return
-        }
         let call: RESTCall
         do { call = try parser.parse(head: head, headers: headers, body: body) } catch {
             countRejection(error)
@@ -416,9 +632,13 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
             return .success(.signOut)
         }
         var identity: AuthContext?
-        switch security.authenticate(credential, from: remoteAddress, now: clock(), logger: logger) {
-        case .failure(let error): return .failure(RESTRender.failure(error, call: call))
-        case .success(let verified): identity = verified
+        if let (checked, verified) = preverified.take(), checked == credential {
+            identity = verified
+        } else {
+            switch security.authenticate(credential, from: remoteAddress, now: clock(), logger: logger) {
+            case .failure(let error): return .failure(RESTRender.failure(error, call: call))
+            case .success(let verified): identity = verified
+            }
         }
         var key = credential
         if let override = call.authOverride, identity?.isAdmin == true {
@@ -503,19 +723,22 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
         let keepAlive = head.isKeepAlive && !closeAfterAnswer
         state = keepAlive ? .idle : .closed
         write(
-            response, for: head, isHead: call?.isHead ?? (head.method == .HEAD), keepAlive: keepAlive, context: context)
+            response, for: head, isHead: call?.isHead ?? (head.method == .HEAD), keepAlive: keepAlive,
+            closeWhenWritten: true, context: context)
         if keepAlive {
-            armIdleTimer(context: context, timeout: Self.idleTimeout)
+            armIdleTimer(context: context, timeout: .seconds(Int64(security.limits.idleTimeoutSeconds)))
+            // The next request waits until the peer has taken this answer (`channelWritabilityChanged`).
+            if !context.channel.isWritable { blockedOnOutput = true }
             processQueued(context: context)
         }
     }
 
     private func write(
         _ response: RESTResponse, for head: HTTPRequestHead, isHead: Bool, keepAlive: Bool,
-        context: ChannelHandlerContext
+        closeWhenWritten: Bool, context: ChannelHandlerContext
     ) {
         var buffer = context.channel.allocator.buffer(capacity: 320 + response.body.count)
-        Self.writeStatusLine(response.status, version: head.version, into: &buffer)
+        Self.writeStatusLine(response.status, version: head.version, allowOrigin: allowOrigin, into: &buffer)
         if let contentType = response.contentType { Self.writeHeader("Content-Type", contentType, into: &buffer) }
         for (name, value) in response.headers { Self.writeHeader(name, value, into: &buffer) }
         if response.status != .notModified, response.status != .noContent {
@@ -526,7 +749,8 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
         if !keepAlive { buffer.writeStaticString("Connection: close\r\n") }
         buffer.writeStaticString("\r\n")
         if !isHead { buffer.writeBytes(response.body) }
-        guard !keepAlive else {
+        progress.add(buffer.readableBytes)
+        guard !keepAlive, closeWhenWritten else {
             context.writeAndFlush(wrapOutboundOut(buffer), promise: nil)
             return
         }
@@ -537,15 +761,23 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
 
     /// The status line and the headers every answer carries (rest.md §5, §7).
     private static func writeStatusLine(
-        _ status: HTTPResponseStatus, version: HTTPVersion, into buffer: inout ByteBuffer
+        _ status: HTTPResponseStatus, version: HTTPVersion, allowOrigin: String, into buffer: inout ByteBuffer
     ) {
         buffer.writeStaticString(version.major == 1 && version.minor == 0 ? "HTTP/1.0 " : "HTTP/1.1 ")
         buffer.writeString(String(status.code))
         buffer.writeStaticString(" ")
         buffer.writeString(status.reasonPhrase)
-        buffer.writeStaticString(
-            "\r\nCache-Control: no-cache\r\nAccess-Control-Allow-Origin: *\r\nAccess-Control-Expose-Headers: ETag, X-Hearth-Rev, X-Hearth-Warning\r\n"
-        )
+        if allowOrigin == "*" {
+            buffer.writeStaticString(
+                "\r\nCache-Control: no-cache\r\nAccess-Control-Allow-Origin: *\r\nAccess-Control-Expose-Headers: ETag, X-Hearth-Rev, X-Hearth-Warning\r\n"
+            )
+        } else {
+            // An open server names the one origin it allows (none for a refused one), and says
+            // that the answer depends on it.
+            buffer.writeStaticString("\r\nCache-Control: no-cache\r\nVary: Origin\r\n")
+            if !allowOrigin.isEmpty { writeHeader("Access-Control-Allow-Origin", allowOrigin, into: &buffer) }
+            buffer.writeStaticString("Access-Control-Expose-Headers: ETag, X-Hearth-Rev, X-Hearth-Warning\r\n")
+        }
     }
 
     /// One header line; a name or value with a line break or another control character (which
@@ -568,7 +800,7 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
         // HTTP/1.1 streams are chunked; HTTP/1.0 ones end when the connection closes.
         chunked = !(head.version.major == 1 && head.version.minor == 0)
         var buffer = context.channel.allocator.buffer(capacity: 320)
-        Self.writeStatusLine(.ok, version: head.version, into: &buffer)
+        Self.writeStatusLine(.ok, version: head.version, allowOrigin: allowOrigin, into: &buffer)
         buffer.writeStaticString("Content-Type: text/event-stream; charset=utf-8\r\nX-Hearth-Rev: ")
         buffer.writeString(String(rev))
         buffer.writeStaticString("\r\n")
@@ -577,6 +809,7 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
         state = .streaming(Stream(head: head, sub: sub))
         engine.metrics.streamOpened()
         streamCounted = true
+        progress.add(buffer.readableBytes)
         context.write(wrapOutboundOut(buffer), promise: nil)
         lastStreamWrite = .now()
         armKeepAlive(context: context)
@@ -585,17 +818,34 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
 
     private func writeStreamBytes(_ bytes: inout ByteBuffer, context: ChannelHandlerContext) {
         let count = bytes.readableBytes
-        // A reader too slow to keep its unsent output under the bound is cut (rest.md §10).
-        if outstandingBytes + count > configuration.maxOutboundBytes {
-            logger.warning("closing a slow event-stream reader", metadata: ["pendingBytes": "\(outstandingBytes)"])
+        // A reader too slow to keep its unsent output under the bound is cut (docs/REST.md
+        // "Streaming"), and so is one holding much while the server's buffers are spent.
+        let overBudget =
+            outstandingBytes + count > BufferBudget.smallHolding && !context.channel.isWritable
+            && security.buffers.isSpent
+        if outstandingBytes + count > configuration.maxOutboundBytes || overBudget {
+            logger.warning(
+                "closing a slow event-stream reader",
+                metadata: [
+                    "pendingBytes": "\(outstandingBytes)",
+                    "reason": "\(overBudget ? "maxBufferedBytes" : "maxOutboundBytes")",
+                ])
             state = .closed
+            charge.update(0, in: security.buffers)
             context.close(promise: nil)
             return
         }
         outstandingBytes += count
+        if outstandingBytes > BufferBudget.smallHolding || charge.bytes > 0 {
+            charge.update(outstandingBytes, in: security.buffers)
+        }
+        progress.add(count)
         lastStreamWrite = .now()
         let promise = context.eventLoop.makePromise(of: Void.self)
-        promise.futureResult.assumeIsolated().whenComplete { [self] _ in outstandingBytes -= count }
+        promise.futureResult.assumeIsolated().whenComplete { [self] _ in
+            outstandingBytes -= count
+            if charge.bytes > 0 { charge.update(outstandingBytes, in: security.buffers) }
+        }
         if chunked {
             var framed = context.channel.allocator.buffer(capacity: count + 12)
             framed.writeString(String(count, radix: 16))
@@ -618,6 +868,7 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
         state = .closed
         keepAliveTimer?.cancel()
         let last = context.channel.allocator.buffer(staticString: chunked ? "0\r\n\r\n" : "")
+        progress.add(last.readableBytes)
         context.writeAndFlush(wrapOutboundOut(last)).assumeIsolated().whenComplete { _ in
             context.close(promise: nil)
         }
@@ -658,6 +909,70 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
             } else {
                 scheduleIdleCheck(context: context, at: due)
             }
+        }
+    }
+
+    // MARK: Output the peer does not take
+
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        if context.channel.isWritable {
+            stallTimer?.cancel()
+            stallTimer = nil
+            if case .streaming = state {} else { charge.update(0, in: security.buffers) }
+            if blockedOnOutput {
+                blockedOnOutput = false
+                processQueued(context: context)
+            }
+        } else {
+            let buffered = bufferedBytes(context)
+            if case .streaming = state {} else { charge.update(buffered, in: security.buffers) }
+            if closeIfOverBudget(buffered: buffered, context: context) { return }
+            progress.restart(stillBuffered: buffered)
+            armStallTimer(context: context)
+        }
+        context.fireChannelWritabilityChanged()
+    }
+
+    /// The bytes the channel holds that have not reached the socket.
+    private func bufferedBytes(_ context: ChannelHandlerContext) -> Int {
+        (try? context.channel.syncOptions?.getOption(.bufferedWritableBytes)) ?? 0
+    }
+
+    /// While the server's buffers are spent, a connection whose peer is not taking a sizeable
+    /// output is the one to let go. True when it closed the connection.
+    private func closeIfOverBudget(buffered: Int, context: ChannelHandlerContext) -> Bool {
+        guard buffered > BufferBudget.smallHolding, security.buffers.isSpent else { return false }
+        security.counters.limitHits.add(1)
+        logger.warning(
+            "closing a connection that does not read while the server's buffers are full",
+            metadata: ["pendingBytes": "\(buffered)", "peer": "\(remoteAddress)"])
+        state = .closed
+        charge.update(0, in: security.buffers)
+        context.close(promise: nil)
+        return true
+    }
+
+    /// Checks every `writeStallTimeoutSeconds` while the channel is unwritable: a peer that took
+    /// nothing in that time is disconnected.
+    private func armStallTimer(context: ChannelHandlerContext) {
+        guard stallTimer == nil else { return }
+        let timeout = TimeAmount.seconds(Int64(security.limits.writeStallTimeoutSeconds))
+        stallTimer = context.eventLoop.assumeIsolated().scheduleTask(in: timeout) { [self] in
+            stallTimer = nil
+            guard let context = self.context, !context.channel.isWritable else { return }
+            let buffered = bufferedBytes(context)
+            if closeIfOverBudget(buffered: buffered, context: context) { return }
+            if progress.moved(stillBuffered: buffered) {
+                armStallTimer(context: context)
+                return
+            }
+            security.counters.limitHits.add(1)
+            security.noticeLog.notice(
+                logger, "closing a connection whose peer stopped reading",
+                metadata: ["peer": "\(remoteAddress)", "pendingBytes": "\(buffered)"])
+            state = .closed
+            charge.update(0, in: security.buffers)
+            context.close(promise: nil)
         }
     }
 

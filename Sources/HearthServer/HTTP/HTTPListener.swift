@@ -26,6 +26,8 @@ enum HTTPListener {
         decoderLimits.maxHeaderListSize = 64 * 1024
         decoderLimits.maxHeaderFieldSize = 64 * 1024
         let limits = decoderLimits
+        let origins = OriginPolicy(
+            allowedOrigins: context.configuration.allowedOrigins, boundHost: context.configuration.host)
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 1024)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
@@ -45,8 +47,8 @@ enum HTTPListener {
                         HTTPConnectionHandler(
                             id: context.connectionIDs.next(), engine: context.engine,
                             configuration: context.configuration, security: context.security,
-                            wellKnown: context.wellKnown, registry: context.registry, logger: context.logger,
-                            clock: context.clock))
+                            wellKnown: context.wellKnown, origins: origins, registry: context.registry,
+                            logger: context.logger, clock: context.clock))
                 }
             }
         do {

@@ -79,6 +79,9 @@ struct RESTRequestParser {
 
     func parse(head: HTTPRequestHead, headers: RequestHeaders, body: [UInt8]) throws(RESTError) -> RESTCall {
         let (rawPath, rawQuery) = Self.split(uri: head.uri)
+        guard rawPath.hasPrefix("/") || (head.method == .OPTIONS && rawPath == "*") else {
+            throw .badRequest("the request target must be a path starting with / (or an absolute http URL)")
+        }
         let parameters = QueryParameters(rawQuery)
         if head.method == .OPTIONS {
             return RESTCall(
@@ -174,7 +177,7 @@ struct RESTRequestParser {
             if isRead {
                 call = try read(
                     path: path, pathText: pathText, priorityOnly: priorityOnly, headers: headers,
-                    parameters: parameters)
+                    parameters: parameters, isHead: method == .HEAD)
             } else {
                 try Self.refuseReadParameters(parameters)
                 call = try write(
@@ -230,9 +233,11 @@ struct RESTRequestParser {
     // MARK: Reads
 
     private func read(
-        path: Path, pathText: String, priorityOnly: Bool, headers: RequestHeaders, parameters: QueryParameters
+        path: Path, pathText: String, priorityOnly: Bool, headers: RequestHeaders, parameters: QueryParameters,
+        isHead: Bool
     ) throws(RESTError) -> RESTCall {
-        let streaming = headers.acceptsEventStream
+        // A HEAD asks for the answer's head only, so it never opens a stream.
+        let streaming = headers.acceptsEventStream && !isHead
         var format = Node.Format.plain
         switch parameters["format"]?.decoded {
         case nil: break
@@ -384,9 +389,26 @@ struct RESTRequestParser {
         byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0D
     }
 
+    /// The path and the query of a request target: the origin form (`/a/b.json?x=1`) or the
+    /// absolute form (`http://host/a/b.json?x=1`, which a client must use through a proxy and a
+    /// server must accept), whose scheme and authority are left out.
     static func split(uri: String) -> (path: Substring, query: Substring) {
-        guard let mark = uri.firstIndex(of: "?") else { return (Substring(uri), "") }
-        return (uri[..<mark], uri[uri.index(after: mark)...])
+        var target = Substring(uri)
+        if let scheme = ["http://", "https://"].first(where: { uri.utf8.count > $0.utf8.count && hasPrefixIgnoringCase(uri, $0) }) {
+            let afterScheme = target.dropFirst(scheme.count)
+            if let end = afterScheme.firstIndex(where: { $0 == "/" || $0 == "?" }) {
+                target = afterScheme[end...]
+                if target.first == "?" { target = "/" + target }
+            } else {
+                target = "/"
+            }
+        }
+        guard let mark = target.firstIndex(of: "?") else { return (target, "") }
+        return (target[..<mark], target[target.index(after: mark)...])
+    }
+
+    private static func hasPrefixIgnoringCase(_ text: String, _ lowercasePrefix: String) -> Bool {
+        text.utf8.prefix(lowercasePrefix.utf8.count).map { $0 | 0x20 }.elementsEqual(lowercasePrefix.utf8.map { $0 | 0x20 })
     }
 
     /// The percent-decoded segments of a location, empty ones dropped; a segment that decodes
@@ -534,6 +556,14 @@ struct RequestHeaders {
     var authorization: String?
     var accessControlRequestHeaders: String?
     var contentLength: String?
+    /// `Transfer-Encoding` (a chunked body's length is not known up front).
+    var transferEncoding: String?
+    /// `Expect` (`100-continue`).
+    var expect: String?
+    /// `Origin`: the page a browser sends the request for.
+    var origin: String?
+    /// `Host`.
+    var host: String?
     /// The bytes of every name and value, for the 64 KiB bound on a head.
     var size = 0
 
@@ -541,8 +571,12 @@ struct RequestHeaders {
         for (name, value) in headers {
             size += name.utf8.count + value.utf8.count
             switch name.utf8.count {
+            case 4 where Self.named(name, "host"): host = value
             case 6 where Self.named(name, "accept"):
                 if value.utf8.count >= 17, Self.contains(value, "text/event-stream") { acceptsEventStream = true }
+            case 6 where Self.named(name, "origin"): origin = value
+            case 6 where Self.named(name, "expect"): expect = value
+            case 17 where Self.named(name, "transfer-encoding"): transferEncoding = value
             case 8 where Self.named(name, "if-match"): ifMatch.append(value)
             case 13 where Self.named(name, "authorization"): authorization = value
             case 13 where Self.named(name, "if-none-match"): ifNoneMatch = value

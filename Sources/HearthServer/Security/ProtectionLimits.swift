@@ -15,6 +15,25 @@ public struct ProtectionLimits: Sendable, Equatable {
     public var authTimeoutSeconds = 0
     /// Failed `auth` attempts one address may make per minute (`maxFailedAuthPerMinute`).
     public var maxFailedAuthPerMinute = 20
+    /// Bytes the server holds for all its clients together: output written but not yet taken
+    /// by the peer, and request bodies and unfinished request lines being read
+    /// (`maxBufferedBytes`). Past it, reading pauses and the largest holders are cut.
+    public var maxBufferedBytes = 256 * 1024 * 1024
+    /// A connection whose unsent output has not moved for this long is closed
+    /// (`writeStallTimeoutSeconds`).
+    public var writeStallTimeoutSeconds = 30
+    /// A new connection must send its first whole request (an HTTP head, a line) within this
+    /// long, and an HTTP request's head must arrive whole within it (`firstRequestTimeoutSeconds`).
+    public var firstRequestTimeoutSeconds = 30
+    /// An HTTP keep-alive connection may wait this long for its next request
+    /// (`idleTimeoutSeconds`).
+    public var idleTimeoutSeconds = 60
+    /// The slowest a request body (or an unfinished line-protocol line) may arrive, judged over
+    /// windows of ten seconds (`minBodyBytesPerSecond`).
+    public var minBodyBytesPerSecond = 1024
+    /// With rules, the largest body (or line) a caller who has not signed in may send: anything
+    /// larger is refused before it is read (`maxUnauthenticatedBodyBytes`).
+    public var maxUnauthenticatedBodyBytes = 256 * 1024
 
     public init() {}
 }

@@ -11,6 +11,8 @@ final class SecurityState: Sendable {
     let noticeLog = RateLimitedLog(linesPerSecond: 5)
     let failedAuth: FailedAuthThrottle
     let connections = ConnectionCounter()
+    /// What the server holds for all its clients together (`maxBufferedBytes`).
+    let buffers: BufferBudget
     /// Sent in every `hello` when the server runs open on a reachable address.
     let helloWarning: String?
     private let verifierBox: NIOLockedValueBox<TokenVerifier>
@@ -23,6 +25,7 @@ final class SecurityState: Sendable {
         clusterSecret: String? = nil
     ) {
         self.limits = limits
+        self.buffers = BufferBudget(limit: limits.maxBufferedBytes)
         self.clusterSecret = clusterSecret.map { Array($0.utf8) }
         self.failedAuth = FailedAuthThrottle(perMinute: limits.maxFailedAuthPerMinute)
         self.helloWarning = helloWarning
