@@ -245,7 +245,7 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
         default: break
         }
         switch state {
-        case .idle where queued.isEmpty, .receiving, .discarding:
+        case .idle where queued.isEmpty && !blockedOnOutput, .receiving, .discarding:
             process(part, context: context)
         case .idle, .waiting:
             queued.append(part)
@@ -903,7 +903,10 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
             // A connection busy with a request (or a stream) is re-armed when it is next idle.
             guard case .idle = state, let context = self.context else { return }
             let due = lastActivity + idleTimeout
-            if NIODeadline.now() >= due {
+            if !context.channel.isWritable {
+                // The last answer is still on its way: not idle (the stall timer watches it).
+                scheduleIdleCheck(context: context, at: NIODeadline.now() + idleTimeout)
+            } else if NIODeadline.now() >= due {
                 state = .closed
                 context.close(promise: nil)
             } else {

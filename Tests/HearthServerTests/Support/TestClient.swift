@@ -103,6 +103,24 @@ final class TestClient {
         return false
     }
 
+    /// True when the server has closed the connection: the bytes still in the socket (at most
+    /// `maxBytes`, discarded unparsed) end within `timeout` in an end of stream or a reset.
+    func endsWithinBytes(_ maxBytes: Int, timeout: Double = 10) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        var total = buffer.count
+        buffer.removeAll()
+        var chunk = [UInt8](repeating: 0, count: 1 << 20)
+        while deadline.timeIntervalSinceNow > 0, total <= maxBytes {
+            var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            guard poll(&pfd, 1, 100) > 0 else { continue }
+            let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if n == 0 || (n < 0 && errno == ECONNRESET) { return true }
+            if n < 0 { return false }
+            total += n
+        }
+        return false
+    }
+
     /// Half-closes: no more requests, answers still wanted.
     func shutdownWrite() {
         shutdown(fd, Int32(SHUT_WR))
