@@ -78,6 +78,30 @@ public struct TokenVerifier: Sendable {
         }
     }
 
+    /// The shortest admin secret that counts as impossible to guess online: the size the HS256
+    /// key must have too (RFC 7518 §3.2).
+    public static let unguessableSecretBytes = 32
+
+    /// Verifies `token` only when it is a credential nobody can find by trying: a JWT (its
+    /// signature must verify with a configured key, and every HS256 key has at least 32 bytes)
+    /// or an admin secret of at least `unguessableSecretBytes` bytes. Anything else fails without
+    /// being compared with the shorter admin secrets or taken as the emulator's `owner`, so the
+    /// answer says nothing about them. For a sender throttled for failed attempts: the throttle
+    /// protects what can be guessed, and need not lock out what cannot.
+    public func verifyUnguessable(_ token: String, now: Int64) -> Result<AuthContext, DatabaseError> {
+        let bytes = Array(token.utf8)
+        var isAdmin = false
+        for secret in adminSecrets where secret.count >= Self.unguessableSecretBytes {
+            if ConstantTime.equals(bytes, secret) { isAdmin = true }
+        }
+        if isAdmin { return .success(.admin) }
+        do {
+            return .success(try verifyJWT(bytes, now: now))
+        } catch {
+            return .failure(error)
+        }
+    }
+
     private func verifyJWT(_ bytes: [UInt8], now: Int64) throws(DatabaseError) -> AuthContext {
         let parts = bytes.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
         guard parts.count == 3, !parts[0].isEmpty, !parts[1].isEmpty else {

@@ -85,7 +85,7 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
     private var remoteAddress = "?"
     /// Counted in `security.connections` (so released at close).
     private var admitted = false
-    @exclusivity(unchecked) private var writeLimiter: WriteRateLimiter?
+    @exclusivity(unchecked) private var writeLimiter: WriteLimits?
     /// Authenticated with the cluster secret (a peer node).
     @exclusivity(unchecked) private var isPeer = false
     /// Closes the connection unless it authenticates in time (`authTimeoutSeconds`).
@@ -129,7 +129,6 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
         self.gatherer = gatherer
         self.configuration = configuration
         self.security = security
-        self.writeLimiter = WriteRateLimiter(rate: security.limits.maxWritesPerSecondPerConnection)
         self.clustered = configuration.cluster != nil || engine.clusterHooks != nil
         self.decoder = RequestDecoder(limits: configuration.limits, keepsSource: clustered)
         self.registry = registry
@@ -165,6 +164,7 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
             return
         }
         admitted = true
+        writeLimiter = WriteLimits(security: security, address: remoteAddress, isLoopback: local)
         engine.metrics.connectionOpened(kind: .tcp)
         let hello = ResponseEncoder.hello(
             server: configuration.serverName, serverTime: clock(), connection: String(id),
@@ -426,9 +426,9 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
                 return .success(Request(id: request.id, operation: .auth(.refused(error))))
             }
         case .write, .push:
-            if let wait = writeLimiter?.take() {
+            if let refusal = writeLimiter?.take() {
                 security.noticeLog.notice(logger, "write rate limit", metadata: ["peer": "\(remoteAddress)"])
-                let error = security.writeRateExceeded(retryAfterMs: wait)
+                let error = security.writeRateExceeded(refusal)
                 return .failure(RequestDecoder.Failure(id: request.id, error: error))
             }
             return .success(request)

@@ -161,6 +161,9 @@ extension ServerConfiguration {
         case "maxSubscriptionsPerConnection": protection.maxSubscriptionsPerConnection = try integer(1...10_000_000)
         case "maxWritesPerSecondPerConnection":
             protection.maxWritesPerSecondPerConnection = try integer(0...100_000_000)
+        case "maxWritesPerSecondPerAddress": protection.maxWritesPerSecondPerAddress = try integer(0...100_000_000)
+        case "limitLoopback": protection.limitLoopback = try bool()
+        case "metricsRequireAdmin": metricsRequireAdmin = try bool()
         case "authTimeoutSeconds": protection.authTimeoutSeconds = try integer(0...86_400)
         case "maxFailedAuthPerMinute": protection.maxFailedAuthPerMinute = try integer(1...1_000_000)
         case "maxBufferedBytes": protection.maxBufferedBytes = try integer((1 << 20)...(1 << 40))

@@ -70,6 +70,9 @@ public struct ServerConfiguration: Sendable, Equatable {
     public var changeLogRevisions = 10_000
     /// Reject queries on children without `.indexOn` instead of warning (`strictIndexes`).
     public var strictIndexes = false
+    /// With rules in force, `/.well-known/hearth/metrics` needs an admin credential, as stats
+    /// do (`metricsRequireAdmin`).
+    public var metricsRequireAdmin = false
     /// The name and version sent in `hello`.
     public var serverName = "hearthd/\(hearthVersion)"
     /// Replicas and failover on etcd (`cluster`, docs/cluster.md); nil: a standalone server.

@@ -75,7 +75,7 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     private var admitted = false
     /// Why this connection may not be served (connection limits): its first request gets it.
     private var refusal: String?
-    private var writeLimiter: WriteRateLimiter?
+    private var writeLimiter: WriteLimits?
     /// The credential (and override) whose identity the engine's session holds; "" for none.
     private var engineIdentity = ""
     private var requestsServed = 0
@@ -140,7 +140,6 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
         self.parser = RESTRequestParser(decoder: RequestDecoder(limits: configuration.limits))
         self.wellKnown = wellKnown
         self.registry = registry
-        self.writeLimiter = WriteRateLimiter(rate: security.limits.maxWritesPerSecondPerConnection)
         var logger = logger
         logger[metadataKey: "http-connection"] = "\(id)"
         self.logger = logger
@@ -169,6 +168,7 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
         } else {
             admitted = true
         }
+        writeLimiter = WriteLimits(security: security, address: remoteAddress, isLoopback: local)
         engine.metrics.connectionOpened(kind: .http)
         let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
         registry.add(id: id, channel: context.channel) { bound.value.beginShutdown() }
@@ -511,9 +511,12 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
             ]
             finish(response, head: head, call: nil, context: context)
         case .wellKnown(let path):
-            // Stats name the paths of slow and unindexed queries: with rules, for admins only.
-            // Health and metrics (counts only) stay open to probes and scrapers.
-            if path == WellKnownEndpoints.statsPath, let refused = adminRefusal(call) {
+            // Stats name the paths of slow and unindexed queries: with rules, for admins only;
+            // metrics too under `metricsRequireAdmin`. Health stays open to probes.
+            let adminOnly =
+                path == WellKnownEndpoints.statsPath
+                || (path == WellKnownEndpoints.metricsPath && configuration.metricsRequireAdmin)
+            if adminOnly, let refused = adminRefusal(call) {
                 countRejection(refused)
                 finish(RESTResponse.error(refused), head: head, call: call, context: context)
                 return
@@ -553,8 +556,8 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
             response.contentType = asset.contentType
             finish(response, head: head, call: call, context: context)
         case .write(let operation, _, _):
-            if let wait = writeLimiter?.take() {
-                let refused = RESTRender.failure(security.writeRateExceeded(retryAfterMs: wait), call: call)
+            if let refusal = writeLimiter?.take() {
+                let refused = RESTRender.failure(security.writeRateExceeded(refusal), call: call)
                 countRejection(refused)
                 finish(RESTResponse.error(refused), head: head, call: call, context: context)
                 return

@@ -4,9 +4,10 @@ public import NIOCore
 /// `health` (JSON, 200 or 503), `metrics` (Prometheus text) and `stats` (JSON). They take no
 /// parameters and change nothing, so they answer `GET` (and `HEAD`, without the body) alike.
 ///
-/// They are not behind the rules or authentication: they show no data, only counts, sizes and the
-/// paths and queries of slow and unindexed queries; a deployment that must hide those keeps the
-/// HTTP port off untrusted networks or filters `/.well-known/` at its proxy.
+/// They show no data, only counts, sizes and the paths and queries of slow and unindexed
+/// queries. With rules, the HTTP layer serves stats to admins only, and metrics too under
+/// `metricsRequireAdmin`; health is open to every probe. The metrics text is rendered at most
+/// once a second (`MetricsCache`), so scrapers polling it cost the server next to nothing.
 public struct WellKnownEndpoints: Sendable {
     public static let healthPath = "/.well-known/hearth/health"
     public static let metricsPath = "/.well-known/hearth/metrics"
@@ -16,6 +17,7 @@ public struct WellKnownEndpoints: Sendable {
     public let metrics: ServerMetrics
     let health: HealthCheck
     let stats: ServerStats
+    let metricsCache = MetricsCache()
     /// The loops the responses complete on when the caller names none.
     let eventLoops: any EventLoopGroup
 
@@ -49,7 +51,7 @@ public struct WellKnownEndpoints: Sendable {
             return eventLoop.makeSucceededFuture(
                 WellKnownResponse(
                     status: 200, contentType: WellKnownResponse.prometheusContentType,
-                    body: metrics.prometheusBytes()))
+                    body: metricsCache.bytes { metrics.prometheusBytes() }))
         case Self.statsPath:
             return eventLoop.makeSucceededFuture(.json(stats.body()))
         default:

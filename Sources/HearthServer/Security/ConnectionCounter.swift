@@ -1,7 +1,7 @@
 import NIOConcurrencyHelpers
 
 /// Open connections in all and per remote address, for `maxConnections` and
-/// `maxConnectionsPerAddress`.
+/// `maxConnectionsPerAddress` (which spares loopback unless `limitLoopback`).
 final class ConnectionCounter: Sendable {
     private struct Counts {
         var total = 0
@@ -17,7 +17,7 @@ final class ConnectionCounter: Sendable {
                 return "the server has reached its limit of \(limits.maxConnections) connections (maxConnections)"
             }
             let fromAddress = counts.byAddress[address] ?? 0
-            if !isLoopback, fromAddress >= limits.maxConnectionsPerAddress {
+            if !isLoopback || limits.limitLoopback, fromAddress >= limits.maxConnectionsPerAddress {
                 return
                     "\(address) already has \(fromAddress) connections open (maxConnectionsPerAddress is \(limits.maxConnectionsPerAddress))"
             }

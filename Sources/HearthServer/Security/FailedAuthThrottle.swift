@@ -1,8 +1,9 @@
 import NIOConcurrencyHelpers
 
 /// Failed `auth` attempts per remote address and minute: past the limit, further attempts from
-/// that address are refused with `overloaded` until the minute ends (security.md §6), which
-/// makes guessing an admin secret impractical.
+/// that address are refused with `overloaded` until the minute ends, which makes guessing an
+/// admin secret impractical. Credentials that cannot be guessed still pass
+/// (`SecurityState.authenticate`, docs/security.md).
 final class FailedAuthThrottle: Sendable {
     private struct Entry {
         var minute: Int64

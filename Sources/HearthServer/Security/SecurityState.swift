@@ -13,6 +13,8 @@ final class SecurityState: Sendable {
     let connections = ConnectionCounter()
     /// What the server holds for all its clients together (`maxBufferedBytes`).
     let buffers: BufferBudget
+    /// `maxWritesPerSecondPerAddress`; nil when off.
+    let addressWrites: AddressWriteLimiter?
     /// Sent in every `hello` when the server runs open on a reachable address.
     let helloWarning: String?
     private let verifierBox: NIOLockedValueBox<TokenVerifier>
@@ -28,6 +30,7 @@ final class SecurityState: Sendable {
         self.buffers = BufferBudget(limit: limits.maxBufferedBytes)
         self.clusterSecret = clusterSecret.map { Array($0.utf8) }
         self.failedAuth = FailedAuthThrottle(perMinute: limits.maxFailedAuthPerMinute)
+        self.addressWrites = AddressWriteLimiter(rate: limits.maxWritesPerSecondPerAddress)
         self.helloWarning = helloWarning
         verifierBox = NIOLockedValueBox(verifier)
         openBox = NIOLockedValueBox(open)
@@ -99,24 +102,35 @@ final class RateLimitedLog: Sendable {
 }
 
 extension SecurityState {
-    /// The answer to a write over `maxWritesPerSecondPerConnection` (either protocol): nothing
-    /// was applied; retry after `retryAfterMs`.
-    func writeRateExceeded(retryAfterMs: Int) -> DatabaseError {
+    /// The answer to a write over `maxWritesPerSecondPerConnection` or
+    /// `maxWritesPerSecondPerAddress` (either protocol): nothing was applied; retry after
+    /// `retryAfterMs`.
+    func writeRateExceeded(_ refusal: WriteLimits.Refusal) -> DatabaseError {
         counters.limitHits.add(1)
-        return DatabaseError(
-            .overloaded,
-            "this connection writes faster than \(limits.maxWritesPerSecondPerConnection) a second (maxWritesPerSecondPerConnection); nothing was applied",
-            retryAfterMs: retryAfterMs)
+        let message: String
+        switch refusal {
+        case .connection:
+            message =
+                "this connection writes faster than \(limits.maxWritesPerSecondPerConnection) a second (maxWritesPerSecondPerConnection); nothing was applied"
+        case .address:
+            message =
+                "this address writes faster than \(limits.maxWritesPerSecondPerAddress) a second (maxWritesPerSecondPerAddress); nothing was applied"
+        }
+        return DatabaseError(.overloaded, message, retryAfterMs: refusal.retryAfterMs)
     }
 
     /// Verifies a token presented by a client at `address` (a line protocol `auth`, or an HTTP
-    /// request's credential): refused with `overloaded` while the address is throttled for
-    /// failed attempts; a failure is counted, throttled and logged unless the server is open
-    /// (where credentials are accepted and ignored).
+    /// request's credential). A failure is counted, throttled and logged unless the server is
+    /// open (where credentials are accepted and ignored). While the address is throttled for
+    /// failed attempts, only a credential that cannot be guessed (`verifyUnguessable`: a JWT, or
+    /// a long admin secret) is verified and accepted; anything else is refused with
+    /// `overloaded`, so one guesser behind a shared address does not lock out everyone else
+    /// there (docs/security.md).
     func authenticate(
         _ token: String, from address: String, now: Int64, logger: Logger
     ) -> Result<AuthContext, DatabaseError> {
         if let wait = failedAuth.retryAfter(for: address, now: now) {
+            if case .success(let identity) = verifier.verifyUnguessable(token, now: now) { return .success(identity) }
             counters.limitHits.add(1)
             noticeLog.notice(logger, "auth throttled", metadata: ["peer": "\(address)"])
             return .failure(

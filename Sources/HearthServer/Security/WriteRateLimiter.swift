@@ -1,7 +1,7 @@
 import NIOCore
 
 /// A token bucket for one connection's writes: `rate` a second sustained, bursts of twice that
-/// (security.md §6). Confined to the connection's event loop.
+/// (docs/security.md). Confined to the connection's event loop.
 struct WriteRateLimiter {
     private let rate: Double
     private let capacity: Double
@@ -26,4 +26,7 @@ struct WriteRateLimiter {
         tokens -= 1
         return nil
     }
+
+    /// Gives back the token of a write that another limit refused after this one let it pass.
+    mutating func giveBack() { tokens = min(capacity, tokens + 1) }
 }
