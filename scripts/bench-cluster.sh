@@ -60,7 +60,8 @@ start_node() {
         cluster_json=",\"cluster\":{\"leaseSeconds\":$lease,\"syncReplicas\":$sync}"
         args=(--cluster-etcd "http://127.0.0.1:$etcd_port" --cluster-name "bench-${name%%-*}" --node "$name")
     fi
-    echo "{\"maxWritesPerSecondPerConnection\":0$cluster_json}" >"$work/$name.json"
+    # Metrics rendered at each scrape: the replica lag is sampled every 100 ms.
+    echo "{\"maxWritesPerSecondPerConnection\":0,\"metricsCacheMilliseconds\":0$cluster_json}" >"$work/$name.json"
     HEARTH_CLUSTER_SECRET=bench-secret "${hearthd_env[@]}" "$bin/hearthd" --port "$port" --http-port "$http" --data-dir "$work/$name" \
         --fsync "$fsync" --log-level warning --config "$work/$name.json" "${args[@]}" 2>>"$work/$name.log" &
     pid=$!

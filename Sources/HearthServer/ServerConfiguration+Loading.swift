@@ -164,6 +164,7 @@ extension ServerConfiguration {
         case "maxWritesPerSecondPerAddress": protection.maxWritesPerSecondPerAddress = try integer(0...100_000_000)
         case "limitLoopback": protection.limitLoopback = try bool()
         case "metricsRequireAdmin": metricsRequireAdmin = try bool()
+        case "metricsCacheMilliseconds": metricsCacheMilliseconds = try integer(0...60_000)
         case "authTimeoutSeconds": protection.authTimeoutSeconds = try integer(0...86_400)
         case "maxFailedAuthPerMinute": protection.maxFailedAuthPerMinute = try integer(1...1_000_000)
         case "maxBufferedBytes": protection.maxBufferedBytes = try integer((1 << 20)...(1 << 40))

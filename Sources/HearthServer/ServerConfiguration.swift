@@ -73,6 +73,9 @@ public struct ServerConfiguration: Sendable, Equatable {
     /// With rules in force, `/.well-known/hearth/metrics` needs an admin credential, as stats
     /// do (`metricsRequireAdmin`).
     public var metricsRequireAdmin = false
+    /// How long a rendering of `/.well-known/hearth/metrics` is served to every scraper before
+    /// the next one (`metricsCacheMilliseconds`; 0 renders each scrape).
+    public var metricsCacheMilliseconds = 1000
     /// The name and version sent in `hello`.
     public var serverName = "hearthd/\(hearthVersion)"
     /// Replicas and failover on etcd (`cluster`, docs/cluster.md); nil: a standalone server.

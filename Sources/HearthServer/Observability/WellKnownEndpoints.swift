@@ -7,7 +7,7 @@ public import NIOCore
 /// They show no data, only counts, sizes and the paths and queries of slow and unindexed
 /// queries. With rules, the HTTP layer serves stats to admins only, and metrics too under
 /// `metricsRequireAdmin`; health is open to every probe. The metrics text is rendered at most
-/// once a second (`MetricsCache`), so scrapers polling it cost the server next to nothing.
+/// once a second by default (`MetricsCache`, `metricsCacheMilliseconds`), so scrapers polling it cost the server next to nothing.
 public struct WellKnownEndpoints: Sendable {
     public static let healthPath = "/.well-known/hearth/health"
     public static let metricsPath = "/.well-known/hearth/metrics"
@@ -17,7 +17,7 @@ public struct WellKnownEndpoints: Sendable {
     public let metrics: ServerMetrics
     let health: HealthCheck
     let stats: ServerStats
-    let metricsCache = MetricsCache()
+    let metricsCache: MetricsCache
     /// The loops the responses complete on when the caller names none.
     let eventLoops: any EventLoopGroup
 
@@ -36,6 +36,7 @@ public struct WellKnownEndpoints: Sendable {
             configuration: configuration, metrics: metrics, queryStats: metrics.queryStats, security: security,
             storage: metrics.storage)
         self.eventLoops = eventLoops
+        self.metricsCache = MetricsCache(interval: .milliseconds(Int64(configuration.metricsCacheMilliseconds)))
     }
 
     /// The response for `path`, or nil when `path` is not one of these endpoints. A query string
