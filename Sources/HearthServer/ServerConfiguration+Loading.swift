@@ -163,6 +163,7 @@ extension ServerConfiguration {
             protection.maxWritesPerSecondPerConnection = try integer(0...100_000_000)
         case "authTimeoutSeconds": protection.authTimeoutSeconds = try integer(0...86_400)
         case "maxFailedAuthPerMinute": protection.maxFailedAuthPerMinute = try integer(1...1_000_000)
+        case "tlsHandshakeTimeoutSeconds": protection.tlsHandshakeTimeoutSeconds = try integer(1...3600)
         case "maxMessageBytes": maxMessageBytes = try integer(1024...(1 << 31))
         case "maxOutboundBytes": maxOutboundBytes = try integer(1024...(1 << 40))
         case "maxPipelinedRequests": maxPipelinedRequests = try integer(1...1_000_000)
