@@ -321,7 +321,8 @@ public final class HearthServer: Sendable {
     private static func warnIfDescriptorsRunOutFirst(_ limits: ProtectionLimits, logger: Logger) {
         let openFiles = ProtectionLimits.openFileLimit()
         let metadata: Logger.Metadata = [
-            "maxConnections": "\(limits.maxConnections)", "openFileLimit": "\(openFiles.map(String.init) ?? "unlimited")",
+            "maxConnections": "\(limits.maxConnections)",
+            "openFileLimit": "\(openFiles.map(String.init) ?? "unlimited")",
         ]
         if let room = ProtectionLimits.connectionsWithinDescriptors(openFileLimit: openFiles),
             limits.maxConnections > room

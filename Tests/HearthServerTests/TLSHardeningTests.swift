@@ -96,7 +96,9 @@ final class TLSHardeningTests: XCTestCase {
                     XCTAssertNotEqual(status, 0, "port \(port) accepted \(refused): \(output)")
                     XCTAssertTrue(output.contains("handshake failure"), "port \(port), \(refused): \(output)")
                 }
-                for accepted in ["ECDHE-RSA-AES128-GCM-SHA256", "ECDHE-RSA-AES256-GCM-SHA384", "ECDHE-RSA-CHACHA20-POLY1305"] {
+                for accepted in [
+                    "ECDHE-RSA-AES128-GCM-SHA256", "ECDHE-RSA-AES256-GCM-SHA384", "ECDHE-RSA-CHACHA20-POLY1305",
+                ] {
                     let (status, output) = Self.sClient(port: port, ["-tls1_2", "-cipher", accepted], ca: pki)
                     XCTAssertEqual(status, 0, "port \(port) refused \(accepted): \(output)")
                     XCTAssertTrue(output.contains("Ciphersuite: \(accepted)"), "port \(port): \(output)")
@@ -158,8 +160,10 @@ final class TLSHardeningTests: XCTestCase {
             if let client = try? TestClient(port: port) {
                 clients.append(client)
             } else {
-                XCTAssertLessThan(Date(), deadline, "hearthd did not start: \((try? String(contentsOfFile: log, encoding: .utf8)) ?? "")")
-                if Date() > deadline { return }
+                guard Date() < deadline else {
+                    let output = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+                    return XCTFail("hearthd did not start: \(output)")
+                }
                 try await Task.sleep(nanoseconds: 50_000_000)
             }
         }
@@ -177,7 +181,8 @@ final class TLSHardeningTests: XCTestCase {
         let deadlineAfterClose = Date().addingTimeInterval(5)
         var admitted = false
         while !admitted, Date() < deadlineAfterClose {
-            if let client = try? TestClient(port: port), (try? client.request(#"{"op":"ping"}"#))?["ok"] == .bool(true) {
+            if let client = try? TestClient(port: port), (try? client.request(#"{"op":"ping"}"#))?["ok"] == .bool(true)
+            {
                 admitted = true
             } else {
                 try await Task.sleep(nanoseconds: 50_000_000)
