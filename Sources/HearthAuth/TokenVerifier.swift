@@ -110,6 +110,12 @@ public struct TokenVerifier: Sendable {
         let header = try Self.decodeObject(parts[0], what: "header")
         guard case .string(let algorithm)? = header["alg"] else { throw Self.invalid("the header has no \"alg\"") }
         if algorithm.lowercased() == "none" { throw Self.invalid("unsigned tokens (alg \"none\") are refused") }
+        // RFC 7515 §4.1.11: the extensions a "crit" header names must be understood, and this
+        // verifier understands none, so any "crit" refuses the token. The names are not echoed:
+        // they are the caller's text, and the reason is logged.
+        if header["crit"] != nil {
+            throw Self.invalid("the header's \"crit\" names extensions this server does not support")
+        }
         let candidates = keys.filter { $0.algorithm == algorithm }
         guard !candidates.isEmpty else {
             let accepted = algorithms.sorted().joined(separator: ", ")

@@ -97,6 +97,7 @@ public final class HearthServer: Sendable {
         let security = SecurityState(
             limits: configuration.protection, verifier: verifier, open: rules == nil,
             helloWarning: reachable ? openWarning : nil, clusterSecret: cluster?.secret ?? configuration.clusterSecret)
+        warnIfDescriptorsRunOutFirst(configuration.protection, logger: logger)
         var options = StorageOptions.default
         options.fsync = configuration.fsync
         options.compactionMinBytes = configuration.compactionMinBytes
@@ -187,6 +188,10 @@ public final class HearthServer: Sendable {
                         maxLineBytes: inboundLineLimit, logger: logger, clock: clock)
                     if let tls {
                         try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: tls.context))
+                        try channel.pipeline.syncOperations.addHandler(
+                            TLSHandshakeTimeout(
+                                seconds: security.limits.tlsHandshakeTimeoutSeconds, security: security,
+                                logger: logger))
                     }
                     try channel.pipeline.syncOperations.addHandler(handler)
                 }
@@ -307,6 +312,26 @@ public final class HearthServer: Sendable {
         try await TokenVerifier.load(configuration.tokens) { path in
             guard let bytes = readWholeFile(path) else { throw ConfigurationError("can't read \(path)") }
             return String(decoding: bytes, as: UTF8.self)
+        }
+    }
+
+    /// Logs `maxConnections` against the open-files limit, with a warning when the descriptors
+    /// would run out before the limit refuses a connection (a `maxConnections` set above what the
+    /// limit leaves room for): new clients would then time out at accept instead of being refused.
+    private static func warnIfDescriptorsRunOutFirst(_ limits: ProtectionLimits, logger: Logger) {
+        let openFiles = ProtectionLimits.openFileLimit()
+        let metadata: Logger.Metadata = [
+            "maxConnections": "\(limits.maxConnections)",
+            "openFileLimit": "\(openFiles.map(String.init) ?? "unlimited")",
+        ]
+        if let room = ProtectionLimits.connectionsWithinDescriptors(openFileLimit: openFiles),
+            limits.maxConnections > room
+        {
+            logger.warning(
+                "maxConnections is above what the open-files limit leaves room for: raise the limit (ulimit -n, LimitNOFILE) or lower maxConnections to \(max(room, 1))",
+                metadata: metadata)
+        } else {
+            logger.info("connection limit", metadata: metadata)
         }
     }
 

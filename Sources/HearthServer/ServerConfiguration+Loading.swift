@@ -174,6 +174,7 @@ extension ServerConfiguration {
         case "minBodyBytesPerSecond": protection.minBodyBytesPerSecond = try integer(0...(1 << 30))
         case "maxUnauthenticatedBodyBytes": protection.maxUnauthenticatedBodyBytes = try integer(0...(1 << 31))
         case "allowedOrigins": allowedOrigins = try strings()
+        case "tlsHandshakeTimeoutSeconds": protection.tlsHandshakeTimeoutSeconds = try integer(1...3600)
         case "maxMessageBytes": maxMessageBytes = try integer(1024...(1 << 31))
         case "maxOutboundBytes": maxOutboundBytes = try integer(1024...(1 << 40))
         case "maxPipelinedRequests": maxPipelinedRequests = try integer(1...1_000_000)

@@ -109,6 +109,8 @@ struct HearthDaemon: ParsableCommand {
     /// Starts the server, then serves until SIGTERM or SIGINT.
     func serve() async throws {
         let environment = Self.environment()
+        // Before the settings are made: the maxConnections default is derived from this limit.
+        ProtectionLimits.raiseOpenFileLimit()
         var settings = ServerConfiguration()
         do {
             if let path = config ?? environment["HEARTH_CONFIG"] {

@@ -204,6 +204,42 @@ final class AuthTests: XCTestCase {
         }
     }
 
+    /// RFC 7515 §4.1.11: a JWT whose header has `crit` names extensions that must be understood;
+    /// this server understands none, so such a token is refused even with a good signature, on
+    /// both protocols, while the same claims without `crit` are accepted.
+    func testTokenWithCritHeaderIsRefused() async throws {
+        let rulesFile = try temporaryFile(rules)
+        let clock = TestClock()
+        try await withSecureServer(clock: clock, secureConfiguration { $0.rulesFile = rulesFile }) { server in
+            let now = clock.now / 1000
+            let hs = try await hmacSigner(TestSecrets.jwt)
+            let claims: JSONValue = .object(["sub": "alice", "iat": .int(now), "exp": .int(now + 600)])
+            let critical = [
+                try TokenMinter.sign(
+                    header: .object(["alg": "HS256", "typ": "JWT", "crit": .array(["exp"])]), claims: claims, with: hs),
+                try TokenMinter.sign(
+                    header: .object(["alg": "HS256", "crit": .array(["b64"]), "b64": .bool(false)]), claims: claims,
+                    with: hs),
+                try TokenMinter.sign(header: .object(["alg": "HS256", "crit": .array([])]), claims: claims, with: hs),
+                try TokenMinter.sign(header: .object(["alg": "HS256", "crit": "exp"]), claims: claims, with: hs),
+            ]
+            let client = try TestClient(port: server.port)
+            let http = try HTTPTestClient(port: server.httpPort ?? 0)
+            for token in critical {
+                let response = try client.request(.object(["op": "auth", "token": .string(token)]))
+                XCTAssertEqual(response.errorCode, "invalid_token", "\(response)")
+                let message = response["error"]?["message"]?.stringValue ?? ""
+                XCTAssert(message.contains("\"crit\""), message)
+                XCTAssertEqual(try http.request("GET", "/users/alice.json?auth=\(token)").status, 401)
+            }
+            XCTAssertEqual(try client.request(#"{"op":"get","path":"/users/alice"}"#).errorCode, "permission_denied")
+            let plain = try TokenMinter.sign(header: .object(["alg": "HS256", "typ": "JWT"]), claims: claims, with: hs)
+            XCTAssertEqual(
+                try client.request(.object(["op": "auth", "token": .string(plain)]))["auth"]?["uid"], .string("alice"))
+            XCTAssertEqual(try http.request("GET", "/users/alice.json?auth=\(plain)").status, 200)
+        }
+    }
+
     func testOpenModeAcceptsAndIgnoresCredentials() async throws {
         try await withSecureServer { server in
             let client = try TestClient(port: server.port)

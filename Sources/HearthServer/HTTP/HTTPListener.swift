@@ -37,6 +37,10 @@ enum HTTPListener {
                     let pipeline = channel.pipeline.syncOperations
                     if let tls = context.tls {
                         try pipeline.addHandler(NIOSSLServerHandler(context: tls.context))
+                        try pipeline.addHandler(
+                            TLSHandshakeTimeout(
+                                seconds: context.security.limits.tlsHandshakeTimeoutSeconds,
+                                security: context.security, logger: context.logger))
                     }
                     // The request decoder alone: HTTPConnectionHandler orders pipelined requests
                     // and writes its answers as bytes.

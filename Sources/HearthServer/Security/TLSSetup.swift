@@ -1,10 +1,23 @@
 import NIOConcurrencyHelpers
 import NIOSSL
 
-/// The listeners' TLS context (security.md §7), built from PEM files with swift-nio-ssl:
-/// TLS 1.2 at least (1.3 preferred by negotiation), client certificates required when a client
-/// CA is configured. Re-read on SIGHUP: new connections use the new context, open ones keep theirs.
+/// The listeners' TLS context (docs/security.md, TLS), built from PEM files with swift-nio-ssl:
+/// TLS 1.3 whenever the client speaks it, else TLS 1.2 with `cipherSuites` only; client
+/// certificates required when a client CA is configured. Re-read on SIGHUP: new connections use
+/// the new context, open ones keep theirs.
 final class TLSSetup: Sendable {
+    /// The TLS 1.2 suites offered: ECDHE key exchange (forward secrecy) with an AEAD cipher
+    /// (AES-GCM or ChaCha20-Poly1305), for ECDSA and RSA certificates. No RSA key exchange, no
+    /// CBC, no SHA-1 MACs. TLS 1.3's suites are all forward-secret AEAD and are not configurable.
+    static let cipherSuites: [NIOTLSCipher] = [
+        .TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,
+        .TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,
+        .TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384,
+        .TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384,
+        .TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256,
+        .TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256,
+    ]
+
     private let files: Files
     private let current: NIOLockedValueBox<NIOSSLContext>
 
@@ -52,6 +65,7 @@ final class TLSSetup: Sendable {
         do {
             var configuration = TLSConfiguration.makeClientConfiguration()
             configuration.minimumTLSVersion = .tlsv12
+            configuration.cipherSuiteValues = Self.cipherSuites
             if let roots = peerCA ?? files.clientCA {
                 configuration.trustRoots = .certificates(try NIOSSLCertificate.fromPEMFile(roots))
             }
@@ -73,6 +87,7 @@ final class TLSSetup: Sendable {
             var configuration = TLSConfiguration.makeServerConfiguration(
                 certificateChain: chain.map { .certificate($0) }, privateKey: .privateKey(key))
             configuration.minimumTLSVersion = .tlsv12
+            configuration.cipherSuiteValues = Self.cipherSuites
             if let clientCA = files.clientCA {
                 configuration.certificateVerification = .noHostnameVerification
                 configuration.trustRoots = .certificates(try NIOSSLCertificate.fromPEMFile(clientCA))
