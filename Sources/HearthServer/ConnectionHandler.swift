@@ -23,99 +23,99 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias OutboundIn = Never
     typealias OutboundOut = ByteBuffer
 
-    private enum Slot {
+    enum Slot {
         case awaitingEngine
         case ready([UInt8])
     }
 
-    private let id: UInt64
-    private let engine: Engine
+    let id: UInt64
+    let engine: Engine
     /// Hands the engine this loop's submissions together (nil: straight to the engine).
-    private let gatherer: SubmissionGatherer?
+    let gatherer: SubmissionGatherer?
     /// Whether the server is a cluster node (its decoder may keep request text to forward).
-    private let clustered: Bool
+    let clustered: Bool
     // Properties every request touches are `@exclusivity(unchecked)`: only the channel's event
     // loop touches them, and no access calls code that could reach them again (see `Engine`).
-    @exclusivity(unchecked) private var decoder: RequestDecoder
+    @exclusivity(unchecked) var decoder: RequestDecoder
     /// The last path this connection sent (`PathMemo`), handed out as copies unless
     /// `sharesPaths`.
-    private let paths = PathMemo(copies: !ConnectionHandler.sharesPaths)
+    let paths = PathMemo(copies: !ConnectionHandler.sharesPaths)
     /// The JSON parser's stacks, reused from one request line to the next.
-    @exclusivity(unchecked) private var parseWorkspace = JSONParseWorkspace()
+    @exclusivity(unchecked) var parseWorkspace = JSONParseWorkspace()
     /// Splits the input into lines (here rather than in a handler of its own: one pipeline hop
     /// fewer per line).
-    @exclusivity(unchecked) private var framer: LineFramer
-    private let configuration: ServerConfiguration
-    private let security: SecurityState
-    private let logger: Logger
-    private let registry: ConnectionRegistry
-    private let clock: @Sendable () -> Int64
+    @exclusivity(unchecked) var framer: LineFramer
+    let configuration: ServerConfiguration
+    let security: SecurityState
+    let logger: Logger
+    let registry: ConnectionRegistry
+    let clock: @Sendable () -> Int64
 
-    @exclusivity(unchecked) private var slots = CircularBuffer<Slot>()
-    @exclusivity(unchecked) private var waitingForEngine = 0
+    @exclusivity(unchecked) var slots = CircularBuffer<Slot>()
+    @exclusivity(unchecked) var waitingForEngine = 0
     /// The requests read since the last submission, which go to the engine as one run
     /// (`Submission.requests`), and the room the next run starts with: as much as the last
     /// one's, up to a slice (a pipelined burst's runs are full slices). An unpipelined client's
     /// one request waits in `single` and goes as `Submission.request`, without an array.
-    @exclusivity(unchecked) private var single: Request?
-    @exclusivity(unchecked) private var requests: [Request] = []
-    @exclusivity(unchecked) private var runCapacity = 2
-    @exclusivity(unchecked) private var readPaused = false
-    @exclusivity(unchecked) private var closing = false
-    @exclusivity(unchecked) private var closeWhenIdle = false
+    @exclusivity(unchecked) var single: Request?
+    @exclusivity(unchecked) var requests: [Request] = []
+    @exclusivity(unchecked) var runCapacity = 2
+    @exclusivity(unchecked) var readPaused = false
+    @exclusivity(unchecked) var closing = false
+    @exclusivity(unchecked) var closeWhenIdle = false
     /// Close once the outboxes waiting for writability are written and have reached the socket.
-    private var closeWhenDrained = false
-    private var context: ChannelHandlerContext?
+    var closeWhenDrained = false
+    var context: ChannelHandlerContext?
     /// Output gathered during one event-loop turn, written with one write and one flush.
-    @exclusivity(unchecked) private var outbox = ByteBuffer()
+    @exclusivity(unchecked) var outbox = ByteBuffer()
     /// The outbox's other buffer: a flush hands the outbox to the channel and gathers into this
     /// one, and once the channel has written the bytes (as it does at once with small answers),
     /// their buffer becomes the spare. So an answer allocates no buffer of its own.
-    @exclusivity(unchecked) private var spareOutbox: ByteBuffer?
+    @exclusivity(unchecked) var spareOutbox: ByteBuffer?
     /// Outboxes waiting for the channel to become writable, so that the channel itself holds
     /// little: a `slow_consumer` event then goes out right after the lines already handed to it.
-    @exclusivity(unchecked) private var waiting = CircularBuffer<ByteBuffer>()
-    @exclusivity(unchecked) private var waitingBytes = 0
+    @exclusivity(unchecked) var waiting = CircularBuffer<ByteBuffer>()
+    @exclusivity(unchecked) var waitingBytes = 0
     /// Set once the connection is closing as a slow consumer.
-    private var slowConsumerClose: Scheduled<Void>?
+    var slowConsumerClose: Scheduled<Void>?
     /// Reused encoding buffer for responses.
-    @exclusivity(unchecked) private var scratch: [UInt8] = []
-    @exclusivity(unchecked) private var sessionLink: SessionLink?
+    @exclusivity(unchecked) var scratch: [UInt8] = []
+    @exclusivity(unchecked) var sessionLink: SessionLink?
     /// The remote IP address (without port), for per-address limits and logs.
-    private var remoteAddress = "?"
+    var remoteAddress = "?"
     /// Counted in `security.connections` (so released at close).
-    private var admitted = false
-    @exclusivity(unchecked) private var writeLimiter: WriteLimits?
+    var admitted = false
+    @exclusivity(unchecked) var writeLimiter: WriteLimits?
     /// Authenticated with the cluster secret (a peer node).
-    @exclusivity(unchecked) private var isPeer = false
+    @exclusivity(unchecked) var isPeer = false
     /// Closes the connection unless it authenticates in time (`authTimeoutSeconds`).
-    private var authDeadline: Scheduled<Void>?
+    var authDeadline: Scheduled<Void>?
     /// Closes the connection unless it sends a whole request line in time
     /// (`firstRequestTimeoutSeconds`).
-    private var firstRequestDeadline: Scheduled<Void>?
+    var firstRequestDeadline: Scheduled<Void>?
     /// Signed in with a token that verified (not limited to `maxUnauthenticatedBodyBytes`).
-    private var signedIn = false
+    var signedIn = false
     /// The engine's output that waits for the peer to take what was sent before it, in order.
-    @exclusivity(unchecked) private var deferred = CircularBuffer<Outbound>()
+    @exclusivity(unchecked) var deferred = CircularBuffer<Outbound>()
     /// The bytes of the encoded events in `deferred`.
-    private var deferredBytes = 0
+    var deferredBytes = 0
     /// One answer or event larger than `pauseBytes`, sent when little else was waiting, may take
     /// the connection past `maxOutboundBytes` by its own size: a large answer is not a slow
     /// consumer. Cleared once the peer has taken it.
-    private var answerAllowance = 0
+    var answerAllowance = 0
     /// This connection's share of the server's `BufferBudget`: output, and an unfinished line.
-    private var outputCharge = BufferCharge()
-    private var inputCharge = BufferCharge()
+    var outputCharge = BufferCharge()
+    var inputCharge = BufferCharge()
     /// Whether the peer takes the output, checked while the channel is unwritable.
-    private var progress = OutputProgress()
-    private var stallTimer: Scheduled<Void>?
+    var progress = OutputProgress()
+    var stallTimer: Scheduled<Void>?
     /// Retries `deferred` answers held back while the server's buffers were spent.
-    private var budgetRetry: Scheduled<Void>?
+    var budgetRetry: Scheduled<Void>?
     /// Bytes read since the connection opened, and at the start of the current pace window of
     /// an unfinished line.
-    @exclusivity(unchecked) private var inputBytes = 0
-    private var inputBytesAtWindowStart = 0
-    private var paceTimer: Scheduled<Void>?
+    @exclusivity(unchecked) var inputBytes = 0
+    var inputBytesAtWindowStart = 0
+    var paceTimer: Scheduled<Void>?
 
     /// `maxLineBytes`: the longest line framed (longer ones are answered `too_large`).
     init(
@@ -198,7 +198,7 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     /// Sends one `error` event and closes, before anything else reaches the engine.
-    private func refuse(_ error: DatabaseError, context: ChannelHandlerContext) {
+    func refuse(_ error: DatabaseError, context: ChannelHandlerContext) {
         closing = true
         outbox.clear()
         let line = ResponseEncoder.errorEvent(error)
@@ -206,7 +206,7 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
         context.close(promise: nil)
     }
 
-    private func limitHit(_ message: Logger.Message, metadata: Logger.Metadata) {
+    func limitHit(_ message: Logger.Message, metadata: Logger.Metadata) {
         security.counters.limitHits.add(1)
         security.noticeLog.notice(
             logger, message, metadata: metadata.merging(["peer": "\(remoteAddress)"]) { a, _ in a })
@@ -287,7 +287,7 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
     /// from a caller who has not signed in may not grow past `maxUnauthenticatedBodyBytes`; a
     /// large one counts in the server's `BufferBudget`; and it must keep arriving at
     /// `minBodyBytesPerSecond`.
-    private func notePartialLine(_ partial: Int, context: ChannelHandlerContext) {
+    func notePartialLine(_ partial: Int, context: ChannelHandlerContext) {
         guard !closing, !isPeer else { return }
         let limits = security.limits
         if !signedIn, partial > limits.maxUnauthenticatedBodyBytes, !security.isOpen {
@@ -316,7 +316,7 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
 
     /// Judges an unfinished line's pace over a window of ten seconds (or the first-request
     /// timeout, when shorter).
-    private func armPaceTimer(context: ChannelHandlerContext) {
+    func armPaceTimer(context: ChannelHandlerContext) {
         let limits = security.limits
         let window = min(HTTPConnectionHandler.bodyPaceWindow, .seconds(Int64(limits.firstRequestTimeoutSeconds)))
         inputBytesAtWindowStart = inputBytes
@@ -337,7 +337,7 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
         }
     }
 
-    private func received(_ frame: RawLineFrame, context: ChannelHandlerContext) {
+    func received(_ frame: RawLineFrame, context: ChannelHandlerContext) {
         guard !closing, !closeWhenIdle else { return }
         switch frame {
         case .tooLarge:
@@ -393,7 +393,7 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     /// A line over `maxMessageBytes`: answered `too_large`, and the connection closed.
-    private func refuseTooLarge(context: ChannelHandlerContext) {
+    func refuseTooLarge(context: ChannelHandlerContext) {
         let error = DatabaseError(
             .tooLarge, "line exceeds the maximum message size of \(configuration.maxMessageBytes) bytes")
         var bytes: [UInt8] = []
@@ -408,7 +408,7 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
     /// What this connection settles before the engine sees a request: tokens are verified here,
     /// off the engine thread (with failed attempts throttled per address), and writes pass the
     /// connection's rate limit.
-    private func admit(_ request: Request) -> Result<Request, RequestDecoder.Failure> {
+    func admit(_ request: Request) -> Result<Request, RequestDecoder.Failure> {
         switch request.operation {
         case .auth(.token(let token)) where security.isClusterSecret(token):
             isPeer = true
@@ -445,7 +445,7 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
     /// Hands what was read since the last submission to the engine, and `last` after it: at the
     /// end of a read, gathered with the loop's other connections', or `now` once a burst has
     /// `Submission.burstSlice` requests.
-    private func submitBatch(now: Bool = false, then last: Submission? = nil) {
+    func submitBatch(now: Bool = false, then last: Submission? = nil) {
         var items: [Submission] = []
         if let sessionLink {
             if let request = single.take() {
@@ -479,325 +479,10 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
         }
     }
 
-    private func resumeReadingIfNeeded(context: ChannelHandlerContext) {
+    func resumeReadingIfNeeded(context: ChannelHandlerContext) {
         if readPaused, waitingForEngine < configuration.maxPipelinedRequests / 2, waiting.isEmpty, deferred.isEmpty {
             readPaused = false
             context.read()
-        }
-    }
-
-    // MARK: Outbound
-
-    /// A line the server sends unasked (a `cluster` event), not to peers. Own event loop.
-    func sendServerLine(_ line: [UInt8]) {
-        guard let context, !closing, !isPeer else { return }
-        send(line, context: context)
-        flushOutbox(context: context)
-    }
-
-    /// Output from the engine, on this connection's event loop.
-    func receive(_ outputs: [Outbound]) {
-        guard let context, !closing else { return }
-        for output in outputs {
-            if !deferred.isEmpty || outbox.readableBytes > Self.pauseBytes || !waiting.isEmpty {
-                // The peer has not taken what was sent: this waits, behind what already does.
-                if case .event(_, let body) = output { deferredBytes += body.readableBytes }
-                deferred.append(output)
-                continue
-            }
-            if deliver(output, context: context) { return }
-        }
-        afterDelivery(context: context)
-    }
-
-    /// Writes what the engine's output added, and resumes what waited for it.
-    private func afterDelivery(context: ChannelHandlerContext) {
-        checkOutboxBound(context: context)
-        flushOutbox(context: context)
-        resumeReadingIfNeeded(context: context)
-        if closeWhenIdle, slots.isEmpty { closeOnceDrained(context: context) }
-    }
-
-    /// Once this much waits to be sent, the engine's further output waits in `deferred`.
-    static let pauseBytes = 1 << 20
-
-    /// Queues one output of the engine; true when it closed the connection.
-    private func deliver(_ output: Outbound, context: ChannelHandlerContext) -> Bool {
-        let before = outbox.readableBytes
-        switch output {
-        case .event(let sub, let body):
-            queueEvent(sub: sub, body: body)
-        case .cancelled(let sub, let error):
-            queue(ResponseEncoder.cancelEvent(sub: sub, error))
-        case .authRevoked(let reason):
-            queue(ResponseEncoder.authRevoked(reason: reason))
-        case .response(let id, let body):
-            scratch.removeAll(keepingCapacity: true)
-            ResponseEncoder.encode(id: id, body, into: &scratch)
-            fillFrontSlot(scratch, context: context)
-            // A large answer's room is not kept for the connection's life.
-            if scratch.capacity > Self.pauseBytes { scratch = [] }
-        case .line(let line):
-            queue(line)
-        case .computed(let lines):
-            // A snapshot's lines, each large: the bound is checked after each one.
-            for line in lines() {
-                send(line, context: context)
-                if closing { break }
-            }
-        case .close:
-            flushOutbox(context: context)
-            closeOnceDrained(context: context)
-            return true
-        }
-        let added = outbox.readableBytes - before
-        if added > Self.pauseBytes, before + waitingBytes <= Self.pauseBytes {
-            answerAllowance = max(answerAllowance, added)
-        }
-        return false
-    }
-
-    /// Hands `deferred` output on while the peer keeps up, and the server's buffers have room
-    /// for answers (else tries again shortly).
-    private func drainDeferred(context: ChannelHandlerContext) {
-        while !closing, waiting.isEmpty, outbox.readableBytes <= Self.pauseBytes, let next = deferred.first {
-            if case .response = next, security.buffers.isSpent {
-                scheduleBudgetRetry(context: context)
-                break
-            }
-            deferred.removeFirst()
-            if case .event(_, let body) = next { deferredBytes -= body.readableBytes }
-            if deliver(next, context: context) { return }
-        }
-        afterDelivery(context: context)
-    }
-
-    private func scheduleBudgetRetry(context: ChannelHandlerContext) {
-        guard budgetRetry == nil else { return }
-        budgetRetry = context.eventLoop.assumeIsolated().scheduleTask(in: .milliseconds(50)) { [self] in
-            budgetRetry = nil
-            guard let context = self.context else { return }
-            drainDeferred(context: context)
-        }
-    }
-
-    private func enqueueReady(_ bytes: [UInt8], context: ChannelHandlerContext) {
-        if slots.isEmpty {
-            send(bytes, context: context)
-        } else {
-            slots.append(.ready(bytes))
-        }
-    }
-
-    private func fillFrontSlot(_ bytes: [UInt8], context: ChannelHandlerContext) {
-        // The engine answers in request order, and ready slots are flushed eagerly, so the
-        // front slot is the one waiting for this response.
-        guard case .awaitingEngine? = slots.first else {
-            logger.error("response without a waiting request; closing the connection")
-            context.close(promise: nil)
-            return
-        }
-        slots.removeFirst()
-        waitingForEngine -= 1
-        queue(bytes)  // the delivery (`receive`) checks the outbox's bound once it is done
-        while case .ready(let next)? = slots.first {
-            slots.removeFirst()
-            queue(next)
-        }
-    }
-
-    /// Queues bytes in the outbox, and checks its bound (`checkOutboxBound`).
-    private func send(_ bytes: [UInt8], context: ChannelHandlerContext) {
-        queue(bytes)
-        checkOutboxBound(context: context)
-    }
-
-    /// Queues bytes in the outbox; `flushOutbox` writes them. The caller checks the outbox's
-    /// bound once it has queued what it had (an engine delivery checks once, not per answer:
-    /// the check costs about as much as the copy).
-    private func queue(_ bytes: [UInt8]) {
-        guard !closing else { return }
-        outbox.writeBytes(bytes)
-    }
-
-    /// An event: the subscriber's prefix `{"sub":S,` and the body all its subscribers share,
-    /// written straight into the outbox (its bound checked by the caller, as for `queue`).
-    private func queueEvent(sub: Int, body: ByteBuffer) {
-        guard !closing else { return }
-        Self.writeEvent(sub: sub, body: body, into: &outbox)  // one access to the outbox
-    }
-
-    private static func writeEvent(sub: Int, body: ByteBuffer, into outbox: inout ByteBuffer) {
-        // The prefix is put together on the stack and written with one copy, then the body.
-        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 32) { prefix in
-            var count = 0
-            for byte in #"{"sub":"#.utf8 {
-                prefix[count] = byte
-                count += 1
-            }
-            count += writeDecimal(sub, into: UnsafeMutableBufferPointer(rebasing: prefix[count...]))
-            prefix[count] = UInt8(ascii: ",")
-            outbox.writeBytes(UnsafeRawBufferPointer(UnsafeMutableBufferPointer(rebasing: prefix[...count])))
-        }
-        outbox.writeImmutableBuffer(body)
-    }
-
-    /// A reader too slow to keep its unsent output under `maxOutboundBytes` is told
-    /// `slow_consumer` and disconnected. The output still waiting here is dropped, so the event
-    /// follows only the lines already handed to the channel (whole lines); the output side is
-    /// shut once it is written, and the connection closed when the client closes its side or
-    /// after `slowConsumerGrace`, whichever comes first.
-    private func checkOutboxBound(context: ChannelHandlerContext) {
-        guard !closing else { return }
-        // A peer replica receiving a snapshot may hold more; its stream is cut by the engine
-        // rather than here.
-        let limit = configuration.maxOutboundBytes * (isPeer ? 16 : 1) + answerAllowance
-        let queued = waitingBytes + outbox.readableBytes + deferredBytes
-        let pending = queued + channelBufferedBytes(context, mattersAbove: limit - queued)
-        if pending > BufferBudget.smallHolding || outputCharge.bytes > 0 {
-            outputCharge.update(pending, in: security.buffers)
-        }
-        // While the server's buffers are spent, a connection that holds much and whose peer is
-        // not taking it is let go.
-        let overBudget =
-            pending > BufferBudget.smallHolding && !isPeer && security.buffers.isSpent
-            && (!waiting.isEmpty || !context.channel.isWritable)
-        guard pending > limit || overBudget else { return }
-        closing = true
-        outbox.clear()
-        waiting.removeAll()
-        waitingBytes = 0
-        deferred.removeAll()
-        deferredBytes = 0
-        outputCharge.update(0, in: security.buffers)
-        logger.warning(
-            "closing a slow consumer",
-            metadata: [
-                "pendingBytes": "\(pending)", "reason": "\(overBudget ? "maxBufferedBytes" : "maxOutboundBytes")",
-            ])
-        let error =
-            overBudget
-            ? DatabaseError(
-                .slowConsumer,
-                "the connection did not read its output while the server's buffers were full (maxBufferedBytes)")
-            : DatabaseError(
-                .slowConsumer, "the connection's unsent output exceeded \(configuration.maxOutboundBytes) bytes")
-        let line = ResponseEncoder.errorEvent(error)
-        let written = context.eventLoop.makePromise(of: Void.self)
-        written.futureResult.assumeIsolated().whenComplete { result in
-            if case .success = result {
-                context.close(mode: .output, promise: nil)
-            } else {
-                context.close(promise: nil)
-            }
-        }
-        context.writeAndFlush(wrapOutboundOut(context.channel.allocator.buffer(bytes: line)), promise: written)
-        slowConsumerClose = context.eventLoop.assumeIsolated().scheduleTask(in: Self.slowConsumerGrace) {
-            context.close(promise: nil)
-        }
-        context.read()
-    }
-
-    /// How long a slow consumer has to read what was sent, the `slow_consumer` event last.
-    static let slowConsumerGrace: TimeAmount = .seconds(10)
-
-    /// Writes what the outbox holds with one write, and flushes; when the channel is not
-    /// writable, the outbox waits for it in `waiting`.
-    private func flushOutbox(context: ChannelHandlerContext) {
-        guard !closing, outbox.readableBytes > 0 else { return }
-        let count = outbox.readableBytes
-        var buffer = outbox
-        outbox = spareOutbox.take() ?? context.channel.allocator.buffer(capacity: Swift.min(count, 64 * 1024))
-        if waiting.isEmpty, context.channel.isWritable {
-            progress.add(count)
-            // One trip down the pipeline for both (`write` then `flush` made two).
-            context.writeAndFlush(wrapOutboundOut(buffer), promise: nil)
-            // Written whole, the bytes are no longer the channel's: clearing allocates nothing. A
-            // large buffer is let go, so that an idle connection keeps little.
-            if buffer.capacity <= Self.spareOutboxCapacity {
-                buffer.clear()
-                spareOutbox = buffer
-            }
-        } else {
-            waiting.append(buffer)
-            waitingBytes += count
-        }
-    }
-
-    /// The largest outbox buffer kept as the spare.
-    static let spareOutboxCapacity = 4096
-
-    private func write(_ buffer: ByteBuffer, context: ChannelHandlerContext) {
-        progress.add(buffer.readableBytes)
-        context.write(wrapOutboundOut(buffer), promise: nil)
-    }
-
-    /// The bytes the channel holds that have not reached the socket, when they may exceed
-    /// `threshold`. A writable channel holds less than its high water mark (64 KiB), so the exact
-    /// count, a slower query, is read only when the channel is not writable or the threshold is
-    /// below that mark; otherwise 0 stands for "not above the threshold".
-    private func channelBufferedBytes(_ context: ChannelHandlerContext, mattersAbove threshold: Int) -> Int {
-        let highWaterMark = 64 * 1024
-        if context.channel.isWritable, threshold >= highWaterMark { return 0 }
-        return (try? context.channel.syncOptions?.getOption(.bufferedWritableBytes)) ?? 0
-    }
-
-    /// Closes once every byte written so far has reached the socket: the promise of an empty
-    /// write completes after the writes before it.
-    private func closeAfterWritten(context: ChannelHandlerContext) {
-        let written = context.eventLoop.makePromise(of: Void.self)
-        written.futureResult.assumeIsolated().whenComplete { _ in context.close(promise: nil) }
-        context.writeAndFlush(wrapOutboundOut(context.channel.allocator.buffer(capacity: 0)), promise: written)
-    }
-
-    func channelWritabilityChanged(context: ChannelHandlerContext) {
-        if context.channel.isWritable, !closing {
-            if !waiting.isEmpty {
-                while context.channel.isWritable, let next = waiting.popFirst() {
-                    waitingBytes -= next.readableBytes
-                    write(next, context: context)
-                }
-                context.flush()
-                if closeWhenDrained, waiting.isEmpty {
-                    closeWhenDrained = false
-                    closeAfterWritten(context: context)
-                }
-            }
-            if waiting.isEmpty {
-                stallTimer?.cancel()
-                stallTimer = nil
-                if deferred.isEmpty { answerAllowance = 0 }
-                drainDeferred(context: context)
-            }
-        } else if !closing, slowConsumerClose == nil {
-            let buffered = channelBufferedBytes(context, mattersAbove: 0)
-            progress.restart(stillBuffered: buffered)
-            armStallTimer(context: context)
-            checkOutboxBound(context: context)
-        }
-        context.fireChannelWritabilityChanged()
-    }
-
-    /// Checks every `writeStallTimeoutSeconds` while the channel is unwritable: a peer that took
-    /// nothing in that time is disconnected.
-    private func armStallTimer(context: ChannelHandlerContext) {
-        guard stallTimer == nil else { return }
-        let timeout = security.limits.writeStallTimeoutSeconds
-        stallTimer = context.eventLoop.assumeIsolated().scheduleTask(in: .seconds(Int64(timeout))) { [self] in
-            stallTimer = nil
-            guard let context = self.context, !closing, !context.channel.isWritable || !waiting.isEmpty else { return }
-            checkOutboxBound(context: context)
-            guard !closing else { return }
-            if progress.moved(stillBuffered: channelBufferedBytes(context, mattersAbove: 0)) {
-                armStallTimer(context: context)
-                return
-            }
-            limitHit(
-                "closing a connection whose peer stopped reading",
-                metadata: ["pendingBytes": "\(waitingBytes + deferredBytes)", "timeoutSeconds": "\(timeout)"])
-            closing = true
-            outputCharge.update(0, in: security.buffers)
-            context.close(promise: nil)
         }
     }
 
@@ -812,13 +497,13 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
         closeAfterPendingResponses(context: context)
     }
 
-    private func closeAfterPendingResponses(context: ChannelHandlerContext) {
+    func closeAfterPendingResponses(context: ChannelHandlerContext) {
         closeWhenIdle = true
         if slots.isEmpty { closeOnceDrained(context: context) }
     }
 
     /// Closes after the bytes already written have left, so that the last answers arrive.
-    private func closeOnceDrained(context: ChannelHandlerContext) {
+    func closeOnceDrained(context: ChannelHandlerContext) {
         flushOutbox(context: context)
         if waiting.isEmpty {
             closeAfterWritten(context: context)

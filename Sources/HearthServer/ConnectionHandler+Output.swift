@@ -1,0 +1,323 @@
+import HearthCore
+import HearthProtocol
+import NIOCore
+
+/// What leaves a line-protocol connection: the engine's answers and events in order, through one
+/// outbox per event-loop turn, held back while the peer does not take them, and the bounds that
+/// close a slow consumer or a stalled peer.
+extension ConnectionHandler {
+    // MARK: Outbound
+
+    /// A line the server sends unasked (a `cluster` event), not to peers. Own event loop.
+    func sendServerLine(_ line: [UInt8]) {
+        guard let context, !closing, !isPeer else { return }
+        send(line, context: context)
+        flushOutbox(context: context)
+    }
+
+    /// Output from the engine, on this connection's event loop.
+    func receive(_ outputs: [Outbound]) {
+        guard let context, !closing else { return }
+        for output in outputs {
+            if !deferred.isEmpty || outbox.readableBytes > Self.pauseBytes || !waiting.isEmpty {
+                // The peer has not taken what was sent: this waits, behind what already does.
+                if case .event(_, let body) = output { deferredBytes += body.readableBytes }
+                deferred.append(output)
+                continue
+            }
+            if deliver(output, context: context) { return }
+        }
+        afterDelivery(context: context)
+    }
+
+    /// Writes what the engine's output added, and resumes what waited for it.
+    func afterDelivery(context: ChannelHandlerContext) {
+        checkOutboxBound(context: context)
+        flushOutbox(context: context)
+        resumeReadingIfNeeded(context: context)
+        if closeWhenIdle, slots.isEmpty { closeOnceDrained(context: context) }
+    }
+
+    /// Once this much waits to be sent, the engine's further output waits in `deferred`.
+    static let pauseBytes = 1 << 20
+
+    /// Queues one output of the engine; true when it closed the connection.
+    func deliver(_ output: Outbound, context: ChannelHandlerContext) -> Bool {
+        let before = outbox.readableBytes
+        switch output {
+        case .event(let sub, let body):
+            queueEvent(sub: sub, body: body)
+        case .cancelled(let sub, let error):
+            queue(ResponseEncoder.cancelEvent(sub: sub, error))
+        case .authRevoked(let reason):
+            queue(ResponseEncoder.authRevoked(reason: reason))
+        case .response(let id, let body):
+            scratch.removeAll(keepingCapacity: true)
+            ResponseEncoder.encode(id: id, body, into: &scratch)
+            fillFrontSlot(scratch, context: context)
+            // A large answer's room is not kept for the connection's life.
+            if scratch.capacity > Self.pauseBytes { scratch = [] }
+        case .line(let line):
+            queue(line)
+        case .computed(let lines):
+            // A snapshot's lines, each large: the bound is checked after each one.
+            for line in lines() {
+                send(line, context: context)
+                if closing { break }
+            }
+        case .close:
+            flushOutbox(context: context)
+            closeOnceDrained(context: context)
+            return true
+        }
+        let added = outbox.readableBytes - before
+        if added > Self.pauseBytes, before + waitingBytes <= Self.pauseBytes {
+            answerAllowance = max(answerAllowance, added)
+        }
+        return false
+    }
+
+    /// Hands `deferred` output on while the peer keeps up, and the server's buffers have room
+    /// for answers (else tries again shortly).
+    func drainDeferred(context: ChannelHandlerContext) {
+        while !closing, waiting.isEmpty, outbox.readableBytes <= Self.pauseBytes, let next = deferred.first {
+            if case .response = next, security.buffers.isSpent {
+                scheduleBudgetRetry(context: context)
+                break
+            }
+            deferred.removeFirst()
+            if case .event(_, let body) = next { deferredBytes -= body.readableBytes }
+            if deliver(next, context: context) { return }
+        }
+        afterDelivery(context: context)
+    }
+
+    func scheduleBudgetRetry(context: ChannelHandlerContext) {
+        guard budgetRetry == nil else { return }
+        budgetRetry = context.eventLoop.assumeIsolated().scheduleTask(in: .milliseconds(50)) { [self] in
+            budgetRetry = nil
+            guard let context = self.context else { return }
+            drainDeferred(context: context)
+        }
+    }
+
+    func enqueueReady(_ bytes: [UInt8], context: ChannelHandlerContext) {
+        if slots.isEmpty {
+            send(bytes, context: context)
+        } else {
+            slots.append(.ready(bytes))
+        }
+    }
+
+    func fillFrontSlot(_ bytes: [UInt8], context: ChannelHandlerContext) {
+        // The engine answers in request order, and ready slots are flushed eagerly, so the
+        // front slot is the one waiting for this response.
+        guard case .awaitingEngine? = slots.first else {
+            logger.error("response without a waiting request; closing the connection")
+            context.close(promise: nil)
+            return
+        }
+        slots.removeFirst()
+        waitingForEngine -= 1
+        queue(bytes)  // the delivery (`receive`) checks the outbox's bound once it is done
+        while case .ready(let next)? = slots.first {
+            slots.removeFirst()
+            queue(next)
+        }
+    }
+
+    /// Queues bytes in the outbox, and checks its bound (`checkOutboxBound`).
+    func send(_ bytes: [UInt8], context: ChannelHandlerContext) {
+        queue(bytes)
+        checkOutboxBound(context: context)
+    }
+
+    /// Queues bytes in the outbox; `flushOutbox` writes them. The caller checks the outbox's
+    /// bound once it has queued what it had (an engine delivery checks once, not per answer:
+    /// the check costs about as much as the copy).
+    func queue(_ bytes: [UInt8]) {
+        guard !closing else { return }
+        outbox.writeBytes(bytes)
+    }
+
+    /// An event: the subscriber's prefix `{"sub":S,` and the body all its subscribers share,
+    /// written straight into the outbox (its bound checked by the caller, as for `queue`).
+    func queueEvent(sub: Int, body: ByteBuffer) {
+        guard !closing else { return }
+        Self.writeEvent(sub: sub, body: body, into: &outbox)  // one access to the outbox
+    }
+
+    static func writeEvent(sub: Int, body: ByteBuffer, into outbox: inout ByteBuffer) {
+        // The prefix is put together on the stack and written with one copy, then the body.
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 32) { prefix in
+            var count = 0
+            for byte in #"{"sub":"#.utf8 {
+                prefix[count] = byte
+                count += 1
+            }
+            count += writeDecimal(sub, into: UnsafeMutableBufferPointer(rebasing: prefix[count...]))
+            prefix[count] = UInt8(ascii: ",")
+            outbox.writeBytes(UnsafeRawBufferPointer(UnsafeMutableBufferPointer(rebasing: prefix[...count])))
+        }
+        outbox.writeImmutableBuffer(body)
+    }
+
+    /// A reader too slow to keep its unsent output under `maxOutboundBytes` is told
+    /// `slow_consumer` and disconnected. The output still waiting here is dropped, so the event
+    /// follows only the lines already handed to the channel (whole lines); the output side is
+    /// shut once it is written, and the connection closed when the client closes its side or
+    /// after `slowConsumerGrace`, whichever comes first.
+    func checkOutboxBound(context: ChannelHandlerContext) {
+        guard !closing else { return }
+        // A peer replica receiving a snapshot may hold more; its stream is cut by the engine
+        // rather than here.
+        let limit = configuration.maxOutboundBytes * (isPeer ? 16 : 1) + answerAllowance
+        let queued = waitingBytes + outbox.readableBytes + deferredBytes
+        let pending = queued + channelBufferedBytes(context, mattersAbove: limit - queued)
+        if pending > BufferBudget.smallHolding || outputCharge.bytes > 0 {
+            outputCharge.update(pending, in: security.buffers)
+        }
+        // While the server's buffers are spent, a connection that holds much and whose peer is
+        // not taking it is let go.
+        let overBudget =
+            pending > BufferBudget.smallHolding && !isPeer && security.buffers.isSpent
+            && (!waiting.isEmpty || !context.channel.isWritable)
+        guard pending > limit || overBudget else { return }
+        closing = true
+        outbox.clear()
+        waiting.removeAll()
+        waitingBytes = 0
+        deferred.removeAll()
+        deferredBytes = 0
+        outputCharge.update(0, in: security.buffers)
+        logger.warning(
+            "closing a slow consumer",
+            metadata: [
+                "pendingBytes": "\(pending)", "reason": "\(overBudget ? "maxBufferedBytes" : "maxOutboundBytes")",
+            ])
+        let error =
+            overBudget
+            ? DatabaseError(
+                .slowConsumer,
+                "the connection did not read its output while the server's buffers were full (maxBufferedBytes)")
+            : DatabaseError(
+                .slowConsumer, "the connection's unsent output exceeded \(configuration.maxOutboundBytes) bytes")
+        let line = ResponseEncoder.errorEvent(error)
+        let written = context.eventLoop.makePromise(of: Void.self)
+        written.futureResult.assumeIsolated().whenComplete { result in
+            if case .success = result {
+                context.close(mode: .output, promise: nil)
+            } else {
+                context.close(promise: nil)
+            }
+        }
+        context.writeAndFlush(wrapOutboundOut(context.channel.allocator.buffer(bytes: line)), promise: written)
+        slowConsumerClose = context.eventLoop.assumeIsolated().scheduleTask(in: Self.slowConsumerGrace) {
+            context.close(promise: nil)
+        }
+        context.read()
+    }
+
+    /// How long a slow consumer has to read what was sent, the `slow_consumer` event last.
+    static let slowConsumerGrace: TimeAmount = .seconds(10)
+
+    /// Writes what the outbox holds with one write, and flushes; when the channel is not
+    /// writable, the outbox waits for it in `waiting`.
+    func flushOutbox(context: ChannelHandlerContext) {
+        guard !closing, outbox.readableBytes > 0 else { return }
+        let count = outbox.readableBytes
+        var buffer = outbox
+        outbox = spareOutbox.take() ?? context.channel.allocator.buffer(capacity: Swift.min(count, 64 * 1024))
+        if waiting.isEmpty, context.channel.isWritable {
+            progress.add(count)
+            // One trip down the pipeline for both (`write` then `flush` made two).
+            context.writeAndFlush(wrapOutboundOut(buffer), promise: nil)
+            // Written whole, the bytes are no longer the channel's: clearing allocates nothing. A
+            // large buffer is let go, so that an idle connection keeps little.
+            if buffer.capacity <= Self.spareOutboxCapacity {
+                buffer.clear()
+                spareOutbox = buffer
+            }
+        } else {
+            waiting.append(buffer)
+            waitingBytes += count
+        }
+    }
+
+    /// The largest outbox buffer kept as the spare.
+    static let spareOutboxCapacity = 4096
+
+    func write(_ buffer: ByteBuffer, context: ChannelHandlerContext) {
+        progress.add(buffer.readableBytes)
+        context.write(wrapOutboundOut(buffer), promise: nil)
+    }
+
+    /// The bytes the channel holds that have not reached the socket, when they may exceed
+    /// `threshold`. A writable channel holds less than its high water mark (64 KiB), so the exact
+    /// count, a slower query, is read only when the channel is not writable or the threshold is
+    /// below that mark; otherwise 0 stands for "not above the threshold".
+    func channelBufferedBytes(_ context: ChannelHandlerContext, mattersAbove threshold: Int) -> Int {
+        let highWaterMark = 64 * 1024
+        if context.channel.isWritable, threshold >= highWaterMark { return 0 }
+        return (try? context.channel.syncOptions?.getOption(.bufferedWritableBytes)) ?? 0
+    }
+
+    /// Closes once every byte written so far has reached the socket: the promise of an empty
+    /// write completes after the writes before it.
+    func closeAfterWritten(context: ChannelHandlerContext) {
+        let written = context.eventLoop.makePromise(of: Void.self)
+        written.futureResult.assumeIsolated().whenComplete { _ in context.close(promise: nil) }
+        context.writeAndFlush(wrapOutboundOut(context.channel.allocator.buffer(capacity: 0)), promise: written)
+    }
+
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        if context.channel.isWritable, !closing {
+            if !waiting.isEmpty {
+                while context.channel.isWritable, let next = waiting.popFirst() {
+                    waitingBytes -= next.readableBytes
+                    write(next, context: context)
+                }
+                context.flush()
+                if closeWhenDrained, waiting.isEmpty {
+                    closeWhenDrained = false
+                    closeAfterWritten(context: context)
+                }
+            }
+            if waiting.isEmpty {
+                stallTimer?.cancel()
+                stallTimer = nil
+                if deferred.isEmpty { answerAllowance = 0 }
+                drainDeferred(context: context)
+            }
+        } else if !closing, slowConsumerClose == nil {
+            let buffered = channelBufferedBytes(context, mattersAbove: 0)
+            progress.restart(stillBuffered: buffered)
+            armStallTimer(context: context)
+            checkOutboxBound(context: context)
+        }
+        context.fireChannelWritabilityChanged()
+    }
+
+    /// Checks every `writeStallTimeoutSeconds` while the channel is unwritable: a peer that took
+    /// nothing in that time is disconnected.
+    func armStallTimer(context: ChannelHandlerContext) {
+        guard stallTimer == nil else { return }
+        let timeout = security.limits.writeStallTimeoutSeconds
+        stallTimer = context.eventLoop.assumeIsolated().scheduleTask(in: .seconds(Int64(timeout))) { [self] in
+            stallTimer = nil
+            guard let context = self.context, !closing, !context.channel.isWritable || !waiting.isEmpty else { return }
+            checkOutboxBound(context: context)
+            guard !closing else { return }
+            if progress.moved(stillBuffered: channelBufferedBytes(context, mattersAbove: 0)) {
+                armStallTimer(context: context)
+                return
+            }
+            limitHit(
+                "closing a connection whose peer stopped reading",
+                metadata: ["pendingBytes": "\(waitingBytes + deferredBytes)", "timeoutSeconds": "\(timeout)"])
+            closing = true
+            outputCharge.update(0, in: security.buffers)
+            context.close(promise: nil)
+        }
+    }
+}
