@@ -1,5 +1,6 @@
 import Foundation
 import HearthJSON
+import HearthTestSupport
 import NIOConcurrencyHelpers
 import XCTest
 
@@ -54,6 +55,28 @@ final class AttackHTTPTests: XCTestCase {
         let rest = max(0.5, timeout - Date().timeIntervalSince(start))
         return connection.drainUntilClosed(maxBytes: 1 << 20, timeout: rest).closed
             ? nil : "answered, but the connection was not closed"
+    }
+
+    // MARK: Handshakes that never finish
+
+    /// A ClientHello, then nothing, on the line protocol's TLS port: the server closes the
+    /// connection within about 10 s by default (and `firstRequestTimeoutSeconds` 2 here).
+    func testAStalledTLSHandshakeOnTheLinePortIsClosed() throws {
+        let pki = try TestPKI.serverPKI()
+        defer { pki.remove() }
+        let server = try AttackServer.start([
+            ("tlsCertificate", .string(pki.path("server.crt"))), ("tlsKey", .string(pki.path("server.key"))),
+            ("firstRequestTimeoutSeconds", .int(2)),
+        ])
+        defer { server.stop() }
+        let connection = try RawConnection(port: server.tcpPort)
+        try connection.send(try RawConnection.clientHello(attackTLSContext(trusting: pki.path("ca.crt"))))
+        let start = Date()
+        let outcome = connection.drainUntilClosed(maxBytes: 1 << 20, timeout: 15)
+        XCTAssertTrue(
+            outcome.closed,
+            "a stalled handshake is still open after \(Int(Date().timeIntervalSince(start))) s "
+                + "(\(outcome.bytes) bytes of the server's handshake read)")
     }
 
     // MARK: Every applied request gets its answer
@@ -149,7 +172,9 @@ final class AttackHTTPTests: XCTestCase {
 
         let preflight = try Self.ask(
             server, "OPTIONS", "/keep.json",
-            headers: [Self.evil, ("Access-Control-Request-Method", "PUT"), ("Access-Control-Request-Headers", "content-type")])
+            headers: [
+                Self.evil, ("Access-Control-Request-Method", "PUT"), ("Access-Control-Request-Headers", "content-type"),
+            ])
         XCTAssertEqual(preflight.status, 403, "a cross-origin preflight")
         let allows = preflight.headers.filter { $0.0.lowercased().hasPrefix("access-control-allow") }
         XCTAssertTrue(allows.isEmpty, "a refused preflight allows \(allows)")

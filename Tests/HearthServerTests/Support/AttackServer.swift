@@ -165,7 +165,8 @@ struct MemoryWatch {
     func describe(_ attack: String) -> String {
         let when = passedAt.map { String(format: " (passed %.1f s in)", $0) } ?? ""
         return String(
-            format: "%@: resident %.0f MiB before, peak %.0f MiB, bound %.0f MiB%@", attack, baseline, peak, limit, when)
+            format: "%@: resident %.0f MiB before, peak %.0f MiB, bound %.0f MiB%@", attack, baseline, peak, limit, when
+        )
     }
 }
 

@@ -329,6 +329,11 @@ final class RawConnection: @unchecked Sendable {
 
     // MARK: TLS
 
+    /// The first flight of a TLS client (its ClientHello), to send on a plain connection.
+    static func clientHello(_ context: NIOSSLContext) throws -> [UInt8] {
+        try TLSLayer(context: context).outbound()
+    }
+
     private func handshake(timeout: Double) throws {
         guard let tls else { return }
         pending += try tls.outbound()
@@ -345,6 +350,14 @@ final class RawConnection: @unchecked Sendable {
                 buffer += try tls.decrypt(Array(chunk[..<n]))
                 pending += try tls.outbound()
             }
+        }
+        // The client's last handshake message goes out now: a server that speaks first (the
+        // protocol's hello) waits for it.
+        while !pending.isEmpty {
+            guard deadline.timeIntervalSinceNow > 0 else {
+                throw TestClient.Failure(description: "the TLS handshake did not finish in \(timeout) s")
+            }
+            _ = try pump(timeout: min(0.1, max(0, deadline.timeIntervalSinceNow)))
         }
     }
 }
