@@ -4,9 +4,9 @@ import HearthTestSupport
 import NIOConcurrencyHelpers
 import XCTest
 
-/// Attacks on the HTTP listener that are about time and truth rather than memory: bodies that
-/// never come, answers lost behind a malformed request, web pages writing to a local server in
-/// open mode, and HTTP/1.1 forms the server must understand (docs/security.md, docs/REST.md).
+/// Attacks about time and truth rather than memory: request bodies and TLS handshakes that never
+/// finish, answers lost behind a malformed request, web pages writing to a local server in open
+/// mode, and HTTP/1.1 forms the server must understand (docs/security.md, docs/REST.md).
 final class AttackHTTPTests: XCTestCase {
     // MARK: Bodies that never arrive
 

@@ -83,8 +83,8 @@ final class AttackLimitsTests: XCTestCase {
         return text.contains("Cipher is \(cipher)")
     }
 
-    /// RFC 7515 §4.1.11: a token whose `crit` names an extension the server does not understand
-    /// is refused.
+    /// A token whose `crit` header names an extension the server does not understand is refused
+    /// (JWS makes such a token invalid, whatever its signature).
     func testATokenWithAnUnknownCriticalHeaderIsRefused() async throws {
         let rules = try temporaryFile(#"{"rules":{".read":"auth != null"}}"#)
         defer { try? FileManager.default.removeItem(atPath: rules) }
