@@ -106,11 +106,14 @@ final class RawConnection: @unchecked Sendable {
 
     /// Waits up to `timeout` for the socket to be writable or readable, sends what it takes of
     /// the queued bytes without blocking, and returns whether bytes from the server are waiting
-    /// (or the connection ended). Throws when the server reset the connection while sending.
-    func pump(timeout: Double) throws -> Bool {
+    /// (or the connection ended). With `answersFirst`, nothing is sent once the server has said
+    /// something: an answer followed by a reset is then still read. Throws when sending fails.
+    func pump(timeout: Double, answersFirst: Bool = false) throws -> Bool {
         var pfd = pollfd(fd: fd, events: Int16(POLLIN) | (pending.isEmpty ? 0 : Int16(POLLOUT)), revents: 0)
         let ready = poll(&pfd, 1, Int32(max(0, timeout) * 1000))
         guard ready > 0 else { return false }
+        let incoming = pfd.revents & (Int16(POLLIN) | Int16(POLLHUP) | Int16(POLLERR)) != 0
+        if incoming, answersFirst { return true }
         if pfd.revents & Int16(POLLOUT) != 0, !pending.isEmpty {
             let n = pending.withUnsafeBytes {
                 Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT))
@@ -118,11 +121,11 @@ final class RawConnection: @unchecked Sendable {
             if n > 0 {
                 pending.removeFirst(n)
             } else if n < 0, errno != EAGAIN, errno != EWOULDBLOCK {
-                closed = true
+                // The read side finds the end itself, after whatever arrived before it.
                 throw TestClient.Failure(description: "send() failed: errno \(errno)")
             }
         }
-        return pfd.revents & (Int16(POLLIN) | Int16(POLLHUP) | Int16(POLLERR)) != 0
+        return incoming
     }
 
     // MARK: Receiving
