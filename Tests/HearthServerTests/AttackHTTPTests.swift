@@ -59,9 +59,9 @@ final class AttackHTTPTests: XCTestCase {
 
     // MARK: Handshakes that never finish
 
-    /// A ClientHello, then nothing, on the line protocol's TLS port: the server closes the
-    /// connection within about 10 s by default (and `firstRequestTimeoutSeconds` 2 here).
-    func testAStalledTLSHandshakeOnTheLinePortIsClosed() throws {
+    /// Nothing, or a ClientHello and then nothing, on either TLS port: the server closes the
+    /// connection within about 10 s by default (and `firstRequestTimeoutSeconds` is 2 here).
+    func testStalledTLSHandshakesAreClosedOnBothPorts() throws {
         let pki = try TestPKI.serverPKI()
         defer { pki.remove() }
         let server = try AttackServer.start([
@@ -69,14 +69,24 @@ final class AttackHTTPTests: XCTestCase {
             ("firstRequestTimeoutSeconds", .int(2)),
         ])
         defer { server.stop() }
-        let connection = try RawConnection(port: server.tcpPort)
-        try connection.send(try RawConnection.clientHello(attackTLSContext(trusting: pki.path("ca.crt"))))
-        let start = Date()
-        let outcome = connection.drainUntilClosed(maxBytes: 1 << 20, timeout: 15)
-        XCTAssertTrue(
-            outcome.closed,
-            "a stalled handshake is still open after \(Int(Date().timeIntervalSince(start))) s "
-                + "(\(outcome.bytes) bytes of the server's handshake read)")
+        let hello = try RawConnection.clientHello(attackTLSContext(trusting: pki.path("ca.crt")))
+        var stalled: [(String, RawConnection)] = []
+        for (name, port) in [("line", server.tcpPort), ("HTTP", server.httpPort)] {
+            stalled.append(("\(name) port, nothing sent", try RawConnection(port: port)))
+            let afterHello = try RawConnection(port: port)
+            try afterHello.send(hello)
+            stalled.append(("\(name) port, a ClientHello sent", afterHello))
+        }
+        let deadline = Date().addingTimeInterval(15)
+        let stillOpen = NIOLockedValueBox<[String]>([])
+        let all = stalled
+        try concurrently(all.count) { i in
+            if !all[i].1.drainUntilClosed(maxBytes: 1 << 20, timeout: deadline.timeIntervalSinceNow).closed {
+                stillOpen.withLockedValue { $0.append(all[i].0) }
+            }
+        }
+        let open = stillOpen.withLockedValue { $0 }
+        XCTAssertTrue(open.isEmpty, "stalled handshakes still open after 15 s: \(open.sorted())")
     }
 
     // MARK: Every applied request gets its answer
