@@ -106,6 +106,12 @@ final class LineProtocolLimitsTests: XCTestCase {
             let answer = try client.request(#"{"id":2,"op":"get","path":"/big"}"#)
             XCTAssertEqual(answer["value"]?.stringValue?.count, 3 << 19)
             XCTAssertEqual(try client.request(#"{"id":3,"op":"ping"}"#)["ok"], .bool(true))
+            // So is a subscription's first event of that size.
+            let subscribed = try client.request(#"{"id":4,"op":"subscribe","path":"/big"}"#)
+            XCTAssertEqual(subscribed["ok"], .bool(true))
+            let first = try client.events.first ?? client.readJSON(timeout: 10)
+            XCTAssertEqual(first["value"]?.stringValue?.count, 3 << 19)
+            XCTAssertEqual(try client.request(#"{"id":5,"op":"ping"}"#)["ok"], .bool(true))
         }
     }
 }

@@ -117,7 +117,12 @@ extension HTTPConnectionHandler {
         let overBudget =
             outstandingBytes + count > BufferBudget.smallHolding && !context.channel.isWritable
             && security.buffers.isSpent
-        if outstandingBytes + count > configuration.maxOutboundBytes || overBudget {
+        // One event larger than 1 MiB (a large first value), sent when little else was waiting,
+        // may pass the bound by its own size: a large event is not a slow reader.
+        if count > ConnectionHandler.pauseBytes, outstandingBytes <= ConnectionHandler.pauseBytes {
+            streamAllowance = max(streamAllowance, count)
+        }
+        if outstandingBytes + count > configuration.maxOutboundBytes + streamAllowance || overBudget {
             logger.warning(
                 "closing a slow event-stream reader",
                 metadata: [
@@ -138,6 +143,7 @@ extension HTTPConnectionHandler {
         let promise = context.eventLoop.makePromise(of: Void.self)
         promise.futureResult.assumeIsolated().whenComplete { [self] _ in
             outstandingBytes -= count
+            if outstandingBytes <= ConnectionHandler.pauseBytes { streamAllowance = 0 }
             if charge.bytes > 0 { charge.update(outstandingBytes, in: security.buffers) }
         }
         if chunked {

@@ -110,6 +110,8 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     var keepAliveTimer: Scheduled<Void>?
     var lastStreamWrite = NIODeadline.now()
     var outstandingBytes = 0
+    /// What one large event may add above `maxOutboundBytes` while it is being sent.
+    var streamAllowance = 0
     /// Parts of requests that arrived while an earlier one was being served.
     var queued = CircularBuffer<HTTPServerRequestPart>()
     var readPaused = false
