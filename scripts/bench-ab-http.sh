@@ -25,12 +25,7 @@ for round in $(seq "$rounds"); do
             binary=$before
             [ "$side" = after ] && binary=$after
             rm -rf "$work/data"
-            port=$(free_port)
-            http_port=$(free_port)
-            "${hearthd_env[@]}" "$binary" --port "$port" --http-port "$http_port" --data-dir "$work/data" \
-                --fsync never --log-level warning --config "$work/hearth.json" &
-            server_pid=$!
-            wait_for_port "$http_port" hearthd
+            start_hearthd_http "$binary"
             if [ "$scenario" = writes ]; then
                 load=(writes --connections 50 --count 200000 --seconds 20)
             else

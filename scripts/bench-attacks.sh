@@ -26,12 +26,7 @@ for scenario in http-reads tcp-reads bodies streams; do
         binary=$before
         [ "$side" = after ] && binary=$after
         rm -rf "$work/data"
-        port=$(free_port)
-        http_port=$(free_port)
-        "${hearthd_env[@]}" "$binary" --port "$port" --http-port "$http_port" --data-dir "$work/data" \
-            --fsync never --log-level error --config "$config" &
-        server_pid=$!
-        wait_for_port "$http_port" hearthd
+        start_hearthd_http "$binary" "$config"
         line=$(timeout 120 python3 scripts/python/attack_rss.py "$scenario" "$server_pid" "$port" "$http_port")
         echo "{\"side\":\"$side\",${line#\{}" | tee -a "$results" >&2
         kill -9 "$server_pid" 2>/dev/null || true

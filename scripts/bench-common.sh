@@ -139,6 +139,18 @@ start_hearthd() { # binary
     wait_for_port "$port" hearthd
 }
 
+# Starts the hearthd binary $1 as `start_hearthd` does, with the HTTP listener on a free port too
+# (`http_port`) and the configuration file $2 (default `$work/hearth.json`); sets `port`,
+# `http_port` and `server_pid` once the HTTP port accepts connections.
+start_hearthd_http() { # binary [config]
+    port=$(free_port)
+    http_port=$(free_port)
+    "${hearthd_env[@]}" "$1" --port "$port" --http-port "$http_port" --data-dir "$work/data" --fsync "$fsync" \
+        --log-level warning --config "${2:-$work/hearth.json}" &
+    server_pid=$!
+    wait_for_port "$http_port" hearthd
+}
+
 stop_pid() { # pid (or nothing)
     [ -n "${1:-}" ] || return 0
     kill "$1" 2>/dev/null || true
