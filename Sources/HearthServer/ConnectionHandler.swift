@@ -274,6 +274,15 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
         if clustered { decoder.keepsSource = !engine.isLeading }
         let buffer = unwrapInboundIn(data)
         inputBytes &+= buffer.readableBytes
+        let limit = security.limits.maxUnauthenticatedBodyBytes
+        if !signedIn, framer.partialBytes + buffer.readableBytes > limit, !isPeer, !closing, !security.isOpen {
+            // Refused before it is gathered: a line that does not end within the bound.
+            let room = max(0, limit - framer.partialBytes)
+            if !buffer.readableBytesView.prefix(room + 1).contains(UInt8(ascii: "\n")) {
+                notePartialLine(framer.partialBytes + buffer.readableBytes, context: context)
+                return
+            }
+        }
         framer.rawFrames(in: buffer) { frame in received(frame, context: context) }
         let partial = framer.partialBytes
         if partial > 0 {

@@ -206,6 +206,73 @@ final class AttackMemoryTests: XCTestCase {
         XCTAssertEqual(answer.status, 200, answer.text.prefix(200).description)
     }
 
+    /// The same attack on the line protocol's TLS port: 100 connections that have not signed in
+    /// each send one 16 MiB line as fast as they can. Promises: each gets a `too_large` error
+    /// event within 5 s, before its line is read whole, and resident memory stays under its level
+    /// before + 400 MB. A line is refused only once more than the 256 KiB bound of it has arrived,
+    /// so each connection holds what a few reads bring in (its TLS buffers included) before it is
+    /// cut: a few megabytes at the most, where unbounded it was all of its 16 MiB.
+    func testUnauthenticatedLongLinesAreRefusedBeforeTheyAreRead() async throws {
+        let pki = try TestPKI.serverPKI()
+        defer { pki.remove() }
+        let rules = try temporaryFile(#"{"rules":{".read":"auth != null",".write":"auth != null"}}"#)
+        defer { try? FileManager.default.removeItem(atPath: rules) }
+        let server = try AttackServer.start(Self.secureSettings(pki: pki, rules: rules))
+        defer { server.stop() }
+        let context = try attackTLSContext(trusting: pki.path("ca.crt"))
+        let baseline = server.settledResidentMiB()
+        let port = server.tcpPort
+        let outcomes = NIOLockedValueBox<[String]>([])
+        let finished = DispatchGroup()
+        for _ in 0..<100 {
+            finished.enter()
+            Thread {
+                defer { finished.leave() }
+                let outcome = Self.sendLine(port: port, tls: context, bytes: 16 << 20)
+                outcomes.withLockedValue { $0.append(outcome) }
+            }.start()
+        }
+        let watch = server.watchMemory(
+            baseline: baseline, margin: 400, seconds: 12, until: { outcomes.withLockedValue { $0.count } == 100 })
+        XCTAssertEqual(finished.wait(timeout: .now() + 15), .success, "the attacking threads did not stop")
+        XCTAssertFalse(watch.passed, watch.describe("100 unauthenticated 16 MiB lines over TLS"))
+        let all = outcomes.withLockedValue { $0 }
+        XCTAssertEqual(
+            all.filter { $0 == "refused" }.count, 100,
+            Dictionary(grouping: all.filter { $0 != "refused" }, by: { $0 }).map { "\($0.value.count) × \($0.key)" }
+                .joined(separator: "; "))
+    }
+
+    /// Reads the hello, then sends one line of up to `bytes` (no end) as fast as the server takes
+    /// it until the server says something: "refused" when that is a `too_large` error event
+    /// within 5 s, else what happened.
+    private static func sendLine(port: Int, tls: NIOSSLContext?, bytes: Int) -> String {
+        let connection: RawConnection
+        do { connection = try RawConnection(port: port, tls: tls, timeout: 10) } catch {
+            return "no connection: \(error)"
+        }
+        defer { connection.close() }
+        let chunk = Array(#"{"op":"set","path":"/x","value":""#.utf8) + [UInt8](repeating: UInt8(ascii: "a"), count: 65536)
+        var sent = 0
+        let start = Date()
+        do {
+            _ = try connection.readLine(timeout: 10)  // hello
+            while Date().timeIntervalSince(start) < 10 {
+                if connection.drained, sent < bytes {
+                    connection.queue(sent == 0 ? chunk : Array(chunk.suffix(65536)))
+                    sent += 65536
+                }
+                if try connection.pump(timeout: 0.05, answersFirst: true) { break }
+            }
+            let line = try connection.readLine(timeout: 5)
+            let seconds = Date().timeIntervalSince(start)
+            guard line.contains("too_large"), seconds < 5 else { return "answered \(line.prefix(80)) after \(seconds) s" }
+            return "refused"
+        } catch {
+            return "\(error) after \(sent >> 20) MiB"
+        }
+    }
+
     /// Sends `head` then up to `bytes` of body as fast as the server takes them, until it answers,
     /// closes, or `stop`: "refused <status> in <s>" when the answer was 401 or 413 within 2 s of the
     /// head, else what happened.
