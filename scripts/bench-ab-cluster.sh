@@ -57,7 +57,7 @@ for round in $(seq "$rounds"); do
             load=(--port "$leader" --connections "$connections" --window "$window")
             leader_before=$(cpu_ticks "$leader_pid")
             replica_before=$(cpu_ticks "$replica_pid")
-            line=$(.build/release/hearth-bench lean "${load[@]}" --count "$count" --seconds 60 2>/dev/null | tail -1)
+            line=$($scratch/release/hearth-bench lean "${load[@]}" --count "$count" --seconds 60 2>/dev/null | tail -1)
             leader_cpu=$(per_write "$(cpu_ticks "$leader_pid") - $leader_before" "$count")
             replica_cpu=$(per_write "$(cpu_ticks "$replica_pid") - $replica_before" "$count")
             echo "{\"side\":\"$side\",\"round\":$round,\"leaderCPUMicrosPerWrite\":$leader_cpu,\"replicaCPUMicrosPerWrite\":$replica_cpu,${line#\{}" |

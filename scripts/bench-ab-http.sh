@@ -31,7 +31,7 @@ for round in $(seq "$rounds"); do
             else
                 load=(fanout --subscribers 100 --writes 20000 --seconds 30 --writer-port "$port")
             fi
-            line=$(.build/release/hearth-bench "${load[@]}" --target http --port "$http_port" 2>/dev/null | tail -1)
+            line=$($scratch/release/hearth-bench "${load[@]}" --target http --port "$http_port" 2>/dev/null | tail -1)
             echo "{\"side\":\"$side\",\"round\":$round,${line#\{}" | tee -a "$results" >&2
             stop_pid "$server_pid"
             server_pid=""

@@ -34,9 +34,9 @@ for round in $(seq "$rounds"); do
             rm -rf "$work/data"
             start_hearthd "$binary"
             load=(--port "$port" --connections "$connections" --window "$window")
-            .build/release/hearth-bench lean "${load[@]}" --count 20000 >/dev/null 2>&1
+            $scratch/release/hearth-bench lean "${load[@]}" --count 20000 >/dev/null 2>&1
             cpu_before=$(cpu_ticks "$server_pid")
-            line=$(.build/release/hearth-bench lean "${load[@]}" --count "$count" --seconds 60 2>/dev/null | tail -1)
+            line=$($scratch/release/hearth-bench lean "${load[@]}" --count "$count" --seconds 60 2>/dev/null | tail -1)
             cpu=$(python3 -c "print(round(($(cpu_ticks "$server_pid") - $cpu_before) / $(getconf CLK_TCK) * 1e6 / $count, 2))")
             echo "{\"side\":\"$side\",\"round\":$round,\"serverCPUMicrosPerWrite\":$cpu,${line#\{}" |
                 tee -a "$results" >&2

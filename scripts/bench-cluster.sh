@@ -41,7 +41,7 @@ command_line="scripts/bench-cluster.sh$(if $quick; then echo " --quick"; fi) --f
 swift build -c release --product hearthd >&2
 swift build -c release --product hearth-bench >&2
 choose_allocator
-bin=.build/release
+bin=$scratch/release
 
 bench_files bench-cluster
 stop_pids_on_exit

@@ -1,6 +1,18 @@
 # Shared by scripts/bench*.sh (sourced, not run): options, scaling, output files, ports and
 # stopping servers. Every server these scripts start is on loopback and stopped by its pid.
 
+# The build folder the scripts build into and run from: `.build`, or HEARTH_SCRATCH_PATH (a
+# release build kept apart from a debug one, say). Every `swift build` here goes there.
+scratch=${HEARTH_SCRATCH_PATH:-.build}
+swift() {
+    if [ "${1:-}" = build ]; then
+        shift
+        command swift build --scratch-path "$scratch" "$@"
+    else
+        command swift "$@"
+    fi
+}
+
 # Parses `[--quick] [--out DIR]` into `quick` and `out`; $1 is the script's name for the usage line.
 bench_options() {
     local name=$1
@@ -69,7 +81,7 @@ install_missing() {
 build_release() {
     if [ -z "$hearthd" ]; then
         swift build -c release --product hearthd >&2
-        hearthd=.build/release/hearthd
+        hearthd=$scratch/release/hearthd
     fi
     swift build -c release --product hearth-bench >&2
 }

@@ -25,7 +25,7 @@ ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 swift build -c release --product hearthd >&2
 swift build -c release --product hearth-bench >&2
 choose_allocator
-bin=.build/release
+bin=$scratch/release
 install_missing wrk
 
 bench_files http

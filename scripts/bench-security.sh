@@ -24,7 +24,7 @@ swift build -c release --product hearthd >&2
 swift build -c release --product hearth-bench >&2
 swift build -c release --product hearth >&2
 choose_allocator
-bin=.build/release
+bin=$scratch/release
 
 bench_files security
 server_pid=""

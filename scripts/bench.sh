@@ -23,7 +23,7 @@ fd_limit=$(ulimit -n)
 
 swift build -c release --product hearthd >&2
 swift build -c release --product hearth-bench >&2
-bin=.build/release
+bin=$scratch/release
 install_missing redis-server
 choose_allocator
 

@@ -88,9 +88,9 @@ measure() { # label: standalone, leader or replica
     fi
     local load=(--target hearth --port "$loaded" --connections "$connections" --window "$window" --seconds 600)
     echo "==> $label: warm-up, then $writes writes under callgrind" >&2
-    .build/release/hearth-bench lean "${load[@]}" --count $((writes / 5)) >/dev/null
+    $scratch/release/hearth-bench lean "${load[@]}" --count $((writes / 5)) >/dev/null
     callgrind_control -i on "$profiled" >/dev/null
-    .build/release/hearth-bench lean "${load[@]}" --count "$writes" >/dev/null
+    $scratch/release/hearth-bench lean "${load[@]}" --count "$writes" >/dev/null
     # A replica acknowledges a write before it has done with it (its views, its retained log).
     if [ "$label" = replica ]; then sleep 2; fi
     callgrind_control -i off "$profiled" >/dev/null

@@ -57,15 +57,15 @@ measure() { # target (hearth | redis), label, connections, window
         local load=(--target "$target" --port "$port" --subscribers 100 --seconds 600)
         units=$((writes / 10 * 100))
         echo "==> $label ($target): warm-up, then $((writes / 10)) writes to 100 subscribers under callgrind" >&2
-        .build/release/hearth-bench fanout "${load[@]}" --writes $((writes / 40)) >/dev/null
+        $scratch/release/hearth-bench fanout "${load[@]}" --writes $((writes / 40)) >/dev/null
         callgrind_control -i on "$server_pid" >/dev/null
-        .build/release/hearth-bench fanout "${load[@]}" --writes $((writes / 10)) >/dev/null
+        $scratch/release/hearth-bench fanout "${load[@]}" --writes $((writes / 10)) >/dev/null
     else
         local load=(--target "$target" --port "$port" --connections "$connections" --window "$window" --seconds 600)
         echo "==> $label ($target): warm-up, then $writes writes under callgrind" >&2
-        .build/release/hearth-bench lean "${load[@]}" --count $((writes / 10)) >/dev/null
+        $scratch/release/hearth-bench lean "${load[@]}" --count $((writes / 10)) >/dev/null
         callgrind_control -i on "$server_pid" >/dev/null
-        .build/release/hearth-bench lean "${load[@]}" --count "$writes" >/dev/null
+        $scratch/release/hearth-bench lean "${load[@]}" --count "$writes" >/dev/null
     fi
     callgrind_control -i off "$server_pid" >/dev/null
     stop_pid "$server_pid"

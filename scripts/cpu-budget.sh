@@ -57,7 +57,7 @@ for round in $(seq "$rounds"); do
                 redis-server --bind 127.0.0.1 --port "$port" --dir "$work/data" --save "" "${appendonly[@]}" \
                     --daemonize no --logfile "$work/data/redis.log" &
             elif [ "$target" = nio-floor ]; then
-                .build/release/hearth-bench nio-floor --port "$port" &
+                $scratch/release/hearth-bench nio-floor --port "$port" &
             else
                 "${hearthd_env[@]}" "$hearthd" --port "$port" --data-dir "$work/data" --fsync "$fsync" --log-level warning \
                     --config "$work/hearth.json" &
@@ -67,10 +67,10 @@ for round in $(seq "$rounds"); do
             protocol=$target
             [ "$target" = nio-floor ] && protocol=hearth
             load=(--target "$protocol" --port "$port" --connections "$connections" --window "$window")
-            .build/release/hearth-bench lean "${load[@]}" --count 20000 >/dev/null 2>&1
+            $scratch/release/hearth-bench lean "${load[@]}" --count 20000 >/dev/null 2>&1
             threads "$server_pid" >"$work/before"
             /usr/bin/time -f '%U %S' -o "$work/client" \
-                .build/release/hearth-bench lean "${load[@]}" --count "$count" --seconds 60 2>/dev/null |
+                $scratch/release/hearth-bench lean "${load[@]}" --count "$count" --seconds 60 2>/dev/null |
                 tail -1 >"$work/line"
             threads "$server_pid" >"$work/after"
             python3 - "$work" "$target" "$round" "$count" "$ticks" "$(nproc)" <<'EOF' | tee -a "$results" >&2

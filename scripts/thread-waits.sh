@@ -31,7 +31,7 @@ echo '{"maxWritesPerSecondPerConnection": 0}' >"$work/hearth.json"
 
 start_hearthd "$hearthd"
 load=(--port "$port" --connections "$connections" --window "$window")
-.build/release/hearth-bench lean "${load[@]}" --count 20000 >/dev/null 2>&1  # warm-up
+$scratch/release/hearth-bench lean "${load[@]}" --count 20000 >/dev/null 2>&1  # warm-up
 
 threads() { for task in /proc/"$server_pid"/task/*; do echo "$(basename "$task") $(cat "$task/schedstat") $(tr ' ' _ <"$task/comm")"; done; }
 threads >"$work/before"
@@ -42,7 +42,7 @@ if [ "$perf" = yes ]; then
     sleep 0.5
 fi
 started=$(date +%s%N)
-.build/release/hearth-bench lean "${load[@]}" --count "$count" --seconds 60 2>/dev/null | tail -1 >"$work/line"
+$scratch/release/hearth-bench lean "${load[@]}" --count "$count" --seconds 60 2>/dev/null | tail -1 >"$work/line"
 ended=$(date +%s%N)
 threads >"$work/after"
 if [ "$perf" = yes ]; then
