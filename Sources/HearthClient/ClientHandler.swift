@@ -12,7 +12,8 @@ final class ClientHandler: ChannelInboundHandler {
 
     func channelActive(context: ChannelHandlerContext) {
         // Before any request: makes a server of another protocol answer (`GreetingCheck`).
-        context.writeAndFlush(wrapOutboundOut(context.channel.allocator.buffer(bytes: GreetingCheck.probe)), promise: nil)
+        context.writeAndFlush(
+            wrapOutboundOut(context.channel.allocator.buffer(bytes: GreetingCheck.probe)), promise: nil)
         repo.channelBecameActive(context.channel)
         context.fireChannelActive()
     }

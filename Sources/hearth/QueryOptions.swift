@@ -13,19 +13,27 @@ struct QueryOptions: ParsableArguments {
     @Option(help: ArgumentHelp("Order children by the value at this child path.", valueName: "path"))
     var orderByChild: String?
 
-    @Option(parsing: .unconditional, help: ArgumentHelp("Start at this sort value (JSON).", valueName: "json"), transform: JSONArgument.parse)
+    @Option(
+        parsing: .unconditional, help: ArgumentHelp("Start at this sort value (JSON).", valueName: "json"),
+        transform: JSONArgument.parse)
     var startAt: JSONArgument?
     @Option(help: ArgumentHelp("With --start-at: the first key among equal values.", valueName: "key"))
     var startAtKey: String?
-    @Option(parsing: .unconditional, help: ArgumentHelp("Start after this sort value (JSON).", valueName: "json"), transform: JSONArgument.parse)
+    @Option(
+        parsing: .unconditional, help: ArgumentHelp("Start after this sort value (JSON).", valueName: "json"),
+        transform: JSONArgument.parse)
     var startAfter: JSONArgument?
     @Option(help: ArgumentHelp("With --start-after: start after this key.", valueName: "key"))
     var startAfterKey: String?
-    @Option(parsing: .unconditional, help: ArgumentHelp("End at this sort value (JSON).", valueName: "json"), transform: JSONArgument.parse)
+    @Option(
+        parsing: .unconditional, help: ArgumentHelp("End at this sort value (JSON).", valueName: "json"),
+        transform: JSONArgument.parse)
     var endAt: JSONArgument?
     @Option(help: ArgumentHelp("With --end-at: the last key among equal values.", valueName: "key"))
     var endAtKey: String?
-    @Option(parsing: .unconditional, help: ArgumentHelp("End before this sort value (JSON).", valueName: "json"), transform: JSONArgument.parse)
+    @Option(
+        parsing: .unconditional, help: ArgumentHelp("End before this sort value (JSON).", valueName: "json"),
+        transform: JSONArgument.parse)
     var endBefore: JSONArgument?
     @Option(help: ArgumentHelp("With --end-before: end before this key.", valueName: "key"))
     var endBeforeKey: String?

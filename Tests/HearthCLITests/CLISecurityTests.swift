@@ -203,8 +203,10 @@ final class CLISecurityTests: XCTestCase {
         try await withCLIServer { server in
             let httpPort = try XCTUnwrap(server.server.httpPort)
             let started = Date()
-            let result = try CLIProcess(["--url", "hearth://127.0.0.1:\(httpPort)", "ping", "--timeout", "8"], url: nil)
-                .finish()
+            let result = try CLIProcess(
+                ["--url", "hearth://127.0.0.1:\(httpPort)", "ping", "--timeout", "8"], url: nil
+            )
+            .finish()
             XCTAssertEqual(result.status, 1, result.stderr)
             XCTAssertTrue(result.stderr.contains("an HTTP server answered"), result.stderr)
             XCTAssertTrue(result.stderr.contains("hearthd's port"), result.stderr)

@@ -104,7 +104,8 @@ final class ConsoleTests: XCTestCase {
                 XCTAssertEqual(icon.header("Content-Type"), "image/svg+xml", path)
                 XCTAssertTrue(icon.text.hasPrefix("<svg"), path)
             }
-            XCTAssertTrue(try client.request("GET", "/").text.contains(#"<link rel="icon" href="/console/favicon.svg""#))
+            XCTAssertTrue(
+                try client.request("GET", "/").text.contains(#"<link rel="icon" href="/console/favicon.svg""#))
             let health = try client.request("GET", "/.well-known/hearth/health")
             XCTAssertEqual(health.json["linePort"], .int(Int64(server.port)), health.text)
             let script = try client.request("GET", "/console/console.js").text
