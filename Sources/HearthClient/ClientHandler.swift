@@ -4,12 +4,16 @@ import NIOCore
 /// Forwards a connection's lifecycle and its lines to the repo. Runs on the repo's event loop.
 final class ClientHandler: ChannelInboundHandler {
     typealias InboundIn = LineFrame
+    typealias OutboundOut = ByteBuffer
 
     private let repo: Repo
 
     init(repo: Repo) { self.repo = repo }
 
     func channelActive(context: ChannelHandlerContext) {
+        // Before any request: makes a server of another protocol answer (`GreetingCheck`).
+        context.writeAndFlush(
+            wrapOutboundOut(context.channel.allocator.buffer(bytes: GreetingCheck.probe)), promise: nil)
         repo.channelBecameActive(context.channel)
         context.fireChannelActive()
     }

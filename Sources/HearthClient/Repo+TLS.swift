@@ -87,6 +87,13 @@ extension Repo {
             .connectionFailed, "cannot connect to \(endpoint.description): TLS handshake failed: \(reason)")
     }
 
+    /// Keeps `failure` as the reason this connection attempt ended (from `GreetingCheck`, on
+    /// the loop): the server is not a line-protocol server.
+    func noteConnectionFailure(_ failure: HearthError, on channel: any Channel) {
+        guard self.channel === channel, security.channelFailure == nil else { return }
+        security.channelFailure = failure
+    }
+
     /// The failure `channelErrorCaught` kept for this connection attempt, once.
     func takeChannelFailure() -> HearthError? {
         defer { security.channelFailure = nil }

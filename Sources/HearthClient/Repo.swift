@@ -172,6 +172,7 @@ final class Repo: @unchecked Sendable {
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try self.addTLSHandler(to: channel, for: endpoint)
+                    try channel.pipeline.syncOperations.addHandler(GreetingCheck(repo: self, endpoint: endpoint))
                     try channel.pipeline.syncOperations.addHandler(
                         LineFrameDecoder(maxLength: Int(Int32.max)))
                     try channel.pipeline.syncOperations.addHandler(ClientHandler(repo: self))

@@ -41,7 +41,8 @@ public final class HearthServer: Sendable {
 
     /// The `/.well-known/hearth/` endpoints: health, metrics and stats (docs/OBSERVABILITY.md).
     public var wellKnown: WellKnownEndpoints {
-        WellKnownEndpoints(engine: engine, configuration: configuration, security: security, eventLoops: ioGroup)
+        WellKnownEndpoints(
+            engine: engine, configuration: configuration, security: security, eventLoops: ioGroup, linePort: port)
     }
 
     /// This server's metrics (its own registry).
@@ -206,7 +207,8 @@ public final class HearthServer: Sendable {
         }
         if let httpPort = configuration.httpPort {
             let wellKnown = WellKnownEndpoints(
-                engine: engine, configuration: configuration, security: security, eventLoops: ioGroup)
+                engine: engine, configuration: configuration, security: security, eventLoops: ioGroup,
+                linePort: listener.localAddress?.port)
             do {
                 httpListener = try await HTTPListener.bind(
                     port: httpPort, on: ioGroup,

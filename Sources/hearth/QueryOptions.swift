@@ -3,7 +3,9 @@ import HearthClient
 import HearthJSON
 
 /// The query flags of `get` and `listen`: an order, bounds (JSON values, each with an optional
-/// key) and a limit, applied with HearthClient's `query…` methods, which validate them.
+/// key) and a limit, applied with HearthClient's `query…` methods, which validate them. A bound
+/// takes the next argument whatever it looks like (`--start-at -1`): one that is not JSON is
+/// refused with the quoting to use.
 struct QueryOptions: ParsableArguments {
     @Flag(help: "Order children by key.") var orderByKey = false
     @Flag(help: "Order children by value.") var orderByValue = false
@@ -11,20 +13,34 @@ struct QueryOptions: ParsableArguments {
     @Option(help: ArgumentHelp("Order children by the value at this child path.", valueName: "path"))
     var orderByChild: String?
 
-    @Option(help: ArgumentHelp("Start at this sort value (JSON).", valueName: "json")) var startAt: JSONArgument?
+    @Option(
+        parsing: .unconditional, help: ArgumentHelp("Start at this sort value (JSON).", valueName: "json"),
+        transform: JSONArgument.parse)
+    var startAt: JSONArgument?
     @Option(help: ArgumentHelp("With --start-at: the first key among equal values.", valueName: "key"))
     var startAtKey: String?
-    @Option(help: ArgumentHelp("Start after this sort value (JSON).", valueName: "json")) var startAfter: JSONArgument?
+    @Option(
+        parsing: .unconditional, help: ArgumentHelp("Start after this sort value (JSON).", valueName: "json"),
+        transform: JSONArgument.parse)
+    var startAfter: JSONArgument?
     @Option(help: ArgumentHelp("With --start-after: start after this key.", valueName: "key"))
     var startAfterKey: String?
-    @Option(help: ArgumentHelp("End at this sort value (JSON).", valueName: "json")) var endAt: JSONArgument?
+    @Option(
+        parsing: .unconditional, help: ArgumentHelp("End at this sort value (JSON).", valueName: "json"),
+        transform: JSONArgument.parse)
+    var endAt: JSONArgument?
     @Option(help: ArgumentHelp("With --end-at: the last key among equal values.", valueName: "key"))
     var endAtKey: String?
-    @Option(help: ArgumentHelp("End before this sort value (JSON).", valueName: "json")) var endBefore: JSONArgument?
+    @Option(
+        parsing: .unconditional, help: ArgumentHelp("End before this sort value (JSON).", valueName: "json"),
+        transform: JSONArgument.parse)
+    var endBefore: JSONArgument?
     @Option(help: ArgumentHelp("With --end-before: end before this key.", valueName: "key"))
     var endBeforeKey: String?
-    @Option(help: ArgumentHelp("Only children with this sort value (JSON).", valueName: "json")) var equalTo:
-        JSONArgument?
+    @Option(
+        parsing: .unconditional, help: ArgumentHelp("Only children with this sort value (JSON).", valueName: "json"),
+        transform: JSONArgument.parse)
+    var equalTo: JSONArgument?
     @Option(help: ArgumentHelp("With --equal-to: only the child with this key.", valueName: "key"))
     var equalToKey: String?
 

@@ -30,8 +30,31 @@ struct RulesSimulateCommand: AsyncParsableCommand {
 
     @Argument(help: "The operation: get, subscribe, set, update, remove, push or setPriority.") var op: String?
     @Argument(help: "The path.") var path: String?
-    @Argument(help: "The value (set, push), the values (update) or the priority (setPriority), as JSON.")
-    var value: JSONArgument?
+    /// Every input no option took, so that a negative priority or value (`-5`) is a value rather
+    /// than an unknown option; at most one, as JSON.
+    @Argument(
+        parsing: .allUnrecognized,
+        help: ArgumentHelp(
+            "The value (set, push), the values (update) or the priority (setPriority), as JSON.", valueName: "value"))
+    var unparsed: [String] = []
+
+    /// The value argument, parsed; a bare word is refused with the quoting to use.
+    private var value: JSONArgument? {
+        get throws {
+            // `.allUnrecognized` keeps the `--` that ends the options.
+            let values = unparsed.filter { $0 != "--" }
+            guard let text = values.first else { return nil }
+            if text.hasPrefix("-"), (try? JSONParser.parse(text)) == nil {
+                throw ValidationError("unknown option '\(text)'")
+            }
+            guard values.count == 1 else { throw ValidationError("give one value; '\(values[1])' is one too many") }
+            do {
+                return try JSONArgument.parse(text)
+            } catch {
+                throw ValidationError("the value '\(text)' is \(error)")
+            }
+        }
+    }
 
     /// The request member that carries the value of `op`; nil for operations without one.
     private static func valueField(of op: String) throws -> String? {
@@ -106,7 +129,7 @@ struct RulesSimulateCommand: AsyncParsableCommand {
             throw ValidationError("give the request: <op> <path> [<value>], or --request '{…}'")
         }
         var members = [JSONMember("op", .string(op)), JSONMember("path", .string(path))]
-        switch (try Self.valueField(of: op), value) {
+        switch (try Self.valueField(of: op), try value) {
         case (let field?, let value?): members.append(JSONMember(field, value.value))
         case (.some, nil): throw ValidationError("\(op) needs a value as JSON after the path")
         case (nil, .some): throw ValidationError("\(op) takes no value")

@@ -102,6 +102,44 @@ final class CLICommandTests: XCTestCase {
         }
     }
 
+    /// Negative numbers are values, not options: as the value of a write and as a query bound,
+    /// before or after other options. A bare word for a JSON argument is refused with the
+    /// quoting to use; an unknown option is still refused.
+    func testNegativeNumbersAreValuesAndABareWordGetsTheQuotingToUse() async throws {
+        try await withCLIServer { server in
+            let url = server.url
+            var result = try hearth("set", "/users/alice/age", "-5", url: url)
+            XCTAssertEqual(result.status, 0, result.stderr)
+            XCTAssertEqual(try hearth("get", "/users/alice/age", url: url).json(), .int(-5))
+            result = try hearth("set", "/users/bob/age", "-1.5e2", "--timeout", "5", url: url)
+            XCTAssertEqual(result.status, 0, result.stderr)
+            XCTAssertEqual(try hearth("get", "/users/bob/age", url: url).json().doubleValue, -150)
+            XCTAssertEqual(try hearth("set", "/users/carol/age", "--", "-7", url: url).status, 0)
+            XCTAssertEqual(try hearth("push", "/readings", "-3", url: url).status, 0)
+
+            result = try hearth(
+                "get", "/users", "--order-by-child", "age", "--start-at", "-10", "--end-at", "-1", url: url)
+            XCTAssertEqual(result.status, 0, result.stderr)
+            XCTAssertEqual(try result.json().keys, ["carol", "alice"])
+            result = try hearth("get", "/users", "--order-by-child", "age", "--equal-to", "-150", url: url)
+            XCTAssertEqual(try result.json().keys, ["bob"])
+            result = try hearth("rules", "simulate", "--as", "admin", "setPriority", "/users", "-5", url: url)
+            XCTAssertEqual(result.status, 0, result.stderr)
+            XCTAssertEqual(try result.json()["allowed"], .bool(true))
+
+            for arguments in [["get", "/users", "--order-by-child", "age", "--start-at", "a"], ["set", "/x", "ada"]] {
+                result = try CLIProcess(arguments, url: url).finish()
+                XCTAssertEqual(result.status, 2, "\(arguments): \(result.stderr)")
+                XCTAssertTrue(result.stderr.contains(#"'"a"'"#) || result.stderr.contains(#"'"ada"'"#), result.stderr)
+            }
+            for arguments in [["set", "/x", "1", "--frobnicate"], ["set", "/x", "1", "2"], ["set", "/x", "-x"]] {
+                result = try CLIProcess(arguments, url: url).finish()
+                XCTAssertEqual(result.status, 2, "\(arguments): \(result.stderr)")
+                XCTAssertEqual(try hearth("get", "/x", url: url).json(), .null, "\(arguments)")
+            }
+        }
+    }
+
     func testExitStatusAndOnlyJSONOnStdout() async throws {
         try await withCLIServer { server in
             let url = server.url

@@ -180,4 +180,37 @@ final class CLISecurityTests: XCTestCase {
             XCTAssertTrue(result.stderr.contains("NOT verified"), result.stderr)
         }
     }
+
+    /// `hearth://` against a TLS port and against the HTTP port fails within about a second (not
+    /// after --timeout) and says which scheme or port to use.
+    func testTheWrongSchemeOrPortFailsAtOnceNamingTheFix() async throws {
+        let pki = try TestPKI.serverPKI()
+        defer { pki.remove() }
+        try await withCLISecureServer(rules: #"{"rules":{".read":true,".write":true}}"#, pki: pki) { server in
+            let httpPort = try XCTUnwrap(server.server.httpPort)
+            let cases = [
+                (server.server.port, "hearths://127.0.0.1:\(server.server.port)"),
+                (httpPort, "hearths://127.0.0.1:\(httpPort)"),
+            ]
+            for (port, fix) in cases {
+                let started = Date()
+                let result = try CLIProcess(["ping", "--timeout", "8"], url: "hearth://127.0.0.1:\(port)").finish()
+                XCTAssertEqual(result.status, 1, result.stderr)
+                XCTAssertTrue(result.stderr.contains(fix), result.stderr)
+                XCTAssertLessThan(Date().timeIntervalSince(started), 3, result.stderr)
+            }
+        }
+        try await withCLIServer { server in
+            let httpPort = try XCTUnwrap(server.server.httpPort)
+            let started = Date()
+            let result = try CLIProcess(
+                ["--url", "hearth://127.0.0.1:\(httpPort)", "ping", "--timeout", "8"], url: nil
+            )
+            .finish()
+            XCTAssertEqual(result.status, 1, result.stderr)
+            XCTAssertTrue(result.stderr.contains("an HTTP server answered"), result.stderr)
+            XCTAssertTrue(result.stderr.contains("hearthd's port"), result.stderr)
+            XCTAssertLessThan(Date().timeIntervalSince(started), 3, result.stderr)
+        }
+    }
 }

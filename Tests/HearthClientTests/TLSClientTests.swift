@@ -77,6 +77,46 @@ final class TLSClientTests: XCTestCase {
         }
     }
 
+    /// The wrong port or scheme fails within about a second with the fix, rather than after the
+    /// caller's timeout: the HTTP port (plain or HTTPS) answers HTTP, a TLS port reached with
+    /// `hearth://` fails its handshake.
+    func testTheWrongPortOrSchemeFailsAtOnceNamingTheFix() async throws {
+        func firstFailure(_ db: Database) async throws -> (HearthError?, Double) {
+            let started = Date()
+            let error = try await withinSeconds(5) { await thrownError { try await db.waitForConnection() } }
+            return (error, Date().timeIntervalSince(started))
+        }
+        try await withSecureServer(rules: Self.openRules) { server in
+            let httpPort = try XCTUnwrap(server.server.httpPort)
+            let db = server.client(url: "hearth://127.0.0.1:\(httpPort)")
+            defer { db.goOffline() }
+            let (error, seconds) = try await firstFailure(db)
+            XCTAssertEqual(error?.code, .connectionFailed)
+            XCTAssertEqual(error?.message.contains("an HTTP server answered"), true, error?.message ?? "")
+            XCTAssertEqual(error?.message.contains("hearthd's port"), true, error?.message ?? "")
+            XCTAssertLessThan(seconds, 2)
+        }
+        try await withTLSServer { server, pki in
+            let httpPort = try XCTUnwrap(server.server.httpPort)
+            for port in [server.configuration.port, httpPort] {
+                let db = server.client(url: "hearth://127.0.0.1:\(port)")
+                defer { db.goOffline() }
+                let (error, seconds) = try await firstFailure(db)
+                XCTAssertEqual(error?.code, .connectionFailed)
+                XCTAssertEqual(error?.message.contains("hearths://127.0.0.1:\(port)"), true, error?.message ?? "")
+                XCTAssertLessThan(seconds, 2)
+            }
+            let https = server.client(url: "hearths://127.0.0.1:\(httpPort)") {
+                $0.tlsTrustRoots = .pemFiles([pki.path("ca.crt")])
+            }
+            defer { https.goOffline() }
+            let (error, seconds) = try await firstFailure(https)
+            XCTAssertEqual(error?.message.contains("an HTTP server answered"), true, error?.message ?? "")
+            XCTAssertEqual(error?.message.contains("use hearths://127.0.0.1:<port>"), true, error?.message ?? "")
+            XCTAssertLessThan(seconds, 2)
+        }
+    }
+
     func testUnreadableCAFileIsAConnectionError() async throws {
         try await withTLSServer { server, _ in
             let db = server.client { $0.tlsTrustRoots = .pemFiles(["/nonexistent/ca.pem"]) }
@@ -94,4 +134,27 @@ final class TLSClientTests: XCTestCase {
         XCTAssertEqual(try DatabaseURL("hearths://[::1]:1").description, "hearths://[::1]:1")
         XCTAssertThrowsError(try DatabaseURL("https://example.com"))
     }
+}
+
+/// `body`'s result, or a failure when it takes longer than `seconds` (the test goes on).
+private func withinSeconds<T: Sendable>(
+    _ seconds: Double, _ body: @escaping @Sendable () async throws -> T
+) async throws -> T {
+    try await withThrowingTaskGroup(of: T?.self) { group in
+        group.addTask { try await body() }
+        group.addTask {
+            try await Task.sleep(nanoseconds: UInt64(seconds * 1e9))
+            return nil
+        }
+        defer { group.cancelAll() }
+        guard let first = try await group.next(), let result = first else {
+            throw NoAnswer(seconds: seconds)
+        }
+        return result
+    }
+}
+
+private struct NoAnswer: Error, CustomStringConvertible {
+    let seconds: Double
+    var description: String { "no answer within \(seconds) s" }
 }

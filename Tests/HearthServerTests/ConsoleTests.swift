@@ -93,6 +93,26 @@ final class ConsoleTests: XCTestCase {
         }
     }
 
+    /// The icon answers where browsers look for it unasked (no 404 in the browser's console),
+    /// and health names the line protocol's port, which the console's Swift snippet shows.
+    func testTheFaviconAndTheLinePortTheSnippetsUse() async throws {
+        try await withLiveServer { server in
+            let client = try HTTPTestClient(port: server.httpPort ?? 0)
+            for path in ["/favicon.ico", "/console/favicon.svg"] {
+                let icon = try client.request("GET", path)
+                XCTAssertEqual(icon.status, 200, path)
+                XCTAssertEqual(icon.header("Content-Type"), "image/svg+xml", path)
+                XCTAssertTrue(icon.text.hasPrefix("<svg"), path)
+            }
+            XCTAssertTrue(
+                try client.request("GET", "/").text.contains(#"<link rel="icon" href="/console/favicon.svg""#))
+            let health = try client.request("GET", "/.well-known/hearth/health")
+            XCTAssertEqual(health.json["linePort"], .int(Int64(server.port)), health.text)
+            let script = try client.request("GET", "/console/console.js").text
+            XCTAssertFalse(script.contains(":9000\")"), "the Swift snippet hard-codes a port")
+        }
+    }
+
     func testSimulateInOpenModeAllowsEverything() async throws {
         try await withLiveServer { server in
             let client = try HTTPTestClient(port: server.httpPort ?? 0)

@@ -353,6 +353,26 @@ final class HTTPAPITests: XCTestCase {
         }
     }
 
+    /// `curl -d @rules.json` strips the file's line breaks, so its leading `//` comment swallows
+    /// the whole document: the refusal says so and names `--data-binary`. The same file with its
+    /// line breaks is accepted.
+    func testARulesFileWithoutItsLineBreaksIsRefusedWithAHintToSendItAsIs() async throws {
+        try await withLiveServer { server in
+            let client = try http(server)
+            let file = "// Rules for the dinosaurs\n{\"rules\":{\".read\":true,\".write\":true}}\n"
+            let flattened = file.replacingOccurrences(of: "\n", with: "")
+            let refused = try client.request("PUT", "/.settings/rules.json", body: flattened)
+            XCTAssertEqual(refused.status, 400, refused.text)
+            XCTAssertTrue(refused.error?.contains("--data-binary") == true, refused.text)
+            // A plain syntax error, without a comment that ran to the end, gets no such hint.
+            let broken = try client.request("PUT", "/.settings/rules.json", body: #"{"rules":{".read":true"#)
+            XCTAssertEqual(broken.status, 400, broken.text)
+            XCTAssertFalse(broken.text.contains("--data-binary"), broken.text)
+            let accepted = try client.request("PUT", "/.settings/rules.json", body: file)
+            XCTAssertEqual(accepted.status, 200, accepted.text)
+        }
+    }
+
     func testHealthMetricsAndStatsOnTheSameListener() async throws {
         try await withLiveServer { server in
             let client = try http(server)

@@ -11,7 +11,8 @@ live); a rules edit with an error shows the error at its line and keeps the old 
 simulator; a location with 100,000 children opens in under a second; importing a JSON file of
 2,000 children (in parts, with progress) and reading it back over TCP; exporting it (a download,
 with progress) equal to a REST GET; deleting it asks first (dismissed: kept; accepted: deleted);
-moving in the tree and editing a value with the keyboard alone. Saves one screenshot per panel
+moving in the tree and editing a value with the keyboard alone; the sign-in placeholder, the
+icon and the Swift snippet's line-protocol port. Saves one screenshot per panel
 (data.png, query.png, rules.png, server.png) in SCREENSHOT_DIR. Prints "ok" last.
 """
 import json
@@ -154,6 +155,11 @@ def main():
         # Sign in with the admin secret (kept in sessionStorage).
         driver.get(base + "/")
         field = wait(lambda: find("#auth-input"), what="the sign-in field")
+        # The server has rules: the field says sign-in is needed (not "none (open mode)").
+        wait(lambda: "rules" in (field.get_attribute("placeholder") or ""),
+             what="the sign-in placeholder for a server with rules (got %r)" % field.get_attribute("placeholder"))
+        with urllib.request.urlopen(base + "/favicon.ico") as answer:
+            check(answer.status == 200 and answer.headers["Content-Type"] == "image/svg+xml", "the favicon")
         field.send_keys(admin, Keys.ENTER)
         wait(lambda: find("#auth-state").text == "signed in", what="signing in")
 
@@ -389,6 +395,8 @@ def main():
               "CLI equivalent: " + find("#eq-cli").text)
         check('orderBy=%22height%22' in find("#eq-rest").text, "REST equivalent: " + find("#eq-rest").text)
         check('queryOrdered(byChild: "height")' in find("#eq-swift").text, "Swift equivalent: " + find("#eq-swift").text)
+        check('"hearth://127.0.0.1:%d"' % tcp_port in find("#eq-swift").text,
+              "the Swift equivalent's URL names the line protocol's port: " + find("#eq-swift").text)
         time.sleep(1.2)
         driver.save_screenshot(os.path.join(shots, "query.png"))
 
@@ -444,6 +452,7 @@ def main():
             print("browser: " + entry.get("message", ""))
         driver.quit()
         shutil.rmtree(scratch, ignore_errors=True)
+    check(not any("favicon" in entry.get("message", "") for entry in logs), "the browser could not load the icon")
     print("ok")
 
 

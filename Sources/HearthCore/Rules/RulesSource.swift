@@ -42,6 +42,9 @@ struct RulesSourceParser {
     let bytes: [UInt8]
     private var position = 0
     private var depth = 0
+    /// Whether a `//` comment ran to the end of the text: everything after it was swallowed,
+    /// which is what a file sent without its line breaks (`curl -d @rules.json`) looks like.
+    private var lineCommentReachedEnd = false
 
     /// Nesting deeper than this is refused (rule nodes are limited to far less).
     static let maxNesting = 128
@@ -56,10 +59,17 @@ struct RulesSourceParser {
         return value
     }
 
-    /// An error at `offset` (the current position by default).
+    /// An error at `offset` (the current position by default). When a `//` comment swallowed
+    /// the rest of the text, the error says so: the line breaks were probably lost on the way.
     func error(_ reason: String, at offset: Int? = nil) -> RulesError {
         let (line, column) = SourcePosition.lineAndColumn(of: offset ?? position, in: bytes)
-        return RulesError("invalid JSON: " + reason, line: line, column: column)
+        var text = "invalid JSON: " + reason
+        if lineCommentReachedEnd {
+            text +=
+                " (a // comment runs to the end of the text: were its line breaks lost? curl -d strips them;"
+                + " send the file with curl --data-binary @rules.json, or use hearth rules set)"
+        }
+        return RulesError(text, line: line, column: column)
     }
 
     private mutating func skipSpace() throws(RulesError) {
@@ -71,6 +81,7 @@ struct RulesSourceParser {
                 guard position + 1 < bytes.count else { throw error("unexpected '/'") }
                 if bytes[position + 1] == UInt8(ascii: "/") {
                     while position < bytes.count, bytes[position] != 0x0A { position += 1 }
+                    if position == bytes.count { lineCommentReachedEnd = true }
                 } else if bytes[position + 1] == UInt8(ascii: "*") {
                     position += 2
                     while true {

@@ -937,9 +937,22 @@ function equivalents(spec) {
   let rest = location.origin + restURL(spec.path, params, false);
   if (auth.token) rest += '&auth=$TOKEN';
   $('#eq-rest').textContent = rest;
-  $('#eq-swift').textContent = 'let db = Database(url: "hearth://' + location.hostname + ':9000")\n' +
+  $('#eq-swift').textContent = 'let db = Database(url: "' + lineURL() + '")\n' +
     'let handle = ' + swift.join('\n    ') + '\n    .observe(.value) { snapshot in\n' +
     '        for case let child as DataSnapshot in snapshot.children { print(child.key, child.value ?? "null") }\n    }';
+}
+
+// The line protocol's address for the Swift snippet: this host, the port the health answer
+// names (`linePort`), TLS when the page came over HTTPS (both listeners share it).
+const lineServer = { port: null };
+function lineURL() {
+  return (location.protocol === 'https:' ? 'hearths://' : 'hearth://') + location.hostname + ':' + (lineServer.port ?? 9000);
+}
+async function learnLinePort() {
+  try {
+    const health = await (await fetch('/.well-known/hearth/health', { cache: 'no-store' })).json();
+    if (Number.isInteger(health.linePort)) lineServer.port = health.linePort;
+  } catch { /* the snippet keeps the default port */ }
 }
 
 function sortedEntries(spec, data) {
@@ -1170,6 +1183,10 @@ async function pollStats() {
     const query = auth.token ? '?auth=' + encodeURIComponent(auth.token) : '';
     const response = await fetch('/.well-known/hearth/stats' + query, { cache: 'no-store' });
     stats = await response.json();
+    // Stats answer everyone in open mode only: a refusal means the server has rules.
+    if (response.ok || response.status === 401 || response.status === 403) {
+      $('#auth-input').placeholder = response.ok && !stats.rules.enabled ? 'none (open mode)' : 'required: the server has rules';
+    }
     if (!response.ok) {
       $('#server-cards').textContent = 'Stats: ' + (stats.error || response.status) + ' (with rules, sign in as an admin)';
       return;
@@ -1236,6 +1253,7 @@ document.addEventListener('DOMContentLoaded', () => {
   setupRules();
   showAuth();
   openLocation(decodeURIComponent(location.hash.slice(1)) || '/');
+  learnLinePort();
   pollStats();
   setInterval(pollStats, 1000);
   window.hearthConsole = { tree, query, rules, openLocation, runQuery };

@@ -202,10 +202,11 @@ struct RESTRequestParser {
         return call
     }
 
-    /// The console file a path asks for: `/` is the page, `/console/<file>` an asset (a name
-    /// ending in `.json` stays a data location).
+    /// The console file a path asks for: `/` is the page, `/favicon.ico` its icon,
+    /// `/console/<file>` an asset (a name ending in `.json` stays a data location).
     static func consoleFile(_ rawPath: Substring) -> String? {
         if rawPath == "/" { return ConsoleAssets.indexName }
+        if rawPath == "/favicon.ico" { return ConsoleAssets.faviconName }
         let prefix = "/console/"
         guard rawPath.hasPrefix(prefix), !rawPath.hasSuffix(".json") else { return nil }
         return String(rawPath.dropFirst(prefix.count))

@@ -13,6 +13,9 @@ struct HealthCheck: Sendable {
     let engine: Engine
     let metrics: ServerMetrics
     let serverName: String
+    /// The line protocol's port, in every answer (`linePort`): the console shows it in its
+    /// client snippets, which the HTTP port alone cannot tell. Nil: not shown.
+    var linePort: Int? = nil
     /// How long the engine has to answer.
     let timeout: TimeAmount
 
@@ -32,6 +35,7 @@ struct HealthCheck: Sendable {
         let started = NIODeadline.now()
         let metrics = self.metrics
         let serverName = self.serverName
+        let linePort = self.linePort
         engine.barrier().hop(to: loop).whenComplete { result in
             guard Self.claim(answered) else { return }
             expiry.cancel()
@@ -53,6 +57,7 @@ struct HealthCheck: Sendable {
                     JSONMember("uptimeSeconds", .int(Int64(metrics.uptimeSeconds))),
                     JSONMember("engineMicros", .int(latency)),
                 ]
+                if let linePort { fields.append(JSONMember("linePort", .int(Int64(linePort)))) }
                 if let degraded { fields.append(JSONMember("reason", .string(degraded))) }
                 promise.succeed(.json(.object(fields)))
             }

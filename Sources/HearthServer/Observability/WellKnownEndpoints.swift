@@ -24,14 +24,16 @@ public struct WellKnownEndpoints: Sendable {
     /// - Parameters:
     ///   - eventLoops: where responses complete when the caller names no loop (the I/O loops).
     ///   - healthTimeout: how long the engine has to answer a health check.
+    ///   - linePort: the line protocol's bound port, which health answers name.
     init(
         engine: Engine, configuration: ServerConfiguration, security: SecurityState, eventLoops: any EventLoopGroup,
-        healthTimeout: TimeAmount = .seconds(2)
+        healthTimeout: TimeAmount = .seconds(2), linePort: Int? = nil
     ) {
         let metrics = engine.metrics
         self.metrics = metrics
         self.health = HealthCheck(
-            engine: engine, metrics: metrics, serverName: configuration.serverName, timeout: healthTimeout)
+            engine: engine, metrics: metrics, serverName: configuration.serverName, linePort: linePort,
+            timeout: healthTimeout)
         self.stats = ServerStats(
             configuration: configuration, metrics: metrics, queryStats: metrics.queryStats, security: security,
             storage: metrics.storage)
