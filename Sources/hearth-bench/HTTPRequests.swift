@@ -14,7 +14,7 @@ enum HTTPRequests {
             put(key, body: "\(monotonicNanoseconds())", into: &buffer)
         case .subscribe(let key):
             buffer.writeString(
-                "GET \(HearthLines.path(key)).json HTTP/1.1\r\nHost: bench\r\nAccept: text/event-stream\r\n\r\n")
+                "GET \(HearthLines.path(key)).json HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n\r\n")
         case .storeLeaves(let key, let range):
             var body = "{"
             for i in range {
@@ -23,11 +23,11 @@ enum HTTPRequests {
             }
             body += "}"
             buffer.writeString(
-                "PATCH \(HearthLines.path(key)).json?print=silent HTTP/1.1\r\nHost: bench\r\nContent-Length: \(body.utf8.count)\r\n\r\n"
+                "PATCH \(HearthLines.path(key)).json?print=silent HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: \(body.utf8.count)\r\n\r\n"
             )
             buffer.writeString(body)
         case .ping:
-            buffer.writeString("GET /.well-known/hearth/stats HTTP/1.1\r\nHost: bench\r\n\r\n")
+            buffer.writeString("GET /.well-known/hearth/stats HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
         case .auth:
             // The HTTP target drives an open server: its requests carry no credentials.
             break
@@ -36,7 +36,7 @@ enum HTTPRequests {
 
     private static func put(_ key: [String], body: String, into buffer: inout ByteBuffer) {
         buffer.writeString(
-            "PUT \(HearthLines.path(key)).json?print=silent HTTP/1.1\r\nHost: bench\r\nContent-Length: \(body.utf8.count)\r\n\r\n"
+            "PUT \(HearthLines.path(key)).json?print=silent HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: \(body.utf8.count)\r\n\r\n"
         )
         buffer.writeString(body)
     }
