@@ -15,6 +15,7 @@
 # it, with and without TLS.
 #
 # Needs bash (it talks to the server through /dev/tcp), no nc; openssl for the TLS checks.
+# HEARTH_SMOKE_BIN=<path to hearthd> skips the release build in the second case.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -203,10 +204,16 @@ smoke_docker() {
 }
 
 smoke_local() {
-    log "building the release binary the image is built from"
-    swift build -c release --static-swift-stdlib --product hearthd
     local bin
-    bin="$(swift build -c release --static-swift-stdlib --show-bin-path)/hearthd"
+    if [[ -n ${HEARTH_SMOKE_BIN:-} ]]; then
+        # A hearthd built already (e.g. a debug build), to check this script itself quickly.
+        bin=$HEARTH_SMOKE_BIN
+        log "using $bin instead of building the release binary"
+    else
+        log "building the release binary the image is built from"
+        swift build -c release --static-swift-stdlib --product hearthd
+        bin="$(swift build -c release --static-swift-stdlib --show-bin-path)/hearthd"
+    fi
     [[ -x $bin ]] || fail "no binary at $bin"
 
     log "checking the entrypoint's flags"

@@ -102,10 +102,16 @@ final class DaemonDeploymentTests: XCTestCase {
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let daemon = try startDaemon(["--port", "0", "--http-port", "0", "--data-dir", "\(directory)/data"])
-        defer { _ = try? daemon.stop() }
         XCTAssertFalse(daemon.process.stderr.contains("TLS"), daemon.process.stderr)
-        let result = try healthCheck(daemon)
+        var result = try healthCheck(daemon)
         XCTAssertEqual(result.status, 0, result.stderr)
+        XCTAssertEqual(try daemon.stop().status, 0)
+        // Nothing listening: unhealthy, exit 1 (and no crash, whichever thread ends first).
+        for _ in 0..<3 {
+            result = try healthCheck(daemon)
+            XCTAssertEqual(result.status, 1, result.stderr)
+            XCTAssertTrue(result.stderr.hasPrefix("unhealthy: no hello from 127.0.0.1:"), result.stderr)
+        }
     }
 
     /// The image's locked rules with no admin secret and no JWT key serve nothing to anyone: the

@@ -95,7 +95,9 @@ public enum HealthProbe {
             }
             .connect(host: host, port: port).get()
         } catch {
+            // The exchange ends here: its promise too (NIO traps on a promise left unfulfilled).
             timer.cancel()
+            try? await loop.submit { collector.finish(.failure(error)) }.get()
             throw error
         }
         defer {
