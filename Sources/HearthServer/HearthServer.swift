@@ -1,6 +1,6 @@
 import HearthAuth
-import HearthJSON
 public import HearthCore
+import HearthJSON
 import HearthProtocol
 public import HearthStorage
 public import Logging
@@ -328,7 +328,9 @@ public final class HearthServer: Sendable {
     private static func mentionsAuth(_ document: JSONValue) -> Bool {
         guard case .object(let members) = document else { return false }
         for member in members {
-            if [".read", ".write", ".validate"].contains(member.key), case .string(let expression) = member.value, expression.contains("auth") {
+            if [".read", ".write", ".validate"].contains(member.key), case .string(let expression) = member.value,
+                expression.contains("auth")
+            {
                 return true
             }
             if mentionsAuth(member.value) { return true }

@@ -87,7 +87,8 @@ final class ShippedFilesTests: XCTestCase {
         // The health check is hearthd's own, which reads the same configuration (ports, TLS):
         // a plain-text check would fail on a container started with TLS (issue #49).
         let health = try XCTUnwrap(lines.firstIndex { $0.hasPrefix("HEALTHCHECK") })
-        XCTAssertTrue(lines[health...].prefix(2).joined().contains(#"CMD ["/usr/local/bin/hearthd", "--health-check"]"#))
+        XCTAssertTrue(
+            lines[health...].prefix(2).joined().contains(#"CMD ["/usr/local/bin/hearthd", "--health-check"]"#))
         XCTAssertFalse(dockerfile.contains("/dev/tcp/"), "a health check that speaks plain text")
         XCTAssertFalse(dockerfile.contains("chown -R hearth:hearth /etc/hearth"), "the rules are not written there")
         // The README's TLS example keeps the image's health check and mounts the rules read-only:

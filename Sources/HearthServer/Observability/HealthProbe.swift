@@ -84,16 +84,17 @@ public enum HealthProbe {
         let channel: any Channel
         do {
             channel = try await ClientBootstrap(group: loop)
-            .connectTimeout(timeout)
-            .channelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    if let context {
-                        try channel.pipeline.syncOperations.addHandler(NIOSSLClientHandler(context: context, serverHostname: nil))
+                .connectTimeout(timeout)
+                .channelInitializer { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        if let context {
+                            try channel.pipeline.syncOperations.addHandler(
+                                NIOSSLClientHandler(context: context, serverHostname: nil))
+                        }
+                        try channel.pipeline.syncOperations.addHandler(collector)
                     }
-                    try channel.pipeline.syncOperations.addHandler(collector)
                 }
-            }
-            .connect(host: host, port: port).get()
+                .connect(host: host, port: port).get()
         } catch {
             // The exchange ends here: its promise too (NIO traps on a promise left unfulfilled).
             timer.cancel()
