@@ -41,8 +41,9 @@ COPY --from=build /out/hearthd /usr/local/bin/hearthd
 # HEARTH_ADMIN_SECRET. Pass secrets with -e or an env file, never as arguments.
 COPY config/hearth.json /etc/hearth/
 COPY config/docker/rules.json /etc/hearth/rules.json
-# setRules (and `hearth rules set`) writes the rules back next to them, atomically.
-RUN chown -R hearth:hearth /etc/hearth
+# Rules set at run time (`hearth rules set`, PUT /.settings/rules.json) are kept in the data
+# volume (/data/rules.accepted.json), never written here: /etc/hearth may be mounted read-only.
+# They win at start until the rules file changes (docs/security.md, "Rules set at run time").
 # The configuration (and through it the rules) is read from here, whatever command is given;
 # flags and HEARTH_* variables still override it.
 ENV HEARTH_CONFIG=/etc/hearth/hearth.json
@@ -56,12 +57,13 @@ EXPOSE 9000 9080
 # exit 0.
 STOPSIGNAL SIGTERM
 # Healthy when the line protocol greets a connection with its hello line and the HTTP API's
-# GET /.well-known/hearth/health answers 200 (the engine turns, the storage works). The base image
-# has no curl or wget, so bash sends the HTTP/1.0 request through /dev/tcp itself: only bash, head
-# and grep are needed. It connects to $HEARTH_PORT (9000 when unset) and $HEARTH_HTTP_PORT (9080
-# when unset; the HTTP check is skipped when it is off): change the ports with these variables, not
-# with flags or the configuration file. With TLS on, the check fails: override it (--health-cmd).
-HEALTHCHECK --interval=5s --timeout=3s --start-period=10s --retries=3 \
-    CMD ["bash", "-c", "exec 3<>/dev/tcp/127.0.0.1/${HEARTH_PORT:-9000} && head -n1 <&3 | grep -q '\"event\":\"hello\"' && { [ \"${HEARTH_HTTP_PORT:-9080}\" = off ] || { exec 4<>/dev/tcp/127.0.0.1/${HEARTH_HTTP_PORT:-9080} && printf 'GET /.well-known/hearth/health HTTP/1.0\\r\\n\\r\\n' >&4 && head -n1 <&4 | grep -q ' 200 '; }; }"]
+# GET /.well-known/hearth/health answers 200 (the engine turns, the storage works).
+# `hearthd --health-check` asks the server its own configuration describes: the ports and the
+# scheme come from HEARTH_CONFIG and the HEARTH_* variables, so it speaks TLS when
+# HEARTH_TLS_CERTIFICATE (or tlsCertificate) is set, to loopback, without verifying the
+# certificate. Change the ports with HEARTH_PORT and HEARTH_HTTP_PORT or the configuration file,
+# not with flags after the image name, which the check does not see.
+HEALTHCHECK --interval=5s --timeout=5s --start-period=10s --retries=3 \
+    CMD ["/usr/local/bin/hearthd", "--health-check"]
 ENTRYPOINT ["/usr/local/bin/hearthd"]
 CMD ["--host", "0.0.0.0", "--data-dir", "/data"]

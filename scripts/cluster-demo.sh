@@ -14,7 +14,8 @@
 #
 # Environment: HEARTH_BIN_DIR (where hearthd and hearth are; default <checkout>/.build/debug),
 # ETCD (the etcd binary; default /usr/bin/etcd, else the one on PATH), ETCD_PORT (its client port;
-# default base port + 1379, peer port one more), HEARTH_CLUSTER_SECRET (generated when unset).
+# default base port + 1379, peer port one more), HEARTH_CLUSTER_SECRET (generated when unset;
+# kept in <dir>/cluster-secret so that a node can be restarted by hand, as the banner shows).
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -83,6 +84,9 @@ if [ -z "${HEARTH_CLUSTER_SECRET:-}" ]; then
     HEARTH_CLUSTER_SECRET=$(od -An -N32 -tx1 /dev/urandom | tr -d ' \n')
 fi
 export HEARTH_CLUSTER_SECRET
+# Kept in the scratch directory (readable by this user only), so that a node killed during the
+# demo can be restarted by hand with the same secret (the banner shows how).
+(umask 077 && printf '%s\n' "$HEARTH_CLUSTER_SECRET" >"$dir/cluster-secret")
 
 etcd_pid=""
 node_pids=()
@@ -134,6 +138,12 @@ fi
 
 # ---- three hearthd ----
 printf '{"cluster": {"leaseSeconds": %d, "syncReplicas": %d}}\n' "$lease_seconds" "$sync_replicas" >"$dir/cluster.json"
+# The command line of node n$1 (1, 2 or 3), for the start here and for the banner's restart.
+node_command() {
+    local i=$(($1 - 1))
+    printf '%s' "$bin/hearthd --config $dir/cluster.json --host 127.0.0.1 --port ${tcp[$i]} --http-port ${http[$i]}"
+    printf '%s' " --data-dir $dir/n$1 --cluster-etcd http://127.0.0.1:$etcd_port --cluster-name demo --node n$1"
+}
 for k in 1 2 3; do
     i=$((k - 1))
     "$bin/hearthd" --config "$dir/cluster.json" --host 127.0.0.1 --port "${tcp[$i]}" --http-port "${http[$i]}" \
@@ -193,6 +203,12 @@ Try, in another terminal:
   $hearth cluster failover --to n2
   kill -9 <pid of the leader>
 
-Ctrl-C stops everything.
+To restart a node you killed (n1 here; the others alike, with their ports above), with the
+peers' secret this demo generated (HEARTH_CLUSTER_SECRET, kept in $dir/cluster-secret):
+
+  HEARTH_CLUSTER_SECRET=\$(cat $dir/cluster-secret) \\
+    $(node_command 1) >>$dir/n1.log 2>&1 &
+
+Ctrl-C stops everything this script started (a node restarted by hand is yours to stop).
 EOF
 wait "${node_pids[@]}" "$etcd_pid" || true

@@ -14,7 +14,7 @@ extension Database {
     /// an object (`{"rules":{…}}`) or its text as a string (comments allowed). The server
     /// compiles it first: an invalid document throws `invalid_rules` (the message names the
     /// rule's path, line and column) and the old rules stay. Returns the server's warning, if
-    /// any (e.g. the rules are kept in memory only because no rules file is configured).
+    /// any.
     @discardableResult
     public func setRules(_ document: JSONValue) async throws -> String? {
         let response = try await adminRequest([JSONMember("op", .string("setRules")), JSONMember("rules", document)])

@@ -1,18 +1,19 @@
 /// SHA-1 (FIPS 180-4), used only for the Firebase-compatible node hash (semantics §5.4), which
-/// is an identity check, not a security boundary.
-struct SHA1 {
+/// is an identity check, not a security boundary; the server also uses it to tell whether the
+/// rules file changed since rules were accepted (docs/security.md, "Rules set at run time").
+public struct SHA1 {
     private var h: (UInt32, UInt32, UInt32, UInt32, UInt32) =
         (0x6745_2301, 0xEFCD_AB89, 0x98BA_DCFE, 0x1032_5476, 0xC3D2_E1F0)
     private var block: [UInt8] = []
     private var length: UInt64 = 0
 
-    init() { block.reserveCapacity(64) }
+    public init() { block.reserveCapacity(64) }
 
-    mutating func update<S: Sequence>(_ bytes: S) where S.Element == UInt8 {
+    public mutating func update<S: Sequence>(_ bytes: S) where S.Element == UInt8 {
         for byte in bytes { append(byte) }
     }
 
-    mutating func finalize() -> [UInt8] {
+    public mutating func finalize() -> [UInt8] {
         let bits = length &* 8
         append(0x80)
         while block.count != 56 { append(0) }

@@ -38,7 +38,7 @@ public enum ResponseBody: Sendable {
     case authenticated(AuthContext?, warning: String?)
     /// `getRules`: the rules document in force (null in open mode).
     case rules(JSONValue)
-    /// `setRules` took effect (with a warning when they could not be written back to a file).
+    /// `setRules` took effect (with the server's warning, if any).
     case rulesReplaced(warning: String?)
     /// `simulate`: what the rules decide for the simulated request.
     case simulated(RuleVerdict)

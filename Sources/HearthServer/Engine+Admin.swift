@@ -5,28 +5,23 @@ import HearthStorage
 
 /// Admin operations on the rules: `setRules` (and SIGHUP's reload), and `simulate`.
 extension Engine {
-    /// Replaces the rules: written back to the rules file first (atomically), so that what runs is
-    /// what a restart loads; then in force from the next request on, with every subscription
-    /// re-checked (security.md §5).
+    /// Replaces the rules: kept in the data directory first (atomically, RulesStore), so that
+    /// what runs is what a restart loads, whether or not the rules file may be written; then in
+    /// force from the next request on, with every subscription re-checked (security.md §5).
     func setRules(_ ruleSet: RuleSet, identity: AuthContext?, now: Int64, batch: inout Batch) -> ResponseBody {
         // Open mode lets every connection do everything, the rules included (as Firebase's emulator).
         guard identity?.isAdmin == true || rules == nil else { return .failure(adminOnly("setRules")) }
-        var warning: String?
-        if let rulesFile {
-            do {
-                try RulesFileWriter.write(ruleSet.document, to: rulesFile)
-            } catch {
-                logger.error("could not write the rules file", metadata: ["file": "\(rulesFile)", "error": "\(error)"])
-                return .failure(
-                    DatabaseError(
-                        .unavailable, "the rules could not be written to \(rulesFile) (\(error)); the old rules stay"))
-            }
-        } else {
-            warning = "no rulesFile is configured: these rules are kept in memory until the server restarts"
+        let path = rulesStore.acceptedPath
+        do {
+            try rulesStore.accept(ruleSet.document, now: now)
+        } catch {
+            logger.error("could not keep the rules", metadata: ["file": "\(path)", "error": "\(error)"])
+            return .failure(
+                DatabaseError(.unavailable, "the rules could not be written to \(path) (\(error)); the old rules stay"))
         }
         install(ruleSet, now: now, batch: &batch)
-        logger.notice("rules replaced", metadata: ["file": "\(rulesFile ?? "(memory)")"])
-        return .rulesReplaced(warning: warning)
+        logger.notice("rules replaced", metadata: ["file": "\(path)"])
+        return .rulesReplaced(warning: nil)
     }
 
     /// Puts `ruleSet` in force between two requests and re-checks every subscription. A leader's
@@ -76,17 +71,5 @@ extension RuleVerdict {
     /// An allow that no rule decided.
     static func bypass(_ explanation: String) -> RuleVerdict {
         RuleVerdict(allowed: true, decidingRule: nil, explanation: explanation)
-    }
-}
-
-/// Writes a rules document to its file atomically (temporary file, fsync, rename, fsync of the
-/// directory), pretty enough for people to read and edit.
-enum RulesFileWriter {
-    static func write(_ document: JSONValue, to path: String) throws(StorageError) {
-        var text = document.prettyJSONString
-        text.append("\n")
-        let directory = path.lastIndex(of: "/").map { String(path[..<$0]) } ?? "."
-        try PosixFileSystem().writeAtomically(
-            Array(text.utf8), to: path, directory: directory.isEmpty ? "/" : directory)
     }
 }

@@ -103,8 +103,8 @@ final class Engine: @unchecked Sendable {
     var rules: RuleSet?
     /// The `.indexOn` declarations (of `rules`, or of an index-only setup in open mode).
     var indexRules: IndexRules
-    /// Where `setRules` writes the rules back (nil: kept in memory only).
-    let rulesFile: String?
+    /// Where the rules come from and where `setRules` keeps them (the data directory).
+    let rulesStore: RulesStore
     /// Identity, read grants and link of each connection that has sent a request.
     @exclusivity(unchecked) var sessions: [UInt64: SessionState] = [:]
     /// Subscriptions whose read rules look at data: re-checked after every write.
@@ -179,7 +179,7 @@ final class Engine: @unchecked Sendable {
 
     init(
         loop: any EventLoop, database: Database, storage: Storage?, rules: RuleSet?, indexRules: IndexRules,
-        rulesFile: String?, security: SecurityState, strictIndexes: Bool, logger: Logger,
+        rulesStore: RulesStore, security: SecurityState, strictIndexes: Bool, logger: Logger,
         clock: @escaping @Sendable () -> Int64, metrics: ServerMetrics,
         writeIDs: WriteIDWindow = WriteIDWindow(capacity: 1000, retentionSeconds: 3600),
         changeLogRevisions: Int = 10_000
@@ -190,7 +190,7 @@ final class Engine: @unchecked Sendable {
         self.nextRegistrationID = storage?.onDisconnect.nextID ?? 1
         self.rules = rules
         self.indexRules = rules?.indexRules ?? indexRules
-        self.rulesFile = rulesFile
+        self.rulesStore = rulesStore
         self.security = security
         self.strictIndexes = strictIndexes
         self.logger = logger

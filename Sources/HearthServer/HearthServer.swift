@@ -1,5 +1,6 @@
 import HearthAuth
 public import HearthCore
+import HearthJSON
 import HearthProtocol
 public import HearthStorage
 public import Logging
@@ -88,9 +89,12 @@ public final class HearthServer: Sendable {
         configuration: ServerConfiguration, fileSystem: any FileSystem = PosixFileSystem(), logger: Logger,
         clock: @escaping @Sendable () -> Int64 = wallClockMilliseconds, cluster: ClusterSetup?
     ) async throws -> HearthServer {
-        let rules = try configuration.rulesFile.map { path throws(ConfigurationError) in try RuleSet(fileAt: path) }
+        let rulesStore = RulesStore(rulesFile: configuration.rulesFile, dataDirectory: configuration.dataDirectory)
+        let (rules, rulesSource) = try rulesStore.load(logger: logger)
         let openWarning = try openModeWarning(configuration, hasRules: rules != nil)
         if let openWarning { logger.warning("\(openWarning)") }
+        if let rulesSource { logger.info("rules in force", metadata: ["file": "\(rulesSource)"]) }
+        if let rules, let noSignIn = noSignInWarning(configuration, rules: rules) { logger.warning("\(noSignIn)") }
         let verifier = try await loadVerifier(configuration)
         let tls = try TLSSetup.load(
             certificate: configuration.tlsCertificate, key: configuration.tlsKey, clientCA: configuration.tlsClientCA)
@@ -127,7 +131,7 @@ public final class HearthServer: Sendable {
         let engine = Engine(
             loop: engineGroup.next(),
             database: Database(root: recovered.root, rev: recovered.rev, limits: configuration.limits),
-            storage: storage, rules: rules, indexRules: IndexRules(), rulesFile: configuration.rulesFile,
+            storage: storage, rules: rules, indexRules: IndexRules(), rulesStore: rulesStore,
             security: security, strictIndexes: configuration.strictIndexes, logger: logger, clock: clock,
             metrics: metrics,
             writeIDs: WriteIDWindow(
@@ -309,6 +313,33 @@ public final class HearthServer: Sendable {
             "insecureOpen: the server is OPEN on \(configuration.host): anyone who reaches it may read and write everything"
     }
 
+    /// Rules whose conditions look at `auth` on a server where nobody can sign in (no admin secret,
+    /// no JWT secret or key, no emulator owner): what those rules keep for signed-in users is
+    /// served to no one. Returns the warning to log, naming what to configure.
+    static func noSignInWarning(_ configuration: ServerConfiguration, rules: RuleSet) -> String? {
+        let tokens = configuration.tokens
+        let canSignIn =
+            !tokens.adminSecrets.isEmpty || !(tokens.jwtSecret ?? "").isEmpty || !tokens.jwtPublicKeyFiles.isEmpty
+            || tokens.emulatorOwnerIsAdmin
+        guard !canSignIn, mentionsAuth(rules.document) else { return nil }
+        return
+            "the rules need sign-in but nobody can sign in: no admin secret and no JWT key is configured, so what the rules keep for signed-in users is served to no one; set HEARTH_ADMIN_SECRET (adminSecrets) for admins and HEARTH_JWT_SECRET (jwtSecret) or jwtPublicKeys for users' tokens"
+    }
+
+    /// Whether a rule expression (`.read`, `.write`, `.validate`) of `document` refers to `auth`.
+    private static func mentionsAuth(_ document: JSONValue) -> Bool {
+        guard case .object(let members) = document else { return false }
+        for member in members {
+            if [".read", ".write", ".validate"].contains(member.key), case .string(let expression) = member.value,
+                expression.contains("auth")
+            {
+                return true
+            }
+            if mentionsAuth(member.value) { return true }
+        }
+        return false
+    }
+
     /// The admin secrets and JWT keys the configuration names, with the key files read now.
     static func loadVerifier(_ configuration: ServerConfiguration) async throws(DatabaseError) -> TokenVerifier {
         try await TokenVerifier.load(configuration.tokens) { path in
@@ -342,13 +373,16 @@ public final class HearthServer: Sendable {
     @discardableResult
     public func reload() async -> [String] {
         var failures: [String] = []
-        if let path = configuration.rulesFile {
+        if configuration.rulesFile != nil {
             do {
-                let rules = try RuleSet(fileAt: path)
-                let done = engine.loop.makePromise(of: Void.self)
-                engine.submit(.replaceRules(rules, done))
-                try? await done.futureResult.get()
-                logger.notice("reloaded the rules", metadata: ["file": "\(path)"])
+                let store = RulesStore(rulesFile: configuration.rulesFile, dataDirectory: configuration.dataDirectory)
+                let (loaded, source) = try store.load(logger: logger)
+                if let rules = loaded {
+                    let done = engine.loop.makePromise(of: Void.self)
+                    engine.submit(.replaceRules(rules, done))
+                    try? await done.futureResult.get()
+                    logger.notice("reloaded the rules", metadata: ["file": "\(source ?? "")"])
+                }
             } catch {
                 failures.append(error.message)
                 logger.error("the rules were not reloaded; the old rules stay", metadata: ["error": "\(error.message)"])

@@ -48,7 +48,8 @@ public protocol FileSystem: Sendable {
     func truncate(_ file: OpenFile, to size: Int64) throws(StorageError)
     /// The current size of `file` in bytes.
     func size(_ file: OpenFile) throws(StorageError) -> Int64
-    /// Creates a directory; succeeds when it already exists.
+    /// Creates a directory, and its missing parents with the same mode; succeeds when it
+    /// already exists.
     func makeDirectory(_ path: String) throws(StorageError)
     /// Whether `path` exists.
     func fileExists(_ path: String) -> Bool

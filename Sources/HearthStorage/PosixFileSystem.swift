@@ -136,7 +136,14 @@ public struct PosixFileSystem: FileSystem {
 
     public func makeDirectory(_ path: String) throws(StorageError) {
         if mkdir(path, 0o755) == 0 { return }
-        let code = errno
+        var code = errno
+        // A missing parent is created first, with the same mode (`--data-dir /srv/hearth/db`
+        // without /srv/hearth), then the directory itself.
+        if code == ENOENT, let slash = path.dropLast().lastIndex(of: "/"), slash != path.startIndex {
+            try makeDirectory(String(path[..<slash]))
+            if mkdir(path, 0o755) == 0 { return }
+            code = errno
+        }
         var info = stat()
         if code == EEXIST, stat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR { return }
         throw .io(operation: "create directory", path: path, errno: code)

@@ -21,7 +21,16 @@ struct ClusterStatusCommand: AsyncParsableCommand {
     func run() async throws {
         try await reportingFailures {
             let database = try await connection.connect()
-            let status = try await connection.bounded("clusterStatus") { try await database.clusterStatus() }
+            var status = try await connection.bounded("clusterStatus") { try await database.clusterStatus() }
+            // Right after an election or a failover the members' own records (which the table
+            // shows) lag the outcome by a moment: ask again for up to two seconds before
+            // showing a cluster without a leader (the table then says an election is under way).
+            let clock = ContinuousClock()
+            let deadline = clock.now + .seconds(2)
+            while !Self.hasLeader(status), !status.noEligibleLeader, clock.now < deadline {
+                try await Task.sleep(for: .milliseconds(200))
+                status = try await connection.bounded("clusterStatus") { try await database.clusterStatus() }
+            }
             let out = Output()
             out.append(json ? status.json.prettyJSONString + "\n" : Self.table(status))
             try out.flush()
@@ -47,10 +56,20 @@ struct ClusterStatusCommand: AsyncParsableCommand {
                         ? cell : cell + String(repeating: " ", count: widths[column] - cell.count + 2)
                 }.joined()
             }.joined(separator: "\n") + "\n"
-        guard status.noEligibleLeader else { return table }
+        if status.noEligibleLeader {
+            return table
+                + "no member may lead without losing an acknowledged write: the cluster stays without a leader"
+                + " (see the operator runbook in docs/cluster.md)\n"
+        }
+        guard hasLeader(status) else {
+            return table + "no member leads yet: an election or a failover is under way (ask again in a moment)\n"
+        }
         return table
-            + "no member may lead without losing an acknowledged write: the cluster stays without a leader"
-            + " (see the operator runbook in docs/cluster.md)\n"
+    }
+
+    /// Whether a member reports itself the leader.
+    static func hasLeader(_ status: ClusterStatus) -> Bool {
+        status.members.contains { $0.role == .leader }
     }
 
     private static func text(_ number: Int64?) -> String { number.map(String.init) ?? "-" }

@@ -6,7 +6,7 @@ import Glibc
 /// plain line every few seconds, and a last line at the end. Each report gives the amount done
 /// of the total, the rate and, once the rate is known, the time left.
 final class Progress {
-    /// What is counted: bytes (shown in kB or MB once large) or items such as children.
+    /// What is counted: bytes (shown in KiB or MiB once large) or items such as children.
     enum Unit {
         case bytes
         case items(String)
@@ -61,7 +61,7 @@ final class Progress {
         report(final: true)
     }
 
-    /// `12.3/26.0 MB` or `9000/20001 children`.
+    /// `12.3/26.0 MiB` or `9000/20001 children`.
     private func amounts() -> String {
         switch unit {
         case .bytes:
@@ -120,10 +120,11 @@ final class Progress {
         return whole < 60 ? "\(whole) s" : "\(whole / 60) min \(whole % 60) s"
     }
 
-    /// Bytes below 10 kB, else kB below 10 MB, else MB: the divisor and the unit's name.
+    /// Bytes below 10 KiB, else KiB below 1 MiB, else MiB: the divisor and the unit's name.
+    /// Binary units, as the limits they are compared with are (1 MiB is `1.0 MiB`, not `1048.6 kB`).
     static func byteUnit(scale: Int) -> (divisor: Int, name: String) {
-        if scale < 10_000 { return (1, "bytes") }
-        return scale < 10_000_000 ? (1000, "kB") : (1_000_000, "MB")
+        if scale < 10 << 10 { return (1, "bytes") }
+        return scale < 1 << 20 ? (1 << 10, "KiB") : (1 << 20, "MiB")
     }
 
     /// `count` in units of `divisor`: whole bytes, else with one decimal.
@@ -131,7 +132,7 @@ final class Progress {
         divisor == 1 ? "\(count)" : tenths(Double(count) / Double(divisor))
     }
 
-    /// `12.3 MB`, `975 bytes`.
+    /// `12.3 MiB`, `975 bytes`.
     static func bytes(_ count: Int) -> String {
         let (divisor, name) = byteUnit(scale: count)
         return "\(scaled(count, divisor)) \(name)"

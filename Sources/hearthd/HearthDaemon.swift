@@ -61,6 +61,13 @@ struct HearthDaemon: ParsableCommand {
         help: "Start without rules on an address other machines can reach (everyone may do everything).")
     var insecureOpen = false
 
+    @Flag(
+        name: .customLong("health-check"),
+        help:
+            "Check the server this configuration describes instead of starting one (hello on the TCP port, 200 from the HTTP health endpoint, over TLS when it is on); exit 0 when healthy, 1 when not."
+    )
+    var healthCheck = false
+
     @Option(
         name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical (default info).")
     var logLevel: String?
@@ -139,6 +146,13 @@ struct HearthDaemon: ParsableCommand {
         } catch {
             throw badSetting(error.message)
         }
+        if healthCheck {
+            // The container image's HEALTHCHECK: the same settings, so the same ports and scheme.
+            guard let problem = await HealthProbe.check(settings) else { return }
+            let bytes = Array("unhealthy: \(problem)\n".utf8)
+            _ = bytes.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
+            throw ExitCode.failure
+        }
         let level = settings.logLevel
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)
@@ -156,11 +170,12 @@ struct HearthDaemon: ParsableCommand {
         } catch let error as ListenError where error.isAddressInUse {
             throw StartupError(message: "\(error.message) (another hearthd? set --port or --http-port)")
         }
-        if let rulesFile = settings.rulesFile { logger.info("rules in force", metadata: ["file": "\(rulesFile)"]) }
         let reload = ReloadSignal { Task { await server.reload() } }
         defer { reload.stop() }
+        // With TLS on, the line says so, as the HTTP API's line does with https://.
+        let transport = settings.tlsCertificate == nil ? "" : " over TLS (hearths://)"
         logger.info(
-            "hearthd \(hearthVersion) serving \(settings.dataDirectory) on \(settings.host):\(server.port) (fsync \(settings.fsync.rawValue))"
+            "hearthd \(hearthVersion) serving \(settings.dataDirectory) on \(settings.host):\(server.port)\(transport) (fsync \(settings.fsync.rawValue))"
         )
         await termination.wait()
         await server.shutdown()

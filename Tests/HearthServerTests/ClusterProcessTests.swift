@@ -318,6 +318,20 @@ final class ClusterProcessTests: XCTestCase {
         let answer = try admin.request(#"{"op":"failover","to":"\#(target.name)"}"#)
         XCTAssertEqual(answer["ok"], .bool(true), "\(answer)")
         XCTAssertEqual(answer["leader"], .string(target.name))
+        // Once the answer says the target leads, every node's member list says so within a
+        // moment: `hearth cluster status` waits that long for a leader (issue #49, item 7).
+        for node in nodes {
+            let deadline = Date().addingTimeInterval(2)
+            var roles: [String] = []
+            repeat {
+                let status = try TestClient(port: node.port).request(#"{"op":"clusterStatus"}"#)
+                guard case .array(let members)? = status["members"] else { return XCTFail("\(status)") }
+                roles = members.map { "\($0["node"]?.stringValue ?? "?")=\($0["role"]?.stringValue ?? "?")" }
+                if roles.contains("\(target.name)=leader") { break }
+                usleep(50_000)
+            } while Date() < deadline
+            XCTAssertTrue(roles.contains("\(target.name)=leader"), "\(node.name): \(roles)")
+        }
         let newLeader = try waitForLeader(among: nodes, excluding: leader.name)
         XCTAssertTrue(newLeader === target)
         try waitForValue(target, "/s/50", .int(50))

@@ -381,7 +381,7 @@ final class ReplicationStreamTests: XCTestCase {
 
     /// The leader's rules are the cluster's: `setRules` sent to a replica runs on the leader, and
     /// every replica — one streaming now, one that joins later — enforces them, and keeps them in
-    /// its rules file.
+    /// its data directory (never in its rules file, which may be read-only).
     func testRulesSetThroughAReplicaAreInForceOnEveryNode() async throws {
         let leader = try await startNode("leader")
         let rulesFile = temporaryDataDirectory() + ".rules.json"
@@ -404,9 +404,12 @@ final class ReplicationStreamTests: XCTestCase {
             XCTAssertEqual(denied["error"]?["code"], .string("permission_denied"), "\(node.address): \(denied)")
             XCTAssertEqual(try reader.request(#"{"op":"get","path":"/public"}"#)["ok"], .bool(true))
         }
-        // In the replica's rules file too: a restart keeps them.
-        let written = try JSONParser.parse(Array(try Data(contentsOf: URL(fileURLWithPath: rulesFile))))
-        XCTAssertEqual(written, try JSONParser.parse(rules))
+        // In the replica's data directory too: a restart keeps them. Its rules file is untouched.
+        let kept = try JSONParser.parse(
+            Array(try Data(contentsOf: URL(fileURLWithPath: replica.directory + "/rules.accepted.json"))))
+        XCTAssertEqual(kept["document"], try JSONParser.parse(rules))
+        let file = try JSONParser.parse(Array(try Data(contentsOf: URL(fileURLWithPath: rulesFile))))
+        XCTAssertEqual(file, try JSONParser.parse(#"{"rules":{".read":true,".write":true}}"#))
     }
 
     func testALeaderWithoutProofOfItsLeaseAcknowledgesNothing() async throws {

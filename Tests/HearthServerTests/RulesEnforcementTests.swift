@@ -59,9 +59,12 @@ final class RulesEnforcementTests: XCTestCase {
         }
     }
 
-    func testSetRulesCancelsSubscriptionsAndIsWrittenBackToTheFile() async throws {
+    /// Accepted rules are kept in the data directory; the rules file is left as it is (it may be
+    /// read-only; docs/security.md, "Rules set at run time").
+    func testSetRulesCancelsSubscriptionsAndIsKeptInTheDataDirectory() async throws {
         let rulesFile = try temporaryFile(#"{"rules":{".read":true,".write":true}}"#)
-        try await withSecureServer(secureConfiguration { $0.rulesFile = rulesFile }) { server in
+        let configuration = secureConfiguration { $0.rulesFile = rulesFile }
+        try await withSecureServer(configuration) { server in
             let reader = try TestClient(port: server.port)
             let sub = try XCTUnwrap(try reader.request(#"{"op":"subscribe","path":"/a"}"#)["sub"])
             let admin = try TestClient(port: server.port)
@@ -75,9 +78,14 @@ final class RulesEnforcementTests: XCTestCase {
             XCTAssertEqual(locked["ok"], .bool(true))
             XCTAssertEqual(try reader.request(#"{"op":"get","path":"/a"}"#).errorCode, "permission_denied")
             XCTAssertEqual(reader.events.first { $0["event"] == .string("cancel") }?["sub"], sub)
-            let written = try JSONParser.parse(Array(try String(contentsOfFile: rulesFile, encoding: .utf8).utf8))
-            XCTAssertEqual(written, json(#"{"rules":{".read":false,".write":false}}"#))
-            XCTAssertEqual(try admin.request(#"{"op":"getRules"}"#)["rules"], written)
+            let kept = try JSONParser.parse(
+                Array(
+                    try String(contentsOfFile: configuration.dataDirectory + "/rules.accepted.json", encoding: .utf8)
+                        .utf8))
+            XCTAssertEqual(kept["document"], json(#"{"rules":{".read":false,".write":false}}"#))
+            XCTAssertEqual(try admin.request(#"{"op":"getRules"}"#)["rules"], kept["document"])
+            let file = try JSONParser.parse(Array(try String(contentsOfFile: rulesFile, encoding: .utf8).utf8))
+            XCTAssertEqual(file, json(#"{"rules":{".read":true,".write":true}}"#))
         }
     }
 

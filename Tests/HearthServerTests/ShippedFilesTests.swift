@@ -84,7 +84,17 @@ final class ShippedFilesTests: XCTestCase {
             lines.contains { $0.hasPrefix("ENV HEARTH_CONFIG=/etc/hearth/hearth.json") }
             || lines.contains { $0.hasPrefix("CMD") && $0.contains("/etc/hearth/hearth.json") }
         XCTAssertTrue(usesConfig, "the image copies its configuration but does not use it")
-        let health = try XCTUnwrap(lines.first { $0.contains("/dev/tcp/") })
-        XCTAssertTrue(health.contains("${HEARTH_PORT:-9000}"), health)
+        // The health check is hearthd's own, which reads the same configuration (ports, TLS):
+        // a plain-text check would fail on a container started with TLS (issue #49).
+        let health = try XCTUnwrap(lines.firstIndex { $0.hasPrefix("HEALTHCHECK") })
+        XCTAssertTrue(
+            lines[health...].prefix(2).joined().contains(#"CMD ["/usr/local/bin/hearthd", "--health-check"]"#))
+        XCTAssertFalse(dockerfile.contains("/dev/tcp/"), "a health check that speaks plain text")
+        XCTAssertFalse(dockerfile.contains("chown -R hearth:hearth /etc/hearth"), "the rules are not written there")
+        // The README's TLS example keeps the image's health check and mounts the rules read-only:
+        // both work (the check follows TLS; accepted rules go to the data volume).
+        let readme = try text("README.md")
+        XCTAssertTrue(readme.contains("HEARTH_TLS_CERTIFICATE"), "the README's docker run with TLS")
+        XCTAssertFalse(readme.contains("--health-cmd"), "the README still tells to replace the health check")
     }
 }

@@ -254,7 +254,7 @@ extension Engine {
         for session in sessions { batch.append(.line(line), for: session) }
     }
 
-    /// A replica takes its leader's rules: written to its rules file (as `setRules` does, so that
+    /// A replica takes its leader's rules: kept in its data directory (as `setRules` does, so that
     /// a restart loads them) and in force from the next request on.
     private func adoptRules(_ document: JSONValue, now: Int64, batch: inout Batch) {
         guard rules?.document != document else { return }
@@ -263,15 +263,13 @@ extension Engine {
             logger.error("the leader's rules do not compile here; the old rules stay", metadata: ["error": "\(error)"])
             return
         }
-        if let rulesFile {
-            do { try RulesFileWriter.write(document, to: rulesFile) } catch {
-                logger.error(
-                    "could not write the leader's rules to the rules file; they are in force until restart",
-                    metadata: ["file": "\(rulesFile)", "error": "\(error)"])
-            }
+        do { try rulesStore.accept(document, now: now) } catch {
+            logger.error(
+                "could not keep the leader's rules; they are in force until restart",
+                metadata: ["file": "\(rulesStore.acceptedPath)", "error": "\(error)"])
         }
         install(ruleSet, now: now, batch: &batch)
-        logger.notice("took the leader's rules", metadata: ["file": "\(rulesFile ?? "(memory)")"])
+        logger.notice("took the leader's rules", metadata: ["file": "\(rulesStore.acceptedPath)"])
     }
 
     /// A leader's records sent to its replicas before its own fsync: their lines (one buffer),

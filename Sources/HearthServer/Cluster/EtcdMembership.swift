@@ -130,7 +130,16 @@ final class EtcdMembership: ClusterMembership, Sendable {
             while ContinuousClock.now < deadline {
                 let view = coordinator.view
                 if view.leader?.node == target {
-                    done(.success(view.epoch))
+                    // The target holds the leader key; its own member record (what `clusterStatus`
+                    // lists) says so a moment later. Until it does every member reads as a replica
+                    // catching up, so the answer waits for it too (not past the deadline: the
+                    // leadership has moved either way).
+                    while ContinuousClock.now < deadline,
+                        !coordinator.view.members.contains(where: { $0.node == target && $0.role == .leader })
+                    {
+                        try? await Task.sleep(for: .milliseconds(50))
+                    }
+                    done(.success(coordinator.view.epoch))
                     return
                 }
                 try? await Task.sleep(for: .milliseconds(50))
