@@ -25,9 +25,25 @@ extension ConnectionHandler {
                 deferred.append(output)
                 continue
             }
+            // An event, by far the most frequent output, goes straight into the outbox.
+            if case .event(let sub, let body) = output {
+                let before = outbox.readableBytes
+                queueEvent(sub: sub, body: body)
+                if body.readableBytes > Self.pauseBytes { noteLargeOutput(outbox.readableBytes - before, after: before) }
+                continue
+            }
             if deliver(output, context: context) { return }
         }
         afterDelivery(context: context)
+    }
+
+    /// One answer or event of `added` bytes, queued when `before` bytes waited in the outbox: when
+    /// it is larger than `pauseBytes` and little else waited, it may pass `maxOutboundBytes` by its
+    /// own size (`answerAllowance`).
+    func noteLargeOutput(_ added: Int, after before: Int) {
+        if added > Self.pauseBytes, before + waitingBytes <= Self.pauseBytes {
+            answerAllowance = max(answerAllowance, added)
+        }
     }
 
     /// Writes what the engine's output added, and resumes what waited for it.
@@ -70,10 +86,7 @@ extension ConnectionHandler {
             closeOnceDrained(context: context)
             return true
         }
-        let added = outbox.readableBytes - before
-        if added > Self.pauseBytes, before + waitingBytes <= Self.pauseBytes {
-            answerAllowance = max(answerAllowance, added)
-        }
+        noteLargeOutput(outbox.readableBytes - before, after: before)
         return false
     }
 

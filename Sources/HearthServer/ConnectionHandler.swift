@@ -94,27 +94,27 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
     /// (`firstRequestTimeoutSeconds`).
     var firstRequestDeadline: Scheduled<Void>?
     /// Signed in with a token that verified (not limited to `maxUnauthenticatedBodyBytes`).
-    var signedIn = false
+    @exclusivity(unchecked) var signedIn = false
     /// The engine's output that waits for the peer to take what was sent before it, in order.
     @exclusivity(unchecked) var deferred = CircularBuffer<Outbound>()
     /// The bytes of the encoded events in `deferred`.
-    var deferredBytes = 0
+    @exclusivity(unchecked) var deferredBytes = 0
     /// One answer or event larger than `pauseBytes`, sent when little else was waiting, may take
     /// the connection past `maxOutboundBytes` by its own size: a large answer is not a slow
     /// consumer. Cleared once the peer has taken it.
-    var answerAllowance = 0
+    @exclusivity(unchecked) var answerAllowance = 0
     /// This connection's share of the server's `BufferBudget`: output, and an unfinished line.
-    var outputCharge = BufferCharge()
-    var inputCharge = BufferCharge()
+    @exclusivity(unchecked) var outputCharge = BufferCharge()
+    @exclusivity(unchecked) var inputCharge = BufferCharge()
     /// Whether the peer takes the output, checked while the channel is unwritable.
-    var progress = OutputProgress()
+    @exclusivity(unchecked) var progress = OutputProgress()
     var stallTimer: Scheduled<Void>?
     /// Retries `deferred` answers held back while the server's buffers were spent.
     var budgetRetry: Scheduled<Void>?
     /// Bytes read since the connection opened, and at the start of the current pace window of
     /// an unfinished line.
     @exclusivity(unchecked) var inputBytes = 0
-    var inputBytesAtWindowStart = 0
+    @exclusivity(unchecked) var inputBytesAtWindowStart = 0
     var paceTimer: Scheduled<Void>?
 
     /// `maxLineBytes`: the longest line framed (longer ones are answered `too_large`).

@@ -186,6 +186,17 @@ final class HTTPAPITests: XCTestCase {
         }
     }
 
+    func testWellKnownAnswersSayHowToCacheThemOnce() async throws {
+        try await withLiveServer { server in
+            for path in ["health", "metrics", "stats"] {
+                let answer = try http(server).request("GET", "/.well-known/hearth/\(path)")
+                XCTAssertEqual(answer.status, 200)
+                let cacheControl = answer.headers.filter { $0.0.lowercased() == "cache-control" }
+                XCTAssertEqual(cacheControl.map(\.1), ["no-cache"], path)
+            }
+        }
+    }
+
     func testCORSPreflight() async throws {
         try await withLiveServer { server in
             let client = try http(server)

@@ -383,9 +383,8 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
                 guard case .waiting = state, let context = self.context else { return }
                 switch result {
                 case .success(let answer):
-                    var response = RESTResponse(
-                        status: HTTPResponseStatus(statusCode: answer.status), body: answer.body,
-                        headers: [("Cache-Control", "no-store")])
+                    // Every answer says `Cache-Control: no-cache` (`writeStatusLine`), these too.
+                    var response = RESTResponse(status: HTTPResponseStatus(statusCode: answer.status), body: answer.body)
                     response.contentType = answer.contentType
                     finish(response, head: head, call: call, context: context)
                 case .failure(let error):
