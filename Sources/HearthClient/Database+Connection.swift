@@ -20,6 +20,12 @@ extension Database {
     public func connectionError() async -> HearthError? {
         try? await repo.lastConnectionError.get()
     }
+
+    /// The bytes received from the server so far, on every connection of this client, counted as
+    /// they arrive (before a line is complete). It grows while a large answer or event is still
+    /// arriving, so a caller that bounds a request's time can wait as long as it does: the CLI's
+    /// `--timeout` fails a request only when nothing arrived for that long.
+    public var bytesReceived: UInt64 { repo.received.withLockedValue { $0 } }
 }
 
 extension Database {
