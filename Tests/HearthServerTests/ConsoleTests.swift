@@ -146,6 +146,7 @@ final class ConsoleTests: XCTestCase {
                 ], timeout: 60)
             XCTAssertEqual(status, 0, output)
             XCTAssertTrue(output.hasSuffix("ok\n"), output)
+            print(output)
         }
     }
 

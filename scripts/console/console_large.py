@@ -115,7 +115,9 @@ def main():
             time.sleep(3)
             check(int(live().get_attribute("data-tries") or 0) == tries, "it kept retrying")
             check(streams() == 0, "a stream is still open")
+            print("followed anyway: stopped after %d tries in %.1f s: %s" % (tries, time.time() - started, live().text))
         else:
+            print("followed anyway: live after %d tries" % tries)
             check(tries <= 3, "%d tries before going live" % tries)
         print("ok")
     finally:
