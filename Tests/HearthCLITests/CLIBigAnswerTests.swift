@@ -46,7 +46,8 @@ final class CLIBigAnswerTests: XCTestCase {
             let started = Date()
             let result = try hearth("get", "/big", "--timeout", "1", url: proxy.url, timeout: 20)
             XCTAssertEqual(result.status, 1)
-            XCTAssertTrue(result.stderr.contains("the answer stopped arriving (nothing received for 1.0 s)"), result.stderr)
+            XCTAssertTrue(
+                result.stderr.contains("the answer stopped arriving (nothing received for 1.0 s)"), result.stderr)
             XCTAssertLessThan(Date().timeIntervalSince(started), 10)
         }
     }

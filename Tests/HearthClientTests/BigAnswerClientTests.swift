@@ -1,4 +1,5 @@
 import Foundation
+import HearthServer
 import XCTest
 
 @testable import HearthClient
@@ -8,7 +9,8 @@ import XCTest
 /// to do, instead of reconnecting in a loop; and `bytesReceived` counts what arrives.
 final class BigAnswerClientTests: XCTestCase {
     func testAnObserverTheServerKeepsCuttingIsCancelledAfterThreeTries() async throws {
-        try await withServer(configure: { $0.maxOutboundBytes = 1 << 20 }) { server in
+        let smallOutbox: (inout ServerConfiguration) -> Void = { $0.maxOutboundBytes = 1 << 20 }
+        try await withServer(configure: smallOutbox) { server in
             let db = server.client()
             // 6,000 first events of 1 KiB, sent in one go, with 1 MiB of unsent output allowed.
             let filler = String(repeating: "x", count: 1000)
