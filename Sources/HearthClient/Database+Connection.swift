@@ -26,6 +26,10 @@ extension Database {
     /// arriving, so a caller that bounds a request's time can wait as long as it does: the CLI's
     /// `--timeout` fails a request only when nothing arrived for that long.
     public var bytesReceived: UInt64 { repo.received.withLockedValue { $0 } }
+
+    /// The bytes sent to the server so far (counted once the socket took them): it grows while a
+    /// large request (a big `setValue`) is still being sent.
+    public var bytesSent: UInt64 { repo.sent.withLockedValue { $0 } }
 }
 
 extension Database {

@@ -39,9 +39,10 @@ final class Repo: @unchecked Sendable {
     }
 
     let shared = NIOLockedValueBox(Shared())
-    /// Bytes received on every connection so far (`Database.bytesReceived`); its own lock, taken
-    /// once per read from the socket.
+    /// Bytes received and sent on every connection so far (`Database.bytesReceived`,
+    /// `bytesSent`); their own locks, taken once per read from the socket and per write.
     let received = NIOLockedValueBox<UInt64>(0)
+    let sent = NIOLockedValueBox<UInt64>(0)
 
     // MARK: Loop-confined state
 
@@ -180,7 +181,7 @@ final class Repo: @unchecked Sendable {
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try self.addTLSHandler(to: channel, for: endpoint)
-                    try channel.pipeline.syncOperations.addHandler(ReceiveCounter(total: self.received))
+                    try channel.pipeline.syncOperations.addHandler(ReceiveCounter(received: self.received, sent: self.sent))
                     try channel.pipeline.syncOperations.addHandler(
                         LineFrameDecoder(maxLength: Int(Int32.max)))
                     try channel.pipeline.syncOperations.addHandler(ClientHandler(repo: self))

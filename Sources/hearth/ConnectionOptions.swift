@@ -18,8 +18,8 @@ struct ConnectionOptions: ParsableArguments {
 
     @Option(
         help: """
-            Seconds to wait for the connection, and for an answer while nothing arrives (an \
-            answer still arriving is waited for).
+            Seconds to wait for the connection, and for each request while nothing is sent or \
+            received (a large answer still arriving is waited for).
             """)
     var timeout: Double = 10
 
@@ -63,8 +63,8 @@ struct ConnectionOptions: ParsableArguments {
         }
     }
 
-    /// `operation`, failing (status 1) when nothing arrives from the server for `timeout`
-    /// while it runs (a large answer that keeps arriving is waited for).
+    /// `operation`, failing (status 1) when nothing is sent or received for `timeout` while it
+    /// runs (a large answer that keeps arriving is waited for).
     func bounded<T: Sendable>(_ what: String, _ operation: @escaping @Sendable () async throws -> T) async throws -> T {
         try await withTimeout(timeout, what, progress: ReceiveProgress.source, operation)
     }

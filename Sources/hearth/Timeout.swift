@@ -1,9 +1,10 @@
 import Dispatch
 import HearthClient
 
-/// Runs `operation`, failing with a `CLIFailure` (status 1) once nothing has arrived from the
-/// server for `seconds`: while an answer keeps arriving (`progress`, the bytes received so far,
-/// grows) the wait goes on, however long the whole answer takes. Without `progress` the bound is
+/// Runs `operation`, failing with a `CLIFailure` (status 1) once nothing has moved between the
+/// server and the client for `seconds`: while a request is being sent or its answer keeps
+/// arriving (`progress`, the bytes sent and received so far, grows) the wait goes on, however
+/// long the whole transfer takes. Without `progress` the bound is
 /// on the whole operation. The client's calls cannot be cancelled, so on a timeout the operation
 /// is abandoned (the command then exits).
 func withTimeout<T: Sendable>(
@@ -37,7 +38,7 @@ func withTimeout<T: Sendable>(
             let message =
                 last == first
                 ? "\(what): no answer within \(seconds) s"
-                : "\(what): the answer stopped arriving (nothing received for \(seconds) s)"
+                : "\(what): stalled (nothing sent or received for \(seconds) s)"
             outcome.finish(.failure(CLIFailure.failed(message)))
             work.cancel()
         }
@@ -45,17 +46,17 @@ func withTimeout<T: Sendable>(
     }
 }
 
-/// The connected client whose received bytes tell `withTimeout` that an answer is still
-/// arriving: a command uses one connection.
+/// The connected client whose traffic tells `withTimeout` that a request is still being sent
+/// or its answer still arriving: a command uses one connection.
 enum ReceiveProgress {
     private static let current = Current()
 
     static func watch(_ database: Database) { current.set(database) }
 
-    /// The bytes the watched client received so far; nil before it connects.
+    /// The bytes the watched client sent and received so far; nil before it connects.
     static var source: (@Sendable () -> UInt64)? {
         guard let database = current.get() else { return nil }
-        return { database.bytesReceived }
+        return { database.bytesReceived &+ database.bytesSent }
     }
 
     private final class Current: @unchecked Sendable {

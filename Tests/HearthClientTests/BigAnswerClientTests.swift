@@ -6,7 +6,7 @@ import XCTest
 
 /// A server that keeps closing the connection (`slow_consumer`) while an observer's first events
 /// are due: the client gives the observer up after three tries, with the server's error and what
-/// to do, instead of reconnecting in a loop; and `bytesReceived` counts what arrives.
+/// to do, instead of reconnecting in a loop; and `bytesReceived` and `bytesSent` count the traffic.
 final class BigAnswerClientTests: XCTestCase {
     func testAnObserverTheServerKeepsCuttingIsCancelledAfterThreeTries() async throws {
         let smallOutbox: (inout ServerConfiguration) -> Void = { $0.maxOutboundBytes = 1 << 20 }
@@ -17,6 +17,8 @@ final class BigAnswerClientTests: XCTestCase {
             var children: [String: Any] = [:]
             for index in 0..<6000 { children["c\(index)"] = filler }
             try await db.reference().setValue(children)
+            // The 6 MB request counted as the socket took it.
+            XCTAssertGreaterThan(db.bytesSent, 6_000_000)
             let before = db.bytesReceived
             let cancels = Recorder<HearthError>()
             let values = Recorder<Int>()
