@@ -8,7 +8,8 @@ LIVE_BYTES, 4 MiB), and have a maxOutboundBytes below /big's size. Checks that t
 not open a stream on / (the server's stream count, sampled throughout, stays 0) and says why;
 that it follows a small location live; and that a stream the server keeps closing ("Follow
 anyway") is retried a few times, later and later, then stopped with the reason shown, or goes
-live. Prints "ok" last.
+live; and that a query on the root is stopped with the reason when the server closes its
+stream before its first event, or goes live. Prints "ok" last.
 """
 import json
 import os
@@ -118,6 +119,21 @@ def main():
             print("followed anyway: stopped after %d tries in %.1f s: %s" % (tries, time.time() - started, live().text))
         else:
             print("followed anyway: live after %d tries" % tries)
+
+        # 5. A query on the root, whose result is as large: stopped with the reason, or live.
+        open_location("/small")
+        wait(lambda: state() == "live", what="the stream of /small")
+        find("[data-tab=query]").click()
+        find("#query-form button[type=submit]").click()
+        wait(lambda: find("#query-state").text in ("stopped",) or "live" in find("#query-state").text,
+             timeout=15, what="the query to go live or stop")
+        if find("#query-state").text == "stopped":
+            error = find("#query-error").text
+            check("before its first event" in error and "MiB" in error, "query error: " + error)
+            print("query on /: " + error)
+            time.sleep(2)
+            check(find("#query-state").text == "stopped", "the query restarted")
+            wait(lambda: streams() == 1, timeout=3, what="only the stream of /small")
             check(tries <= 3, "%d tries before going live" % tries)
         print("ok")
     finally:

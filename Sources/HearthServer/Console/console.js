@@ -1104,7 +1104,10 @@ function runQuery() {
   $('#query-state').textContent = 'running…';
   const source = new EventSource(restURL(spec.path, queryParams(spec)));
   query.source = source;
+  // Reconnects (the browser's own) that ended before a first event, in a row.
+  let failures = 0;
   source.addEventListener('put', (event) => {
+    failures = 0;
     const { path, data } = JSON.parse(event.data);
     query.data = setAt(query.data, path, data);
     renderQuery(new Set(segments(path).slice(0, 1)));
@@ -1121,10 +1124,30 @@ function runQuery() {
   });
   source.addEventListener('cancel', () => { source.close(); $('#query-error').textContent = 'Permission denied'; });
   source.addEventListener('error', async () => {
-    if (query.data !== null && source.readyState !== EventSource.CLOSED) return;
+    // A stream that was live reconnects by itself, unless it keeps ending before its first
+    // event (the server closes a stream whose result passes its maxOutboundBytes, and would again).
+    if (query.data !== null && source.readyState !== EventSource.CLOSED && ++failures < STREAM_TRIES) {
+      $('#query-state').textContent = 'reconnecting…';
+      return;
+    }
     source.close();
-    // EventSource hides the reason: the same query as a GET shows it.
-    try { await api('GET', spec.path, { params: queryParams(spec) }); } catch (error) { $('#query-error').textContent = error.message; }
+    if (query.data !== null && failures >= STREAM_TRIES) {
+      $('#query-error').textContent = 'the server closed the stream ' + failures +
+        ' times in a row before its first event: the result may be more than it sends at once; narrow the query (a limit)';
+      $('#query-state').textContent = 'stopped';
+      return;
+    }
+    // EventSource hides the reason: the same query as a HEAD tells whether it is refused (then a
+    // GET, whose answer is the short error, shows why) or large.
+    try {
+      const head = await fetch(restURL(spec.path, queryParams(spec)), { method: 'HEAD' });
+      if (head.ok) {
+        $('#query-error').textContent = 'the server closed the stream before its first event; the result is ' +
+          bytes(Number(head.headers.get('Content-Length')) || 0) + ', which may be more than it sends at once: narrow the query (a limit)';
+      } else {
+        await api('GET', spec.path, { params: queryParams(spec) });
+      }
+    } catch (error) { $('#query-error').textContent = error.message; }
     $('#query-state').textContent = 'stopped';
   });
 }
