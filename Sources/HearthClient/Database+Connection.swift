@@ -15,8 +15,9 @@ extension Database {
         try result.get()
     }
 
-    /// Why the latest connection attempt failed, or nil while connected and before any attempt
-    /// has failed.
+    /// Why the latest connection attempt failed, or the error the server gave when it closed the
+    /// last connection (`slow_consumer`, …); nil while connected and before any attempt has
+    /// failed. `waitForConnection()` throws it too while the client waits to reconnect.
     public func connectionError() async -> HearthError? {
         try? await repo.lastConnectionError.get()
     }
