@@ -15,11 +15,22 @@ extension Database {
         try result.get()
     }
 
-    /// Why the latest connection attempt failed, or nil while connected and before any attempt
-    /// has failed.
+    /// Why the latest connection attempt failed, or the error the server gave when it closed the
+    /// last connection (`slow_consumer`, …); nil while connected and before any attempt has
+    /// failed. `waitForConnection()` throws it too while the client waits to reconnect.
     public func connectionError() async -> HearthError? {
         try? await repo.lastConnectionError.get()
     }
+
+    /// The bytes received from the server so far, on every connection of this client, counted as
+    /// they arrive (before a line is complete). It grows while a large answer or event is still
+    /// arriving, so a caller that bounds a request's time can wait as long as it does: the CLI's
+    /// `--timeout` fails a request only when nothing arrived for that long.
+    public var bytesReceived: UInt64 { repo.received.withLockedValue { $0 } }
+
+    /// The bytes sent to the server so far (counted once the socket took them): it grows while a
+    /// large request (a big `setValue`) is still being sent.
+    public var bytesSent: UInt64 { repo.sent.withLockedValue { $0 } }
 }
 
 extension Database {

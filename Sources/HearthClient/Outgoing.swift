@@ -20,6 +20,9 @@ struct Outgoing {
     /// second sending harmless (`failover`): when the connection drops before its answer it
     /// fails with `unavailable` ("outcome unknown") instead of being sent again.
     var resendable = true
+    /// Connections in a row the server cut (`slow_consumer`) while this request waited for its
+    /// answer: a read fails with the server's error at `Repo.cutsBeforeGivingUp`.
+    var serverCuts = 0
     /// Called on the repo's event loop with the response (`ok: true`) or its error.
     let completion: (Result<JSONValue, HearthError>) -> Void
 

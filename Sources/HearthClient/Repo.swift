@@ -39,6 +39,10 @@ final class Repo: @unchecked Sendable {
     }
 
     let shared = NIOLockedValueBox(Shared())
+    /// Bytes received and sent on every connection so far (`Database.bytesReceived`,
+    /// `bytesSent`); their own locks, taken once per read from the socket and per write.
+    let received = NIOLockedValueBox<UInt64>(0)
+    let sent = NIOLockedValueBox<UInt64>(0)
 
     // MARK: Loop-confined state
 
@@ -98,6 +102,11 @@ final class Repo: @unchecked Sendable {
     private var connectionError: HearthError?
     /// Callers of `waitForConnection`, answered by the next hello or failed attempt.
     private var connectionWaiters: [@Sendable (Result<Void, HearthError>) -> Void] = []
+    /// The connection-level error the server sent before closing the current connection
+    /// (`{"event":"error"}`, e.g. `slow_consumer`).
+    private var serverError: HearthError?
+    /// When the current connection's hello arrived.
+    private var greetedAt: NIODeadline?
 
     init(url: DatabaseURL, configuration: Database.Configuration) {
         self.url = url
@@ -172,6 +181,7 @@ final class Repo: @unchecked Sendable {
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try self.addTLSHandler(to: channel, for: endpoint)
+                    try channel.pipeline.syncOperations.addHandler(ReceiveCounter(received: self.received, sent: self.sent))
                     try channel.pipeline.syncOperations.addHandler(GreetingCheck(repo: self, endpoint: endpoint))
                     try channel.pipeline.syncOperations.addHandler(
                         LineFrameDecoder(maxLength: Int(Int32.max)))
@@ -243,11 +253,18 @@ final class Repo: @unchecked Sendable {
         securitySessionEnded()
         var failedAttempt: HearthError?
         let lost = endpoint
+        let cut = serverError
+        serverError = nil
         if greeted {
             greeted = false
             logger.debug(
                 wantsOnline ? "disconnected; reconnecting" : "disconnected",
-                metadata: ["url": "\(endpoint.description)"])
+                metadata: ["url": "\(endpoint.description)", "error": "\(cut?.description ?? "none")"])
+            // The backoff starts over after a connection that ended otherwise or served a while; a
+            // server that keeps cutting connections short is tried less and less often.
+            let served = greetedAt.map { .now() - $0 >= configuration.reconnectMaxDelay } ?? true
+            if cut == nil || served { attempt = 0 }
+            if let cut { connectionError = cut }
             // Another server of the URL may be up when this one went away (a cluster node).
             advanceEndpoint()
             shared.withLockedValue { state in
@@ -263,12 +280,25 @@ final class Repo: @unchecked Sendable {
         }
         var resend: [Outgoing] = []
         var unsure: [Outgoing] = []
-        while let out = inFlight.popFirst() {
+        var refused: [Outgoing] = []
+        while var out = inFlight.popFirst() {
             guard out.kind == .request else { continue }
+            if cut != nil, out.writeNumber == nil {
+                out.serverCuts += 1
+                if out.serverCuts >= Self.cutsBeforeGivingUp {
+                    refused.append(out)
+                    continue
+                }
+            }
             if out.resendable { resend.append(out) } else { unsure.append(out) }
         }
         queued = resend + queued
+        var givenUp: [ClientView] = []
         for view in views.values {
+            if cut != nil, view.subscribing || view.syncing != nil {
+                view.serverCuts += 1
+                if view.serverCuts >= Self.cutsBeforeGivingUp { givenUp.append(view) }
+            }
             view.serverRev = knownRev(of: view)
             view.sub = nil
             view.subscribing = false
@@ -280,6 +310,10 @@ final class Repo: @unchecked Sendable {
         catchingUp.removeAll()
         eventGroupRev = nil
         flush()
+        if let cut {
+            for view in givenUp { cancel(view, Self.givingUp(cut, at: view.path.description)) }
+            for out in refused { out.completion(.failure(Self.givingUp(cut, at: nil))) }
+        }
         setInfo(connected: false, serverTimeOffset: currentServerTimeOffset)
         for out in unsure {
             out.completion(
@@ -293,6 +327,22 @@ final class Repo: @unchecked Sendable {
         } else {
             scheduleReconnect()
         }
+    }
+
+    /// The connections in a row the server may cut (`slow_consumer`) while a subscription's
+    /// first events or a read's answer are due before the client stops asking: the observers'
+    /// cancel blocks, or the read's completion, get the server's error.
+    static let cutsBeforeGivingUp = 3
+
+    /// The server's error, saying that it repeated and what to do instead.
+    static func givingUp(_ cut: HearthError, at path: String?) -> HearthError {
+        let what = path.map { "the first events of the subscription at \($0)" } ?? "the answer"
+        var error = HearthError(
+            cut.code,
+            "\(cut.message) (the server closed the connection \(cutsBeforeGivingUp) times in a row while sending "
+                + "\(what); read less at once: a narrower path, a query with a limit, or a shallow read)")
+        error.path = path
+        return error
     }
 
     private var currentServerTimeOffset: Int64? {
@@ -335,8 +385,10 @@ final class Repo: @unchecked Sendable {
         } else {
             switch json["event"]?.stringValue {
             case "hello":
-                attempt = 0
+                // `attempt` (the backoff) starts over when this connection ends, unless the
+                // server cuts it short (`channelBecameInactive`).
                 roundFailures = []
+                greetedAt = .now()
                 logger.debug("connected", metadata: ["url": "\(endpoint.description)"])
                 let serverTime = json["serverTime"]?.int64Value ?? Self.now()
                 let offset = serverTime - Self.now()
@@ -358,6 +410,11 @@ final class Repo: @unchecked Sendable {
                 clusterChanged(json["cluster"] ?? .null)
             case "goaway":
                 channel.close(promise: nil)
+            case "error":
+                // The server is about to close the connection (e.g. `slow_consumer`).
+                let error = HearthError(wire: json["error"] ?? .null)
+                serverError = error
+                logger.debug("the server is closing the connection", metadata: ["error": "\(error.description)"])
             case "auth_revoked":
                 authRevoked(json)
             default:

@@ -35,3 +35,24 @@ struct CLIFailure: Error {
 func reportingFailures(_ work: () async throws -> Void) async throws {
     do { try await work() } catch { throw CLIFailure(error) }
 }
+
+extension CLIFailure {
+    /// The failure for `error`, with what to do instead when the server refused or cut an answer
+    /// or a subscription's first events at `path` as too large to send at once (`slow_consumer`,
+    /// `too_large`): retrying would fail the same way.
+    static func readingTooMuch(_ error: any Error, at path: String) -> CLIFailure {
+        let failure = CLIFailure(error)
+        guard let error = error as? HearthError, error.code == .slowConsumer || error.code == .tooLarge else {
+            return failure
+        }
+        let quoted = path.contains(" ") ? "'\(path)'" : path
+        return CLIFailure(
+            status: failure.status,
+            message: """
+                \(failure.message)
+                hearth: \(path) holds more than the server sends at once (its maxOutboundBytes); read less at a \
+                time: a narrower path, a query (e.g. --order-by-key --limit-to-first 1000), \
+                `hearth get --shallow \(quoted)` to list its keys, or `hearth export \(quoted)` to copy it page by page
+                """)
+    }
+}

@@ -16,7 +16,11 @@ struct ConnectionOptions: ParsableArguments {
     )
     var url: String?
 
-    @Option(help: "Seconds to wait for the connection and for each answer before failing.")
+    @Option(
+        help: """
+            Seconds to wait for the connection, and for each request while nothing is sent or \
+            received (a large answer still arriving is waited for).
+            """)
     var timeout: Double = 10
 
     /// `--token`, `--ca-file`, `--insecure-skip-verify`.
@@ -40,6 +44,7 @@ struct ConnectionOptions: ParsableArguments {
         configuration.connectTimeout = .nanoseconds(Int64(min(timeout, 3600) * 1e9))
         security.apply(to: &configuration)
         let database = try Database(validatingURL: resolvedURL, configuration: configuration)
+        ReceiveProgress.watch(database)
         do {
             try await withTimeout(timeout, "connecting to \(database.url)") { try await database.waitForConnection() }
         } catch let error as HearthError {
@@ -58,8 +63,9 @@ struct ConnectionOptions: ParsableArguments {
         }
     }
 
-    /// `operation`, failing (status 1) when it takes longer than `timeout`.
+    /// `operation`, failing (status 1) when nothing is sent or received for `timeout` while it
+    /// runs (a large answer that keeps arriving is waited for).
     func bounded<T: Sendable>(_ what: String, _ operation: @escaping @Sendable () async throws -> T) async throws -> T {
-        try await withTimeout(timeout, what, operation)
+        try await withTimeout(timeout, what, progress: ReceiveProgress.source, operation)
     }
 }

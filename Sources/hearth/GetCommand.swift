@@ -18,18 +18,20 @@ struct GetCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        try await reportingFailures {
-            let database = try await connection.connect()
-            let reference = database.reference(withPath: path)
-            let json: JSONValue
-            if shallow {
-                json = try await connection.bounded("get") { try await reference.getShallowData() }.json
-            } else {
-                let selected = query.apply(to: reference)
-                let snapshot = try await connection.bounded("get") { try await selected.getData() }
-                json = snapshot.outputJSON(export: export, ordered: query.isSet)
-            }
-            try Output.line(json)
+        do { try await read() } catch { throw CLIFailure.readingTooMuch(error, at: path) }
+    }
+
+    private func read() async throws {
+        let database = try await connection.connect()
+        let reference = database.reference(withPath: path)
+        let json: JSONValue
+        if shallow {
+            json = try await connection.bounded("get") { try await reference.getShallowData() }.json
+        } else {
+            let selected = query.apply(to: reference)
+            let snapshot = try await connection.bounded("get") { try await selected.getData() }
+            json = snapshot.outputJSON(export: export, ordered: query.isSet)
         }
+        try Output.line(json)
     }
 }

@@ -48,6 +48,7 @@ struct ListenCommand: AsyncParsableCommand {
             Self.reportConnection(of: database)
             let ordered = query.isSet
             let export = self.export
+            let path = self.path
             for type in types {
                 selected.observe(
                     type,
@@ -58,7 +59,7 @@ struct ListenCommand: AsyncParsableCommand {
                             stop.yield(CLIFailure(error))
                         }
                     },
-                    withCancel: { error in stop.yield(CLIFailure(error)) })
+                    withCancel: { error in stop.yield(CLIFailure.readingTooMuch(error, at: path)) })
             }
             for await failure in stops {
                 interrupt.cancel()
@@ -82,15 +83,20 @@ struct ListenCommand: AsyncParsableCommand {
         return .object(members)
     }
 
-    /// Says on stderr when the connection is lost and when it is back (the client reconnects by
-    /// itself, and events resume with what changed meanwhile).
+    /// Says on stderr when the connection is lost (with the server's reason when it gave one)
+    /// and when it is back (the client reconnects by itself, with a growing delay when the
+    /// server keeps closing the connection, and events resume with what changed meanwhile).
     static func reportConnection(of database: Database) {
         let url = database.url
         let state = ConnectionState()
         database.reference(withPath: ".info/connected").observe(.value) { snapshot in
             let connected = snapshot.value as? Bool == true
             switch state.change(to: connected) {
-            case .lost: writeError("hearth: lost the connection to \(url); reconnecting")
+            case .lost:
+                Task {
+                    let reason = await database.connectionError().map { " (\($0.description))" } ?? ""
+                    writeError("hearth: lost the connection to \(url)\(reason); reconnecting")
+                }
             case .back:
                 // With several addresses, name the one that answered.
                 let at = url.contains(",") ? database.connectedAddress.map { " (at \($0))" } ?? "" : ""

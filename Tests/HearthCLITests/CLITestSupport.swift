@@ -15,7 +15,7 @@ final class CLIServer: Sendable {
         self.directory = directory
     }
 
-    static func start() async throws -> CLIServer {
+    static func start(_ configure: (inout ServerConfiguration) -> Void = { _ in }) async throws -> CLIServer {
         var configuration = ServerConfiguration()
         configuration.host = "127.0.0.1"
         configuration.port = 0
@@ -24,6 +24,7 @@ final class CLIServer: Sendable {
             FileManager.default.temporaryDirectory
             .appendingPathComponent("hearth-cli-test-\(UUID().uuidString)").path
         configuration.fsync = .never
+        configure(&configuration)
         let logger = Logger(label: "hearth-cli-test") { _ in SwiftLogNoOpLogHandler() }
         let server = try await HearthServer.start(configuration: configuration, logger: logger)
         return CLIServer(server: server, directory: configuration.dataDirectory)
@@ -38,8 +39,10 @@ final class CLIServer: Sendable {
 }
 
 /// Runs `body` with a live server, removing it afterwards.
-func withCLIServer(_ body: (CLIServer) async throws -> Void) async throws {
-    let server = try await CLIServer.start()
+func withCLIServer(
+    configure: (inout ServerConfiguration) -> Void = { _ in }, _ body: (CLIServer) async throws -> Void
+) async throws {
+    let server = try await CLIServer.start(configure)
     do {
         try await body(server)
     } catch {

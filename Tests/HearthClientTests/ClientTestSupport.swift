@@ -18,7 +18,7 @@ final class TestServer: @unchecked Sendable {
         self.configuration = configuration
     }
 
-    static func start() async throws -> TestServer {
+    static func start(_ configure: (inout ServerConfiguration) -> Void = { _ in }) async throws -> TestServer {
         var configuration = ServerConfiguration()
         configuration.host = "127.0.0.1"
         configuration.port = 0
@@ -27,6 +27,7 @@ final class TestServer: @unchecked Sendable {
             FileManager.default.temporaryDirectory
             .appendingPathComponent("hearth-client-test-\(UUID().uuidString)").path
         configuration.fsync = .never
+        configure(&configuration)
         let server = try await HearthServer.start(configuration: configuration, logger: quietLogger)
         configuration.port = server.port
         return TestServer(server: server, configuration: configuration)
@@ -58,8 +59,10 @@ final class TestServer: @unchecked Sendable {
 let quietLogger = Logger(label: "hearth-client-test") { _ in SwiftLogNoOpLogHandler() }
 
 /// Runs `body` with a live server, removing it afterwards.
-func withServer(_ body: (TestServer) async throws -> Void) async throws {
-    let server = try await TestServer.start()
+func withServer(
+    configure: (inout ServerConfiguration) -> Void = { _ in }, _ body: (TestServer) async throws -> Void
+) async throws {
+    let server = try await TestServer.start(configure)
     do {
         try await body(server)
     } catch {

@@ -140,6 +140,36 @@ final class ConsoleTests: XCTestCase {
 
     // MARK: In a browser
 
+    /// A root larger than the console follows live (`LIVE_BYTES`, 4 MiB), on a server that lets
+    /// 1 MiB of output wait: the console opens no stream on it and says why, follows a small
+    /// location, and retries a stream the server keeps closing only a few times, later and later.
+    func testTheConsoleDoesNotStreamALargeRoot() async throws {
+        for program in ["/usr/bin/chromium", "/usr/bin/chromedriver"]
+        where !FileManager.default.isExecutableFile(atPath: program) {
+            XCTFail("\(program) is missing: apt-get install chromium chromium-driver")
+            return
+        }
+        let python = try Self.python.get()
+        try await withLiveServer(setting: \.maxOutboundBytes, to: 1 << 20) { server in
+            let tcp = try TestClient(port: server.port)
+            let filler = String(repeating: "x", count: 1000)
+            let children = (0..<5000).map { #""c\#($0)":"\#(filler)""# }.joined(separator: ",")
+            let seeded = try tcp.request(#"{"id":1,"op":"set","path":"/big","value":{"# + children + "}}")
+            XCTAssertEqual(seeded["ok"], .bool(true), "\(seeded)")
+            try tcp.request(#"{"id":2,"op":"set","path":"/small","value":{"a":1}}"#)
+            tcp.close()
+            let (status, output) = FirebaseAdminTests.run(
+                python,
+                [
+                    Self.root.appendingPathComponent("scripts/console/console_large.py").path,
+                    "\(server.httpPort ?? 0)",
+                ], timeout: 60)
+            XCTAssertEqual(status, 0, output)
+            XCTAssertTrue(output.hasSuffix("ok\n"), output)
+            print(output)
+        }
+    }
+
     func testTheConsoleInHeadlessChromium() async throws {
         for program in ["/usr/bin/chromium", "/usr/bin/chromedriver"]
         where !FileManager.default.isExecutableFile(atPath: program) {

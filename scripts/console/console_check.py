@@ -171,7 +171,7 @@ def main():
         toggle("/dinosaurs/trex")
         wait(lambda: value_of("/dinosaurs/trex/height") == "6", what="/dinosaurs/trex/height = 6")
         check(find('[data-role="path"]') is not None, "no path bar")
-        wait(lambda: "live" in find("#live-state").text, what="the live stream")
+        wait(lambda: "● live" in find("#live-state").text, what="the live stream")
 
         # 2. A write over TCP appears in the page within one second (and is highlighted).
         started = time.monotonic()

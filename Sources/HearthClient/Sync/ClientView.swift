@@ -31,6 +31,10 @@ final class ClientView {
     var syncing: (remaining: Int, result: Node, rev: UInt64)?
     /// Whether the subscription on the current connection is complete and streaming.
     var live = false
+    /// Connections in a row the server cut (`slow_consumer`) while this view's initial events
+    /// were due: at `Repo.cutsBeforeGivingUp` the view is cancelled, since another try would be
+    /// cut the same way.
+    var serverCuts = 0
     /// The result last shown to the observers (server data with pending writes on top); nil
     /// before the first.
     var shown: Node?

@@ -166,6 +166,7 @@ extension Repo {
         view.serverRev = syncing.rev
         view.syncing = nil
         view.live = true
+        view.serverCuts = 0
         cacheChanged(view)
         dirty.insert(view.id)
         catchingUp.remove(view.id)
@@ -174,7 +175,7 @@ extension Repo {
 
     /// Ends a view because the server refused or cancelled its subscription, and tells the
     /// cancel block of each of its observers.
-    private func cancel(_ view: ClientView, _ error: HearthError) {
+    func cancel(_ view: ClientView, _ error: HearthError) {
         var error = error
         if error.code == .permissionDenied { error.path = view.path.description }
         if let sub = view.sub { viewsBySub[sub] = nil }

@@ -7,6 +7,8 @@ const PAGE = 50;              // children shown per page of an expanded node
 const LARGE_DELETE = 100;     // deleting an object with more children than this asks first
 const PART_CHILDREN = 500;    // an import is sent in parts of at most this many children…
 const PART_BYTES = 1 << 20;   // …and about this many bytes (a request's body is limited)
+const LIVE_BYTES = 4 << 20;   // a viewed location larger than this is not followed live unasked
+const STREAM_TRIES = 3;       // a stream that ends this many times in a row before its first event stops
 const $ = (selector, root = document) => root.querySelector(selector);
 
 // ---------------------------------------------------------------------------------------------
@@ -170,6 +172,15 @@ const tree = {
   selected: null,
   source: null,
   firstPut: true,
+  // Whether a stream follows the viewed location; without one, the page's own writes are
+  // applied to the tree when the server accepts them.
+  live: false,
+  // The stream's state: how many tries in a row ended before the first event, how many streams
+  // in a row ended soon (the backoff), since when the current one is live, the pending retry.
+  failures: 0,
+  drops: 0,
+  liveSince: 0,
+  retry: null,
 };
 
 /**
@@ -536,17 +547,76 @@ function renderRoot(kind) {
   ul.append(makeNode(tree.root, kind));
 }
 
-/** Shows `path` as the tree's root, expanded, and follows it with one event stream. */
+/**
+ * Shows `path` as the tree's root, expanded, and follows it with one event stream when it is
+ * small enough (LIVE_BYTES): the stream's first event is the whole location.
+ */
 async function openLocation(path) {
   tree.root = normalize(path);
   $('#path-input').value = tree.root;
   if (location.hash !== '#' + tree.root) history.replaceState(null, '', '#' + tree.root);
+  stopStream();
   renderRoot({ t: 'obj' });
   select(tree.root);
   // The shallow read first, then the stream, whose first event (the whole location) reconciles
   // anything written in between: on a large location the two would only slow each other.
   const root = tree.root;
-  try { await expand(root); } finally { if (tree.root === root) startStream(); }
+  try { await expand(root); } catch { }
+  if (tree.root !== root) return;
+  const live = $('#live-state');
+  liveState('checking the size of ' + root + '…');
+  // A HEAD is answered like the GET, without its body: its length is the size of the location.
+  let size = null;
+  try {
+    const response = await fetch(restURL(root), { method: 'HEAD' });
+    if (tree.root !== root) return;
+    if (!response.ok) { liveState('○ not live: ' + (await reason(root, response.status))); return; }
+    size = Number(response.headers.get('Content-Length'));
+  } catch (error) {
+    if (tree.root === root) liveState('○ not live: ' + error.message);
+    return;
+  }
+  if (Number.isFinite(size) && size > LIVE_BYTES) {
+    liveState('○ not live: ' + root + ' holds ' + bytes(size) + ', more than the console follows at once (' +
+      bytes(LIVE_BYTES) + '). Open a narrower location to see changes as they happen; your own edits show here. ');
+    live.dataset.size = String(size);
+    live.append(button('Follow anyway', 'Follow ' + root + ' live anyway (its whole value is sent first)', () => startStream()));
+    return;
+  }
+  startStream();
+}
+
+/** Shows what the data panel's stream is doing (`[data-role=live]`); `state` is its data-state. */
+function liveState(text, state) {
+  const live = $('#live-state');
+  live.textContent = text;
+  live.dataset.state = state || (text.startsWith('●') ? 'live' : text.startsWith('○') ? 'stopped' : 'busy');
+  delete live.dataset.size;
+}
+
+/** Why a read of `path` fails: the server's message for it (EventSource hides the reason). */
+async function reason(path, status) {
+  try { await api('GET', path, { params: { shallow: 'true' } }); } catch (error) {
+    return error.message + (error.status === 401 ? ' (sign in?)' : '');
+  }
+  return 'HTTP ' + status;
+}
+
+/** Closes the data panel's stream and forgets its retries. */
+function stopStream() {
+  tree.source?.close();
+  tree.source = null;
+  clearTimeout(tree.retry);
+  tree.retry = null;
+  tree.failures = 0;
+  tree.drops = 0;
+  tree.live = false;
+  delete $('#live-state').dataset.tries;
+}
+
+/** The page's own write of `value` at `path` succeeded: without a stream, it is shown now. */
+function wrote(path, value) {
+  if (!tree.live && isWithin(path, tree.root)) applyValue(path, value, true);
 }
 
 /**
@@ -556,16 +626,23 @@ async function openLocation(path) {
  */
 function startStream() {
   tree.source?.close();
-  const source = new EventSource(restURL(tree.root));
+  clearTimeout(tree.retry);
+  tree.retry = null;
+  const root = tree.root;
+  const source = new EventSource(restURL(root));
   tree.source = source;
   tree.firstPut = true;
+  tree.live = true;
+  let received = false;
   const live = $('#live-state');
-  live.textContent = 'connecting…';
-  source.addEventListener('open', () => { tree.firstPut = true; live.textContent = '● live'; });
+  live.dataset.tries = String(Number(live.dataset.tries || 0) + 1);
+  liveState(tree.failures ? 'connecting (try ' + (tree.failures + 1) + ' of ' + STREAM_TRIES + ')…' : 'connecting…');
+  source.addEventListener('open', () => { tree.firstPut = true; liveState('receiving ' + root + '…'); });
   source.addEventListener('put', (event) => {
     const { path, data } = JSON.parse(event.data);
     const first = tree.firstPut;
     tree.firstPut = false;
+    if (!received) { received = true; tree.failures = 0; tree.liveSince = Date.now(); liveState('● live'); }
     const target = join(tree.root, path);
     if (first && target === tree.root) {
       if (!tree.open.has(tree.root)) return;  // the shallow read renders it
@@ -577,12 +654,34 @@ function startStream() {
     const base = join(tree.root, path);
     for (const [member, value] of Object.entries(data)) applyValue(join(base, member), value, true);
   });
-  const ended = (why) => () => { source.close(); live.textContent = '○ ' + why; };
+  const ended = (why) => () => { source.close(); tree.live = false; liveState('○ ' + why); };
   source.addEventListener('cancel', ended('permission denied'));
   source.addEventListener('auth_revoked', ended('credential revoked'));
-  source.addEventListener('error', () => {
-    if (source.readyState === EventSource.CLOSED) live.textContent = '○ not live (sign in?)';
-    else live.textContent = 'reconnecting…';
+  // The browser would reconnect by itself, every few seconds for ever, each time fetching the whole
+  // location again: the console reconnects itself, later and later, and stops when the stream keeps
+  // ending before its first event (the server closes a stream whose unsent output passes its
+  // maxOutboundBytes, and would again).
+  source.addEventListener('error', async () => {
+    const refused = source.readyState === EventSource.CLOSED;
+    source.close();
+    if (tree.source !== source) return;
+    tree.source = null;
+    tree.live = false;
+    if (refused) { liveState('○ not live: ' + (await reason(root, 0))); return; }
+    if (!received) tree.failures += 1;
+    // A stream that was live for a minute ended for a reason of its own: the backoff starts over.
+    if (received && Date.now() - tree.liveSince > 60000) tree.drops = 0;
+    tree.drops += 1;
+    if (tree.failures >= STREAM_TRIES) {
+      liveState('○ not live: the server closed the stream of ' + root + ' ' + tree.failures +
+        ' times before its first event was in. It may be more than the server sends at once (maxOutboundBytes): ' +
+        'open a narrower location. ');
+      live.append(button('Retry', 'Open the stream of ' + root + ' again', () => { tree.failures = 0; startStream(); }));
+      return;
+    }
+    const delay = Math.min(60, 2 ** tree.drops);
+    liveState('reconnecting in ' + delay + ' s…');
+    tree.retry = setTimeout(() => { if (tree.root === root) startStream(); }, delay * 1000);
   });
 }
 
@@ -674,7 +773,7 @@ async function startEdit(path) {
   const li = tree.els.get(path);
   if (!li) return;
   let value = li.kind.t === 'leaf' ? li.kind.v : await api('GET', path).catch(failed('Reading ' + path));
-  editor(li, { value }, async ({ value: v }) => { await api('PUT', path, { body: v }); });
+  editor(li, { value }, async ({ value: v }) => { await api('PUT', path, { body: v }); wrote(path, v); });
 }
 
 function startAdd(path) {
@@ -683,6 +782,7 @@ function startAdd(path) {
   editor(li, { withKey: true, value: '', label: 'Add' }, async ({ key, value }) => {
     if (!key) throw new Error('a key is needed');
     await api('PUT', join(path, key), { body: value });
+    wrote(join(path, key), value);
     if (!tree.open.has(path)) await expand(path);
   });
 }
@@ -695,6 +795,8 @@ function startRename(path) {
     // Copy (priorities included) and delete in one atomic multi-path update.
     const value = await api('GET', path, { params: { format: 'export' } });
     await api('PATCH', parentOf(path), { body: { [key]: value, [lastKey(path)]: null } });
+    wrote(join(parentOf(path), key), plain(value));
+    wrote(path, null);
   });
 }
 
@@ -717,6 +819,7 @@ async function remove(path) {
       if (count > LARGE_DELETE && !(await confirmDialog('Delete ' + path + ' and its ' + count + ' children?'))) return;
     }
     await api('DELETE', path);
+    wrote(path, null);
   } catch (error) { failed('Deleting ' + path)(error); }
 }
 
@@ -826,7 +929,11 @@ async function importFile(file) {
       if (event.lengthComputable) transferState.step(event.loaded, event.total, 'importing ' + file.name + ': ' + kib(event.loaded) + ' of ' + kib(event.total));
     };
     xhr.onload = () => {
-      if (xhr.status >= 200 && xhr.status < 300) { transferState.end('imported ' + file.name + ' at ' + path); return; }
+      if (xhr.status >= 200 && xhr.status < 300) {
+        wrote(path, plain(value));
+        transferState.end('imported ' + file.name + ' at ' + path);
+        return;
+      }
       let message = xhr.statusText;
       try { message = JSON.parse(xhr.responseText).error; } catch { }
       transferState.end('import failed: ' + message);
@@ -848,6 +955,7 @@ async function importFile(file) {
     done += Object.keys(part).filter((key) => key !== '.priority').length;
     transferState.step(done, total, 'importing ' + file.name + ': ' + done + ' of ' + total + ' children');
   }
+  wrote(path, plain(value));
   transferState.end('imported ' + file.name + ' at ' + path + ' (' + total + ' children, in ' + parts.length + ' parts)');
 }
 
@@ -1009,7 +1117,10 @@ function runQuery() {
   $('#query-state').textContent = 'running…';
   const source = new EventSource(restURL(spec.path, queryParams(spec)));
   query.source = source;
+  // Reconnects (the browser's own) that ended before a first event, in a row.
+  let failures = 0;
   source.addEventListener('put', (event) => {
+    failures = 0;
     const { path, data } = JSON.parse(event.data);
     query.data = setAt(query.data, path, data);
     renderQuery(new Set(segments(path).slice(0, 1)));
@@ -1026,10 +1137,30 @@ function runQuery() {
   });
   source.addEventListener('cancel', () => { source.close(); $('#query-error').textContent = 'Permission denied'; });
   source.addEventListener('error', async () => {
-    if (query.data !== null && source.readyState !== EventSource.CLOSED) return;
+    // A stream that was live reconnects by itself, unless it keeps ending before its first
+    // event (the server closes a stream whose result passes its maxOutboundBytes, and would again).
+    if (query.data !== null && source.readyState !== EventSource.CLOSED && ++failures < STREAM_TRIES) {
+      $('#query-state').textContent = 'reconnecting…';
+      return;
+    }
     source.close();
-    // EventSource hides the reason: the same query as a GET shows it.
-    try { await api('GET', spec.path, { params: queryParams(spec) }); } catch (error) { $('#query-error').textContent = error.message; }
+    if (query.data !== null && failures >= STREAM_TRIES) {
+      $('#query-error').textContent = 'the server closed the stream ' + failures +
+        ' times in a row before its first event: the result may be more than it sends at once; narrow the query (a limit)';
+      $('#query-state').textContent = 'stopped';
+      return;
+    }
+    // EventSource hides the reason: the same query as a HEAD tells whether it is refused (then a
+    // GET, whose answer is the short error, shows why) or large.
+    try {
+      const head = await fetch(restURL(spec.path, queryParams(spec)), { method: 'HEAD' });
+      if (head.ok) {
+        $('#query-error').textContent = 'the server closed the stream before its first event; the result is ' +
+          bytes(Number(head.headers.get('Content-Length')) || 0) + ', which may be more than it sends at once: narrow the query (a limit)';
+      } else {
+        await api('GET', spec.path, { params: queryParams(spec) });
+      }
+    } catch (error) { $('#query-error').textContent = error.message; }
     $('#query-state').textContent = 'stopped';
   });
 }
