@@ -55,7 +55,7 @@ struct ExportCommand: AsyncParsableCommand {
             var query = reference.queryOrderedByKey()
             if let lastKey { query = query.queryStarting(afterValue: lastKey) }
             let page = query.queryLimited(toFirst: pageSize)
-            let snapshot = try await connection.bounded("export: reading a page") { try await page.getData() }
+            let snapshot = try await readShowingBytes(page, database: reference.database, progress: progress)
             let children = snapshot.children
             for child in children {
                 if !first { output.append(",") }
@@ -71,5 +71,39 @@ struct ExportCommand: AsyncParsableCommand {
         }
         output.append("}\n")
         try output.flush()
+    }
+
+    /// Reads one page, saying meanwhile how much of it has arrived: a page that holds one huge
+    /// child would otherwise show `0/1 children` until it is whole.
+    private func readShowingBytes(
+        _ page: DatabaseQuery, database: Database, progress: Progress
+    ) async throws -> DataSnapshot {
+        enum Step: Sendable {
+            case page(DataSnapshot)
+            case tick
+        }
+        let start = database.bytesReceived
+        return try await withThrowingTaskGroup(of: Step.self) { group in
+            group.addTask { .page(try await connection.bounded("export: reading a page") { try await page.getData() }) }
+            group.addTask {
+                try await Task.sleep(for: .milliseconds(250))
+                return .tick
+            }
+            while let step = try await group.next() {
+                switch step {
+                case .page(let snapshot):
+                    group.cancelAll()
+                    progress.step = nil
+                    return snapshot
+                case .tick:
+                    progress.note(step: "\(Progress.bytes(Int(database.bytesReceived &- start))) of this page received")
+                    group.addTask {
+                        try await Task.sleep(for: .milliseconds(250))
+                        return .tick
+                    }
+                }
+            }
+            throw CancellationError()
+        }
     }
 }

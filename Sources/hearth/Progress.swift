@@ -41,6 +41,13 @@ final class Progress {
 
     func advance(by count: Int) { update(done: done + count) }
 
+    /// Says what is being done now (`step`), shown at the next report, which comes at once when
+    /// the last one is old enough.
+    func note(step text: String) {
+        step = text
+        update(done: done)
+    }
+
     /// Sets the amount done so far (it never goes back).
     func update(done newValue: Int) {
         done = max(done, min(newValue, total))

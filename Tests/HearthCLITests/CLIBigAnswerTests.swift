@@ -36,6 +36,25 @@ final class CLIBigAnswerTests: XCTestCase {
         }
     }
 
+    func testExportingOneLargeChildShowsTheBytesOfItThatArrived() async throws {
+        try await withCLIServer { server in
+            // One child of 2 MiB, read through a link of 512 KiB/s: its page takes about 4 s, and
+            // the progress lines (every 2 s when stderr is not a terminal) say how much arrived.
+            let imported = try hearth("import", "/one/big", "-", url: server.url, stdin: children(2000), timeout: 30)
+            XCTAssertEqual(imported.status, 0, imported.stderr)
+            let proxy = try ThrottledProxy(to: server.server.port, bytesPerSecond: 512 * 1024)
+            defer { proxy.stop() }
+            let file = FileManager.default.temporaryDirectory.appendingPathComponent("export-\(UUID()).json").path
+            defer { try? FileManager.default.removeItem(atPath: file) }
+            let result = try hearth("export", "/one", file, url: proxy.url, timeout: 30)
+            XCTAssertEqual(result.status, 0, result.stderr)
+            XCTAssertTrue(result.stderr.contains("0/1 children"), result.stderr)
+            XCTAssertTrue(result.stderr.contains("of this page received"), result.stderr)
+            let exported = try JSONParser.parse(Array(try Data(contentsOf: URL(fileURLWithPath: file))))
+            XCTAssertEqual(exported["big"]?.objectMembers?.count, 2000)
+        }
+    }
+
     func testAGetWhoseAnswerStopsArrivingTimesOut() async throws {
         try await withCLIServer { server in
             let imported = try hearth("import", "/big", "-", url: server.url, stdin: children(2000), timeout: 30)
