@@ -79,8 +79,9 @@ extension HTTPConnectionHandler {
             progress.add(interim.readableBytes)
             context.writeAndFlush(wrapOutboundOut(interim), promise: nil)
         }
+        // A body that does not arrive with its head is timed from the end of the read
+        // (`channelReadComplete`): one that does costs no timer.
         bodyWindowBytes = 0
-        armBodyTimer(context: context)
         return nil
     }
 
@@ -123,6 +124,11 @@ extension HTTPConnectionHandler {
             readPaused = false
             context.read()
         }
+    }
+
+    /// Starts timing a body that is still to come, unless it is timed already.
+    func timeUnfinishedBody(context: ChannelHandlerContext) {
+        if case .receiving = state, bodyTimer == nil { armBodyTimer(context: context) }
     }
 
     /// Closes a connection whose request body arrives slower than `minBodyBytesPerSecond`,

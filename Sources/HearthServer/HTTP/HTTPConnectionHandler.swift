@@ -57,6 +57,8 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
         var sub: Int
     }
 
+    // The state every request touches is `@exclusivity(unchecked)`: only the channel's event loop
+    // touches it, and no access calls code that could reach it again (as in `ConnectionHandler`).
     let id: UInt64
     let engine: Engine
     let configuration: ServerConfiguration
@@ -68,53 +70,53 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     let logger: Logger
     let clock: @Sendable () -> Int64
 
-    var state = State.idle
+    @exclusivity(unchecked) var state = State.idle
     var context: ChannelHandlerContext?
     var sessionLink: SessionLink?
     var remoteAddress = "?"
     var admitted = false
     /// Why this connection may not be served (connection limits): its first request gets it.
     var refusal: String?
-    var writeLimiter: WriteLimits?
+    @exclusivity(unchecked) var writeLimiter: WriteLimits?
     /// The credential (and override) whose identity the engine's session holds; "" for none.
-    var engineIdentity = ""
-    var requestsServed = 0
-    var closeAfterAnswer = false
+    @exclusivity(unchecked) var engineIdentity = ""
+    @exclusivity(unchecked) var requestsServed = 0
+    @exclusivity(unchecked) var closeAfterAnswer = false
     var idleTimer: Scheduled<Void>?
-    var idleTimeout: TimeAmount
-    var lastActivity = NIODeadline.now()
+    @exclusivity(unchecked) var idleTimeout: TimeAmount
+    @exclusivity(unchecked) var lastActivity = NIODeadline.now()
     /// `Access-Control-Allow-Origin` for the request being answered (`OriginPolicy`).
-    var allowOrigin = "*"
+    @exclusivity(unchecked) var allowOrigin = "*"
     /// This connection's share of the server's `BufferBudget`.
-    var charge = BufferCharge()
+    @exclusivity(unchecked) var charge = BufferCharge()
     /// Whether the peer takes the output, checked while the channel is unwritable.
-    var progress = OutputProgress()
+    @exclusivity(unchecked) var progress = OutputProgress()
     var stallTimer: Scheduled<Void>?
     /// Whether the next request waits until the channel is writable again: the peer has not yet
     /// taken the last answer.
-    var blockedOnOutput = false
+    @exclusivity(unchecked) var blockedOnOutput = false
     /// The answer to a broken request that arrived behind requests still being served: written
     /// once they are answered, then the connection closes.
-    var deferredFailure: RESTResponse?
+    @exclusivity(unchecked) var deferredFailure: RESTResponse?
     /// A request that closes the connection arrived: the bytes after it are not requests.
-    var closingRequestSeen = false
-    var ignoringInput = false
+    @exclusivity(unchecked) var closingRequestSeen = false
+    @exclusivity(unchecked) var ignoringInput = false
     /// The body being received: bytes in the current pace window, and its timer.
-    var bodyWindowBytes = 0
-    var bodyTimer: Scheduled<Void>?
+    @exclusivity(unchecked) var bodyWindowBytes = 0
+    @exclusivity(unchecked) var bodyTimer: Scheduled<Void>?
     /// With rules, the most a body may grow to without a credential (nil: no such bound).
-    var unauthenticatedBodyLimit: Int?
+    @exclusivity(unchecked) var unauthenticatedBodyLimit: Int?
     /// The credential verified at the head of the request being received, so that it is not
     /// verified twice.
-    var preverified: (credential: String, identity: AuthContext)?
+    @exclusivity(unchecked) var preverified: (credential: String, identity: AuthContext)?
     var keepAliveTimer: Scheduled<Void>?
-    var lastStreamWrite = NIODeadline.now()
-    var outstandingBytes = 0
+    @exclusivity(unchecked) var lastStreamWrite = NIODeadline.now()
+    @exclusivity(unchecked) var outstandingBytes = 0
     /// What one large event may add above `maxOutboundBytes` while it is being sent.
-    var streamAllowance = 0
+    @exclusivity(unchecked) var streamAllowance = 0
     /// Parts of requests that arrived while an earlier one was being served.
-    var queued = CircularBuffer<HTTPServerRequestPart>()
-    var readPaused = false
+    @exclusivity(unchecked) var queued = CircularBuffer<HTTPServerRequestPart>()
+    @exclusivity(unchecked) var readPaused = false
     /// Request parts queued before the connection stops reading (about 60 pipelined requests).
     static let maxQueuedParts = 192
     /// Whether this connection opened a stream (counted in the metrics until it closes).
@@ -256,6 +258,11 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
         }
     }
 
+    func channelReadComplete(context: ChannelHandlerContext) {
+        timeUnfinishedBody(context: context)
+        context.fireChannelReadComplete()
+    }
+
     func read(context: ChannelHandlerContext) {
         if queued.count >= Self.maxQueuedParts || (blockedOnOutput && !queued.isEmpty) {
             readPaused = true
@@ -287,6 +294,7 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
             }
             return
         }
+        timeUnfinishedBody(context: context)
         if readPaused, queued.count < Self.maxQueuedParts / 2, !blockedOnOutput {
             readPaused = false
             context.read()
@@ -333,7 +341,7 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
             bodyTimer = nil
             unauthenticatedBodyLimit = nil
             let bytes = Array(body.readableBytesView)
-            state = .receiving(head, headers, body: ByteBuffer())  // the body's buffer is let go
+            state = .discarding  // the body's buffer is let go; `handle` sets what comes next
             charge.update(0, in: security.buffers)
             handle(head: head, headers: headers, body: bytes, context: context)
         }

@@ -74,6 +74,8 @@ struct OriginPolicy: Sendable {
     /// Whether `authority` (`host[:port]`, as in `Host` or an origin) names loopback or the
     /// configured host.
     private func isLoopbackHost(_ authority: String) -> Bool {
+        // The usual names, compared as they are, without a copy.
+        if Self.names(authority, "127.0.0.1") || Self.names(authority, "localhost") { return true }
         let lowered = authority.lowercased()
         var name = Substring(lowered)
         if name.hasPrefix("[") {
@@ -83,6 +85,22 @@ struct OriginPolicy: Sendable {
         }
         return name == "localhost" || name.hasSuffix(".localhost") || name == "::1" || name == boundHost
             || Self.isLoopbackIPv4(name)
+    }
+
+    /// Whether `authority` is `name`, with or without a port.
+    private static func names(_ authority: String, _ name: StaticString) -> Bool {
+        var bytes = authority.utf8.makeIterator()
+        var expected = name.utf8Start
+        for _ in 0..<name.utf8CodeUnitCount {
+            guard bytes.next() == expected.pointee else { return false }
+            expected += 1
+        }
+        guard let colon = bytes.next() else { return true }
+        guard colon == UInt8(ascii: ":") else { return false }
+        while let byte = bytes.next() {
+            guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") else { return false }
+        }
+        return true
     }
 
     /// A dotted-quad address in 127.0.0.0/8 (and not a name that merely starts with "127.").
