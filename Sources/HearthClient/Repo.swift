@@ -181,7 +181,8 @@ final class Repo: @unchecked Sendable {
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try self.addTLSHandler(to: channel, for: endpoint)
-                    try channel.pipeline.syncOperations.addHandler(ReceiveCounter(received: self.received, sent: self.sent))
+                    try channel.pipeline.syncOperations.addHandler(
+                        ReceiveCounter(received: self.received, sent: self.sent))
                     try channel.pipeline.syncOperations.addHandler(GreetingCheck(repo: self, endpoint: endpoint))
                     try channel.pipeline.syncOperations.addHandler(
                         LineFrameDecoder(maxLength: Int(Int32.max)))

@@ -29,7 +29,9 @@ extension ConnectionHandler {
             if case .event(let sub, let body) = output {
                 let before = outbox.readableBytes
                 queueEvent(sub: sub, body: body)
-                if body.readableBytes > Self.pauseBytes { noteLargeOutput(outbox.readableBytes - before, after: before) }
+                if body.readableBytes > Self.pauseBytes {
+                    noteLargeOutput(outbox.readableBytes - before, after: before)
+                }
                 continue
             }
             if deliver(output, context: context) { return }

@@ -252,7 +252,8 @@ final class AttackMemoryTests: XCTestCase {
             return "no connection: \(error)"
         }
         defer { connection.close() }
-        let chunk = Array(#"{"op":"set","path":"/x","value":""#.utf8) + [UInt8](repeating: UInt8(ascii: "a"), count: 65536)
+        let chunk =
+            Array(#"{"op":"set","path":"/x","value":""#.utf8) + [UInt8](repeating: UInt8(ascii: "a"), count: 65536)
         var sent = 0
         let start = Date()
         do {
@@ -266,7 +267,9 @@ final class AttackMemoryTests: XCTestCase {
             }
             let line = try connection.readLine(timeout: 5)
             let seconds = Date().timeIntervalSince(start)
-            guard line.contains("too_large"), seconds < 5 else { return "answered \(line.prefix(80)) after \(seconds) s" }
+            guard line.contains("too_large"), seconds < 5 else {
+                return "answered \(line.prefix(80)) after \(seconds) s"
+            }
             return "refused"
         } catch {
             return "\(error) after \(sent >> 20) MiB"

@@ -167,7 +167,8 @@ final class HTTPStreamTests: XCTestCase {
         try await withLiveServer(setting: \.maxOutboundBytes, to: 256 * 1024) { server in
             let writer = try TestClient(port: server.port)
             let value = String(repeating: "v", count: 3 << 20)
-            XCTAssertEqual(try writer.request(#"{"id":1,"op":"set","path":"/large","value":"\#(value)"}"#)["ok"], .bool(true))
+            XCTAssertEqual(
+                try writer.request(#"{"id":1,"op":"set","path":"/large","value":"\#(value)"}"#)["ok"], .bool(true))
             // Twelve times maxOutboundBytes in the stream's first event: a large value, not a
             // slow reader, so it is delivered whole and the stream goes on.
             let stream = try HTTPTestClient(port: server.httpPort ?? 0)
@@ -175,7 +176,8 @@ final class HTTPStreamTests: XCTestCase {
             let first = try stream.nextEvent(timeout: 30)
             XCTAssertEqual(first?.name, "put")
             XCTAssertGreaterThan(first?.data.count ?? 0, 3 << 20)
-            XCTAssertEqual(try writer.request(#"{"id":2,"op":"set","path":"/large","value":"small"}"#)["ok"], .bool(true))
+            XCTAssertEqual(
+                try writer.request(#"{"id":2,"op":"set","path":"/large","value":"small"}"#)["ok"], .bool(true))
             XCTAssertEqual(try stream.nextEvent(timeout: 10)?.name, "put")
         }
     }

@@ -71,7 +71,8 @@ final class LineProtocolLimitsTests: XCTestCase {
         try await withLiveServer(setting: \.protection.writeStallTimeoutSeconds, to: 2) { server in
             let writer = try TestClient(port: server.port)
             let big = String(repeating: "y", count: 4_000_000)
-            XCTAssertEqual(try writer.request(#"{"id":1,"op":"set","path":"/big","value":"\#(big)"}"#)["ok"], .bool(true))
+            XCTAssertEqual(
+                try writer.request(#"{"id":1,"op":"set","path":"/big","value":"\#(big)"}"#)["ok"], .bool(true))
 
             let reader = try TestClient(port: server.port)
             let before = residentMegabytes()
@@ -101,7 +102,8 @@ final class LineProtocolLimitsTests: XCTestCase {
             let client = try TestClient(port: server.port)
             try client.authAdmin()
             let big = String(repeating: "z", count: 3 << 19)
-            XCTAssertEqual(try client.request(#"{"id":1,"op":"set","path":"/big","value":"\#(big)"}"#)["ok"], .bool(true))
+            XCTAssertEqual(
+                try client.request(#"{"id":1,"op":"set","path":"/big","value":"\#(big)"}"#)["ok"], .bool(true))
             // Three times maxOutboundBytes in one answer, to a client that reads: delivered.
             let answer = try client.request(#"{"id":2,"op":"get","path":"/big"}"#)
             XCTAssertEqual(answer["value"]?.stringValue?.count, 3 << 19)

@@ -392,7 +392,8 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
                 switch result {
                 case .success(let answer):
                     // Every answer says `Cache-Control: no-cache` (`writeStatusLine`), these too.
-                    var response = RESTResponse(status: HTTPResponseStatus(statusCode: answer.status), body: answer.body)
+                    var response = RESTResponse(
+                        status: HTTPResponseStatus(statusCode: answer.status), body: answer.body)
                     response.contentType = answer.contentType
                     finish(response, head: head, call: call, context: context)
                 case .failure(let error):

@@ -108,7 +108,8 @@ struct OriginPolicy: Sendable {
         let parts = name.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 4, parts[0] == "127" else { return false }
         return parts.allSatisfy { part in
-            !part.isEmpty && part.count <= 3 && part.allSatisfy({ ("0"..."9").contains($0) }) && (Int(part) ?? 256) < 256
+            !part.isEmpty && part.count <= 3 && part.allSatisfy({ ("0"..."9").contains($0) })
+                && (Int(part) ?? 256) < 256
         }
     }
 }

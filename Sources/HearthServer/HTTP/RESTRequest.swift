@@ -396,7 +396,9 @@ struct RESTRequestParser {
     static func split(uri: String) -> (path: Substring, query: Substring) {
         var target = Substring(uri)
         if uri.utf8.first != UInt8(ascii: "/"),
-            let scheme = ["http://", "https://"].first(where: { uri.utf8.count > $0.utf8.count && hasPrefixIgnoringCase(uri, $0) })
+            let scheme = ["http://", "https://"].first(where: {
+                uri.utf8.count > $0.utf8.count && hasPrefixIgnoringCase(uri, $0)
+            })
         {
             let afterScheme = target.dropFirst(scheme.count)
             if let end = afterScheme.firstIndex(where: { $0 == "/" || $0 == "?" }) {
@@ -413,7 +415,8 @@ struct RESTRequestParser {
     }
 
     private static func hasPrefixIgnoringCase(_ text: String, _ lowercasePrefix: String) -> Bool {
-        text.utf8.prefix(lowercasePrefix.utf8.count).map { $0 | 0x20 }.elementsEqual(lowercasePrefix.utf8.map { $0 | 0x20 })
+        text.utf8.prefix(lowercasePrefix.utf8.count).map { $0 | 0x20 }.elementsEqual(
+            lowercasePrefix.utf8.map { $0 | 0x20 })
     }
 
     /// The percent-decoded segments of a location, empty ones dropped; a segment that decodes
