@@ -58,7 +58,7 @@ public struct Node: Sendable {
 
     /// What the node holds. Priorities are rare, so a node with one keeps it, with its content,
     /// in a box of its own: a node without one is then 18 bytes instead of 41, which makes every
-    /// entry of the tree (`ChildMap.Branch`) a smaller allocation (docs/BENCHMARKS.md, memory).
+    /// entry of the tree (`ChildMap.Branch`) a smaller allocation.
     @usableFromInline enum Storage: Sendable {
         case leaf(LeafValue)
         case children(ChildMap)

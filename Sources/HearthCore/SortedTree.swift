@@ -104,9 +104,8 @@ public struct SortedTree<K: ThreeWayComparable, V: Sendable>: Sendable {
     /// no snapshot can reach it.
     ///
     /// Nothing on the way is retained, the found branch included (each is held by its parent, or
-    /// by this map, and nothing changes the tree's shape meanwhile): retaining and releasing each
-    /// level's branch was an in-place write's hottest reference counting (BENCHMARKS.md,
-    /// twentieth pass).
+    /// by this map, and nothing changes the tree's shape meanwhile), so an in-place write pays no
+    /// reference counting per level.
     @inlinable mutating func withUniqueBranch<R>(holding key: K, _ body: (Branch) -> R) -> R? {
         guard isKnownUniquelyReferenced(&root), root != nil else { return nil }
         var branch = Unmanaged.passUnretained(root.unsafelyUnwrapped)

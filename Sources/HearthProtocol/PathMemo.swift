@@ -8,9 +8,9 @@ import HearthJSON
 ///
 /// With `copies`, each request gets a copy of the remembered path rather than the path itself:
 /// no parse, but an array of its own, so that the connection's thread and the engine's never
-/// count references on one array for every request (under jemalloc that cost more than the
-/// copy; under glibc's malloc the copy's free on the engine's thread costs more, BENCHMARKS.md
-/// "Nineteenth pass"). Only paths whose keys are stored inline (15 UTF-8 bytes or fewer) are
+/// count references on one array for every request (under jemalloc that costs more than the
+/// copy; under glibc's malloc the copy's free on the engine's thread costs more; see
+/// `Allocator`). Only paths whose keys are stored inline (15 UTF-8 bytes or fewer) are
 /// then remembered: a copy of a longer key would share its string's storage.
 ///
 /// One per connection, used only on that connection's event loop (not `Sendable`).

@@ -5,7 +5,7 @@ import Glibc
 /// The allocator this process runs on, found at run time: jemalloc when it is preloaded or
 /// linked (README.md "Allocator"; the Docker image preloads it), else the C library's malloc.
 ///
-/// Where memory is freed matters differently to the two (BENCHMARKS.md "Nineteenth pass"):
+/// Where memory is freed matters differently to the two:
 /// glibc's malloc frees a block allocated by another thread under that thread's arena's lock,
 /// so hearthd there avoids handing the engine's thread memory to free (`PathMemo` shares a
 /// connection's last path); jemalloc frees it without a lock, and there the cost to avoid is

@@ -259,12 +259,10 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
 
     /// Whether a connection hands a request naming its last path that same path (`PathMemo`)
     /// rather than a copy. It is a trade between two costs of memory that both the connection's
-    /// thread and the engine's touch (BENCHMARKS.md "Nineteenth pass"): a new path per request
-    /// is freed on the engine's thread, which glibc's malloc serves under the allocating arena's
-    /// lock (parsing each request's path, pipelined writes ran 0.77 × as fast); one shared path
-    /// has both threads counting references on it for every request, which under jemalloc
-    /// (whose frees take no such lock) costs more than a new path does (1.10 × as fast). So:
-    /// shared under glibc only.
+    /// thread and the engine's touch: a new path per request is freed on the engine's thread,
+    /// which glibc's malloc serves under the allocating arena's lock; one shared path has both
+    /// threads counting references on it for every request, which under jemalloc (whose frees
+    /// take no such lock) costs more than a new path does. So: shared under glibc only.
     static let sharesPaths = !Allocator.freesAcrossThreadsCheaply
 
     // MARK: Inbound

@@ -10,7 +10,7 @@ struct UndurableBatch {
     let undo: UndoLog
 }
 
-/// Fsyncs overlapped with the next batches (BENCHMARKS.md, twelfth pass).
+/// Fsyncs overlapped with the next batches.
 ///
 /// Under `fsync: always` a standalone engine writes a batch to the log and goes on to the next
 /// one while the storage's sync thread fsyncs it. Nothing the batch produced leaves before its
@@ -56,8 +56,8 @@ extension Engine {
         return Self.streamSliceRecords
     }
 
-    /// Chosen by measure (BENCHMARKS.md, twelfth pass): a 2-node cluster's pipelined rate was
-    /// best with 256 among 64, 128, 256, 384, 512 and no slices.
+    /// Records per slice of a replication stream: of 64, 128, 256, 384, 512 and no slices, 256
+    /// gave a 2-node cluster its best pipelined rate.
     static let streamSliceRecords = 256
 
     /// The highest revision whose acknowledgement this node released: confirmed by the

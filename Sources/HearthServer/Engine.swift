@@ -45,9 +45,8 @@ enum Submission: Sendable {
     case request(SessionLink, Request)
     /// Requests from one connection, in order. A run of them carries its connection's link once:
     /// a link per request made the connection's thread and the engine's count references on the
-    /// same two objects (its event loop and its delivery closure) for every request, which cost
-    /// the pipelined write rate about 7 % (BENCHMARKS.md "Nineteenth pass"). A single request
-    /// goes as `request`, without an array.
+    /// same two objects (its event loop and its delivery closure) for every request. A single
+    /// request goes as `request`, without an array.
     case requests(SessionLink, [Request])
     case disconnected(sessionID: UInt64)
     /// Completes when everything submitted before it has been applied and delivered.
@@ -62,9 +61,9 @@ enum Submission: Sendable {
 
     /// How many requests (or replicated records) a connection hands the engine at once while it
     /// is still reading a burst. The engine starts on the head of a pipelined burst while the
-    /// connection's event loop decodes the rest, rather than waiting for the whole read; on two
-    /// cores this raised the pipelined write rate 1.6 × (BENCHMARKS.md, sixth pass). Smaller reads
-    /// still go over in one submission, when the read ends.
+    /// connection's event loop decodes the rest, rather than waiting for the whole read, so the
+    /// two threads work at once. Smaller reads still go over in one submission, when the read
+    /// ends.
     static let burstSlice = 64
 
     /// The requests this stands for (1 for anything that is not requests), as the metrics count them.

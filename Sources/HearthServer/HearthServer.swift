@@ -125,8 +125,7 @@ public final class HearthServer: Sendable {
         storage.fsyncObserver = { metrics.fsync(duration: $0) }
         let engineGroup = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         // One thread per core, the engine's counting as one: a thread more than the cores only
-        // adds context switches (on two cores, 11 % more writes/s at 50 connections and 14 % less
-        // server CPU per write; BENCHMARKS.md, fifth pass).
+        // adds context switches.
         let ioGroup = MultiThreadedEventLoopGroup(numberOfThreads: max(1, System.coreCount - 1))
         let engine = Engine(
             loop: engineGroup.next(),
@@ -139,7 +138,7 @@ public final class HearthServer: Sendable {
                 retentionSeconds: configuration.writeIdRetentionSeconds, now: clock()),
             changeLogRevisions: configuration.changeLogRevisions)
         // The onDisconnect operations the log kept belong to connections of the previous run,
-        // which are all gone: they run now, before anyone can connect (issue #18).
+        // which are all gone: they run now, before anyone can connect.
         // In a cluster they may belong to other nodes' live connections: the leader decides.
         if cluster == nil, configuration.cluster == nil {
             try await engine.loop.submit { engine.runOrphanedOnDisconnect(storage.onDisconnect.queues) }.get()
@@ -175,8 +174,8 @@ public final class HearthServer: Sendable {
         clusterNode?.broadcaster.withLockedValue { $0 = { registry.broadcast($0) } }
         let nextID = ManagedAtomicCounter()
         // Gathered on a clustered node only, where each engine turn costs a replica round trip.
-        // Standalone, the engine starting on the first connection's requests while the loop reads
-        // the others' was worth more (BENCHMARKS.md, twelfth pass).
+        // Standalone, the engine does better starting on the first connection's requests while
+        // the loop reads the others'.
         let clustered = cluster != nil || configuration.cluster != nil
         let gatherers = clustered ? SubmissionGatherers(loops: ioGroup, engine: engine) : nil
         let bootstrap = ServerBootstrap(group: ioGroup)

@@ -9,9 +9,9 @@ import NIOCore
 /// wakeups, log write and fsync, and in a cluster its own replica round trip. Gathered, one pass
 /// of reads makes one hand-over and usually one turn. Each connection's submissions stay in order.
 ///
-/// Used on clustered nodes (`HearthServer`): side by side, a 2-node cluster ran 1.04 × faster at
-/// 50 connections with 10–15 % less CPU per write, while a standalone node ran 0.91–0.95 × (its
-/// engine had started on the first requests while the loop read the rest).
+/// Used on clustered nodes only (`HearthServer`), where each engine turn costs a replica round
+/// trip; a standalone engine does better starting on the first requests while the loop reads
+/// the rest.
 ///
 /// Confined to `loop`.
 final class SubmissionGatherer: @unchecked Sendable {

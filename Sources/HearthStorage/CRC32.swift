@@ -3,9 +3,8 @@
 ///
 /// Computed eight bytes at a time with eight lookup tables ("slicing-by-8"): every log record
 /// takes three checksums on the engine's thread (its revision, its payload, its header), and
-/// zlib's `crc32_z`, which goes byte by byte until a run is long enough for its wider method,
-/// took about 9 % of that thread's time on pipelined writes of small values (BENCHMARKS.md,
-/// twentieth pass). The result is zlib's for every input (`CRC32Tests` compares them).
+/// zlib's `crc32_z` goes byte by byte until a run is long enough for its wider method, which
+/// small records never are. The result is zlib's for every input (`CRC32Tests` compares them).
 enum CRC32 {
     /// The CRC of `bytes`, continuing from `crc` (the CRC of the bytes before them; 0 to start).
     static func checksum(_ bytes: UnsafeRawBufferPointer, continuing crc: UInt32 = 0) -> UInt32 {

@@ -13,8 +13,7 @@ public struct StorageOptions: Sendable, Equatable {
     public var compressionLevel: Int
     /// Under `fsync: always`, how far ahead of its end the current WAL segment is zero-filled
     /// and fsynced (0: not at all). A batch then overwrites blocks the file already has, and its
-    /// fdatasync flushes only data, not the file's new size and blocks (about 40 % less time
-    /// on this project's test disk, BENCHMARKS.md).
+    /// fdatasync flushes only data, not the file's new size and blocks, which takes less time.
     public var walPreallocationBytes: Int
 
     /// - Parameters:
