@@ -274,7 +274,7 @@ extension ConnectionHandler {
     func channelBufferedBytes(_ context: ChannelHandlerContext, mattersAbove threshold: Int) -> Int {
         let highWaterMark = 64 * 1024
         if context.channel.isWritable, threshold >= highWaterMark { return 0 }
-        return (try? context.channel.syncOptions?.getOption(.bufferedWritableBytes)) ?? 0
+        return context.unsentBytes
     }
 
     /// Closes once every byte written so far has reached the socket: the promise of an empty

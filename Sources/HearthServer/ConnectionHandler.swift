@@ -325,13 +325,11 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
     /// timeout, when shorter).
     func armPaceTimer(context: ChannelHandlerContext) {
         let limits = security.limits
-        let window = min(HTTPConnectionHandler.bodyPaceWindow, .seconds(Int64(limits.firstRequestTimeoutSeconds)))
         inputBytesAtWindowStart = inputBytes
-        paceTimer = context.eventLoop.assumeIsolated().scheduleTask(in: window) { [self] in
+        paceTimer = context.eventLoop.assumeIsolated().scheduleTask(in: limits.paceWindow) { [self] in
             paceTimer = nil
             guard let context = self.context, !closing, framer.partialBytes > 0 else { return }
-            let needed = Int64(limits.minBodyBytesPerSecond) * window.nanoseconds / 1_000_000_000
-            if Int64(inputBytes &- inputBytesAtWindowStart) < max(1, needed) {
+            if limits.isTooSlow(inputBytes &- inputBytesAtWindowStart) {
                 limitHit("closing a connection whose request line stalled", metadata: [:])
                 refuse(
                     DatabaseError(

@@ -21,7 +21,8 @@ extension HTTPConnectionHandler {
         if head.uri.utf8.count + headers.size > 64 * 1024 {
             return RESTResponse.error(RESTError(.requestHeaderFieldsTooLarge, "the request head exceeds 64 KiB"))
         }
-        switch origins.decide(origin: headers.origin, host: headers.host, open: security.isOpen) {
+        let open = security.isOpen
+        switch origins.decide(origin: headers.origin, host: headers.host, open: open) {
         case .allowed(let value):
             allowOrigin = value
         case .refused(let message):
@@ -48,7 +49,7 @@ extension HTTPConnectionHandler {
             return RESTResponse.error(RESTError(.expectationFailed, "only Expect: 100-continue is understood"))
         }
         guard declared > 0 || chunked else { return nil }
-        if !security.isOpen {
+        if !open {
             let (_, query) = RESTRequestParser.split(uri: head.uri)
             let credential = RESTRequestParser.credential(QueryParameters(query), headers: headers)
             let limit = security.limits.maxUnauthenticatedBodyBytes
@@ -132,16 +133,14 @@ extension HTTPConnectionHandler {
     }
 
     /// Closes a connection whose request body arrives slower than `minBodyBytesPerSecond`,
-    /// judged over `bodyPaceWindow` (or the first-request timeout when shorter).
+    /// judged over `ProtectionLimits.paceWindow`.
     func armBodyTimer(context: ChannelHandlerContext) {
         bodyTimer?.cancel()
         let limits = security.limits
-        let window = min(Self.bodyPaceWindow, .seconds(Int64(limits.firstRequestTimeoutSeconds)))
-        bodyTimer = context.eventLoop.assumeIsolated().scheduleTask(in: window) { [self] in
+        bodyTimer = context.eventLoop.assumeIsolated().scheduleTask(in: limits.paceWindow) { [self] in
             bodyTimer = nil
             guard case .receiving(let head, _, _) = state, let context = self.context else { return }
-            let needed = Int64(limits.minBodyBytesPerSecond) * window.nanoseconds / 1_000_000_000
-            if Int64(bodyWindowBytes) < max(1, needed) {
+            if limits.isTooSlow(bodyWindowBytes) {
                 security.counters.limitHits.add(1)
                 security.noticeLog.notice(
                     logger, "closing a connection whose request body stalled", metadata: ["peer": "\(remoteAddress)"])

@@ -227,18 +227,13 @@ extension HTTPConnectionHandler {
                 processQueued(context: context)
             }
         } else {
-            let buffered = bufferedBytes(context)
+            let buffered = context.unsentBytes
             if case .streaming = state {} else { charge.update(buffered, in: security.buffers) }
             if closeIfOverBudget(buffered: buffered, context: context) { return }
             progress.restart(stillBuffered: buffered)
             armStallTimer(context: context)
         }
         context.fireChannelWritabilityChanged()
-    }
-
-    /// The bytes the channel holds that have not reached the socket.
-    func bufferedBytes(_ context: ChannelHandlerContext) -> Int {
-        (try? context.channel.syncOptions?.getOption(.bufferedWritableBytes)) ?? 0
     }
 
     /// While the server's buffers are spent, a connection whose peer is not taking a sizeable
@@ -263,7 +258,7 @@ extension HTTPConnectionHandler {
         stallTimer = context.eventLoop.assumeIsolated().scheduleTask(in: timeout) { [self] in
             stallTimer = nil
             guard let context = self.context, !context.channel.isWritable else { return }
-            let buffered = bufferedBytes(context)
+            let buffered = context.unsentBytes
             if closeIfOverBudget(buffered: buffered, context: context) { return }
             if progress.moved(stillBuffered: buffered) {
                 armStallTimer(context: context)

@@ -124,8 +124,6 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     /// Whether the stream's events are sent as chunks (HTTP/1.1).
     var chunked = true
 
-    /// The window over which a body's pace is judged (`minBodyBytesPerSecond`).
-    static let bodyPaceWindow = TimeAmount.seconds(10)
     /// How long a refused request's remaining bytes are read and dropped before the connection
     /// closes, so that the close does not reset the connection before the peer reads the answer.
     static let lingerTime = TimeAmount.seconds(2)

@@ -1,3 +1,5 @@
+import NIOCore
+
 /// Whether a connection's peer is taking its output: the bytes handed to the channel, less what
 /// the channel still holds, is what reached the socket. A connection whose channel stays
 /// unwritable checks this every `writeStallTimeoutSeconds`, and one that took nothing in that
@@ -20,4 +22,9 @@ struct OutputProgress {
         defer { writtenAtLastCheck = written }
         return written != writtenAtLastCheck
     }
+}
+
+extension ChannelHandlerContext {
+    /// The bytes the channel holds that have not reached the socket.
+    var unsentBytes: Int { (try? channel.syncOptions?.getOption(.bufferedWritableBytes)) ?? 0 }
 }

@@ -1,3 +1,5 @@
+import NIOCore
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -110,5 +112,17 @@ public struct ProtectionLimits: Sendable, Equatable {
         var limit = rlimit()
         guard getrlimit(nofile, &limit) == 0, limit.rlim_cur != unlimited else { return nil }
         return Int(clamping: limit.rlim_cur)
+    }
+}
+
+extension ProtectionLimits {
+    /// The window over which a request body's (or an unfinished line's) pace is judged: ten
+    /// seconds, or the first-request timeout when shorter.
+    var paceWindow: TimeAmount { min(.seconds(10), .seconds(Int64(firstRequestTimeoutSeconds))) }
+
+    /// Whether `bytes` arriving in one `paceWindow` is slower than `minBodyBytesPerSecond` (at
+    /// least one byte a window is always required).
+    func isTooSlow(_ bytes: Int) -> Bool {
+        Int64(bytes) < max(1, Int64(minBodyBytesPerSecond) * paceWindow.nanoseconds / 1_000_000_000)
     }
 }
