@@ -52,6 +52,13 @@ extension ConnectionHandler {
     func afterDelivery(context: ChannelHandlerContext) {
         checkOutboxBound(context: context)
         flushOutbox(context: context)
+        // A flush the socket took whole leaves the channel writable, and no change of
+        // writability will come to hand on what waits in `deferred`: it goes on now.
+        while !closing, !deferred.isEmpty, waiting.isEmpty, budgetRetry == nil, context.channel.isWritable {
+            if moveDeferred(context: context) { return }
+            checkOutboxBound(context: context)
+            flushOutbox(context: context)
+        }
         resumeReadingIfNeeded(context: context)
         if closeWhenIdle, slots.isEmpty { closeOnceDrained(context: context) }
     }
@@ -95,6 +102,14 @@ extension ConnectionHandler {
     /// Hands `deferred` output on while the peer keeps up, and the server's buffers have room
     /// for answers (else tries again shortly).
     func drainDeferred(context: ChannelHandlerContext) {
+        if moveDeferred(context: context) { return }
+        afterDelivery(context: context)
+    }
+
+    /// Moves `deferred` output into the outbox until it holds `pauseBytes`, or an answer must wait
+    /// for room in the server's buffers (then tried again shortly); true when it closed the
+    /// connection.
+    func moveDeferred(context: ChannelHandlerContext) -> Bool {
         while !closing, waiting.isEmpty, outbox.readableBytes <= Self.pauseBytes, let next = deferred.first {
             if case .response = next, security.buffers.isSpent {
                 scheduleBudgetRetry(context: context)
@@ -102,9 +117,9 @@ extension ConnectionHandler {
             }
             deferred.removeFirst()
             if case .event(_, let body) = next { deferredBytes -= body.readableBytes }
-            if deliver(next, context: context) { return }
+            if deliver(next, context: context) { return true }
         }
-        afterDelivery(context: context)
+        return false
     }
 
     func scheduleBudgetRetry(context: ChannelHandlerContext) {

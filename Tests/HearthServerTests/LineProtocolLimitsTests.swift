@@ -108,6 +108,15 @@ final class LineProtocolLimitsTests: XCTestCase {
             let answer = try client.request(#"{"id":2,"op":"get","path":"/big"}"#)
             XCTAssertEqual(answer["value"]?.stringValue?.count, 3 << 19)
             XCTAssertEqual(try client.request(#"{"id":3,"op":"ping"}"#)["ok"], .bool(true))
+            // Answers behind a large one in the same turn follow it, whether or not the socket
+            // took the large one at once.
+            for round in 0..<5 {
+                try client.sendRaw(
+                    Array(#"{"id":10,"op":"get","path":"/big"}"#.utf8) + [10]
+                        + Array(#"{"id":11,"op":"ping"}"#.utf8) + [10])
+                XCTAssertEqual(try client.readResponse(timeout: 5)["value"]?.stringValue?.count, 3 << 19, "round \(round)")
+                XCTAssertEqual(try client.readResponse(timeout: 5)["ok"], .bool(true), "round \(round)")
+            }
             // So is a subscription's first event of that size.
             let subscribed = try client.request(#"{"id":4,"op":"subscribe","path":"/big"}"#)
             XCTAssertEqual(subscribed["ok"], .bool(true))
