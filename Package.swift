@@ -69,11 +69,26 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ExtrasBase64", package: "swift-extras-base64"),
             ]),
+        // The single writer: the turn, access-checked apply, group commit, subscriptions, write
+        // ids, onDisconnect and replication. No sockets, no HTTP: transports hand it `Request`s.
+        .target(
+            name: "HearthEngine",
+            dependencies: [
+                "HearthCore", "HearthJSON", "HearthProtocol", "HearthStorage",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "ExtrasBase64", package: "swift-extras-base64"),
+            ]),
         .target(
             name: "HearthServer",
             dependencies: [
                 "HearthCore", "HearthJSON", "HearthProtocol", "HearthStorage", "HearthAuth", "HearthCluster",
+                "HearthEngine",
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOTLS", package: "swift-nio"),
@@ -125,7 +140,8 @@ let package = Package(
             ]),
         // What several test targets need and test targets cannot share otherwise: a throwaway CA,
         // and a real etcd for the cluster tests.
-        .target(name: "HearthTestSupport", dependencies: ["HearthCluster"], path: "Tests/HearthTestSupport"),
+        .target(
+            name: "HearthTestSupport", dependencies: ["HearthCluster", "HearthCore"], path: "Tests/HearthTestSupport"),
         .testTarget(name: "HearthJSONTests", dependencies: ["HearthJSON"]),
         .testTarget(
             name: "HearthStorageTests",
@@ -136,10 +152,20 @@ let package = Package(
         .testTarget(
             name: "HearthCoreTests", dependencies: ["HearthCore", "HearthJSON"],
             exclude: ["Resources"]),
+        // The engine driven directly: requests in, answers and events out, no sockets.
+        .testTarget(
+            name: "HearthEngineTests",
+            dependencies: [
+                "HearthEngine", "HearthCore", "HearthJSON", "HearthProtocol", "HearthStorage", "HearthTestSupport",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]),
         .testTarget(
             name: "HearthServerTests",
             dependencies: [
-                "HearthServer", "HearthCore", "HearthJSON", "HearthProtocol", "HearthStorage", "HearthAuth",
+                "HearthServer", "HearthEngine", "HearthCore", "HearthJSON", "HearthProtocol", "HearthStorage", "HearthAuth",
                 "HearthTestSupport",
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),

@@ -1,5 +1,6 @@
 import HearthAuth
 public import HearthCore
+import HearthEngine
 import HearthJSON
 import HearthProtocol
 public import HearthStorage
@@ -121,7 +122,7 @@ public final class HearthServer: Sendable {
                 "onDisconnect": "\(storage.onDisconnect.count)",
             ])
         // The server's own metrics (never the global MetricsSystem: a process may run many servers).
-        let metrics = ServerMetrics(storage: storage, security: security, clock: clock)
+        let metrics = ServerMetrics(storage: storage, counters: security.counters, clock: clock)
         storage.fsyncObserver = { metrics.fsync(duration: $0) }
         let engineGroup = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         // One thread per core, the engine's counting as one: a thread more than the cores only
@@ -131,7 +132,8 @@ public final class HearthServer: Sendable {
             loop: engineGroup.next(),
             database: Database(root: recovered.root, rev: recovered.rev, limits: configuration.limits),
             storage: storage, rules: rules, indexRules: IndexRules(), rulesStore: rulesStore,
-            security: security, strictIndexes: configuration.strictIndexes, logger: logger, clock: clock,
+            access: security.access, maxSubscriptionsPerConnection: configuration.protection.maxSubscriptionsPerConnection,
+            strictIndexes: configuration.strictIndexes, logger: logger, clock: clock,
             metrics: metrics,
             writeIDs: WriteIDWindow(
                 recovered: storage.takeRecoveredWriteIDs(), capacity: configuration.writeIdWindow,

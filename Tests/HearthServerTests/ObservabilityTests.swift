@@ -7,6 +7,7 @@ import NIOCore
 import NIOPosix
 import XCTest
 
+@testable import HearthEngine
 @testable import HearthServer
 
 /// Health, metrics and stats (`/.well-known/hearth/...`), asked of the endpoints directly while

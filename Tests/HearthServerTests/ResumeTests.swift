@@ -1,6 +1,7 @@
 import Foundation
 import HearthJSON
 import HearthServer
+import HearthTestSupport
 import XCTest
 
 /// Cache-mode subscriptions and resuming from a revision (protocol.md "Cache mode",
@@ -393,21 +394,5 @@ extension JSONValue {
             return .object(members.map { JSONMember($0.key, $0.value.sortedMembers) }.sorted { $0.key < $1.key })
         default: return self
         }
-    }
-}
-
-/// A small deterministic generator (SplitMix64), so that a failure can be replayed.
-struct SeededRandom {
-    var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next(_ bound: Int) -> Int {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        z ^= z >> 31
-        return Int(z % UInt64(bound))
     }
 }

@@ -7,6 +7,7 @@ import NIOCore
 import NIOEmbedded
 import XCTest
 
+@testable import HearthEngine
 @testable import HearthServer
 
 /// A replica reads its leader's `wal` lines by position and keeps the payload's bytes as they

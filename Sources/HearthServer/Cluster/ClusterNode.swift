@@ -1,4 +1,5 @@
 import HearthCore
+import HearthEngine
 import HearthJSON
 import HearthStorage
 import Logging
@@ -121,7 +122,7 @@ final class ClusterNode: ClusterHooks, @unchecked Sendable {
 
     func openLink(
         id: UInt64, leader: String, fromRev: UInt64, history: EpochHistory, firstLines: [[UInt8]]
-    ) -> ReplicaLink {
+    ) -> any LeaderLink {
         ReplicaLink.connect(
             id: id, leader: leader, secret: secret, node: node, fromRev: fromRev, history: history,
             firstLines: firstLines, tls: peerTLS,

@@ -1,5 +1,6 @@
 import HearthCluster
 import HearthCore
+import HearthEngine
 import HearthJSON
 import Logging
 import NIOConcurrencyHelpers

@@ -1,4 +1,5 @@
 import HearthCore
+import HearthEngine
 import HearthJSON
 import HearthProtocol
 import HearthStorage
@@ -14,40 +15,13 @@ import Glibc
 import Darwin
 #endif
 
-/// What a replica's peer connection hears from its leader, handed to the engine in order.
-enum LinkMessage: Sendable {
-    /// The leader took the `replicate`: `mode` is `stream` or `snapshot`, at the leader's `rev`,
-    /// with its epoch history.
-    case started(mode: String, rev: UInt64, epoch: UInt64, history: JSONValue, origin: String?)
-    /// The replica's log forked from the leader's after `keepRev` (replication.md §6).
-    case diverged(keepRev: UInt64)
-    /// The leader refused (`reason`): the link closes and is retried.
-    case refused(String)
-    /// Committed records, one after the other: writes (decoded as they are read, so the engine
-    /// only applies them) and onDisconnect changes, with their payloads' bytes as the leader
-    /// logged them.
-    case records(LinkRecords)
-    /// A chunk of the snapshot at `rev` (`data` base64), or its end (`done`).
-    case snapshotChunk(rev: UInt64, data: String?, done: Bool)
-    /// Nothing new; the leader's confirmed revision.
-    case heartbeat(confirmedRev: UInt64)
-    /// The leader's rules document, in force on this node from now on.
-    case rules(JSONValue)
-    /// The answer to forwarded request `forward` (its members after `id`).
-    case forwardAnswer(forward: UInt64, members: [JSONMember])
-    /// The leader is shutting down: the link closes.
-    case goaway
-    /// The connection ended.
-    case closed
-}
-
 /// A replica's peer connection to its leader (replication.md §3): authenticates with the
 /// cluster secret, asks to `replicate` from its position, then carries the leader's records to
 /// the engine, and the replica's acknowledgements and forwarded requests to the leader.
 ///
 /// `send` may be called from any thread. Messages reach `deliver` on the link's event loop, in
 /// order, a read burst at a time.
-final class ReplicaLink: Sendable {
+final class ReplicaLink: LeaderLink {
     /// Tells this link's messages apart from those of an earlier link.
     let id: UInt64
     let leader: String

@@ -1,4 +1,5 @@
 import HearthCore
+import HearthEngine
 import HearthProtocol
 import NIOCore
 import NIOHTTP1

@@ -1,3 +1,4 @@
+import HearthEngine
 import Logging
 import NIOCore
 import NIOHTTP1

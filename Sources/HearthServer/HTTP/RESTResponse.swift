@@ -1,4 +1,5 @@
 import HearthCore
+import HearthEngine
 import HearthJSON
 import HearthProtocol
 import NIOHTTP1

@@ -1,3 +1,4 @@
+import HearthEngine
 import HearthJSON
 import NIOConcurrencyHelpers
 import NIOCore

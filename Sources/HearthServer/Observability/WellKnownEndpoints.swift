@@ -1,3 +1,4 @@
+import HearthEngine
 public import NIOCore
 
 /// The server's own endpoints under `/.well-known/hearth/`, for the HTTP layer to route to:

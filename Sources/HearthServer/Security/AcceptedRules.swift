@@ -1,4 +1,5 @@
 import HearthCore
+import HearthEngine
 import HearthJSON
 import HearthStorage
 import Logging
@@ -15,7 +16,7 @@ import Logging
 /// - accepted rules and the rules file unchanged since (or no rules file): the accepted rules;
 /// - accepted rules and a rules file changed since: the rules file, a newer decision of whoever
 ///   deploys the server (logged at notice; the accepted file stays until the next `setRules`).
-struct RulesStore: Sendable {
+struct RulesStore: RulesKeeper {
     /// The name of the accepted rules in the data directory.
     static let acceptedName = "rules.accepted.json"
 

@@ -1,0 +1,71 @@
+import HearthCore
+import HearthProtocol
+import Logging
+
+/// onDisconnect queues (protocol.md "onDisconnect"): registering edits the connection's queue and
+/// logs the change, acknowledged once durable like a write; running a queue logs its write and
+/// the queue's removal in the same batch, so that a queue runs exactly once even across crashes
+/// (STORAGE.md "onDisconnect records").
+extension Engine {
+    /// Applies a registration or cancellation to the connection's queue; returns what the log
+    /// must record (empty when nothing changed).
+    func register(
+        _ action: OnDisconnectAction, session: UInt64, identity: AuthContext?, connection: String? = nil
+    ) -> OnDisconnectChange {
+        var queue = onDisconnect[session] ?? OnDisconnectQueue(connection: connection)
+        let change: OnDisconnectChange
+        switch action {
+        case .set(let path, let value):
+            change = queue.set(path, value, auth: identity, nextID: &nextRegistrationID)
+        case .update(let path, let values):
+            change = queue.update(path, values, auth: identity, nextID: &nextRegistrationID)
+        case .cancel(let path):
+            change = queue.cancel(path)
+        }
+        onDisconnect[session] = queue.isEmpty ? nil : queue
+        return change
+    }
+
+    /// Runs a queue whose connection is gone: each operation is checked again as the identity
+    /// that registered it, against the data of this moment (security.md §4), and the permitted
+    /// ones are applied as one write. The queue's removal goes into the same batch as the write,
+    /// so both are in the log or neither is.
+    func run(_ queue: OnDisconnectQueue, connection: UInt64, now: Int64, batch: inout Batch) {
+        if let write = permittedOnDisconnectWrite(queue, session: connection, now: now),
+            case .committed(let logged, let before) = database.apply(write, now: now)
+        {
+            batch.record(logged)
+            afterWrite(write, before: before, rev: logged.rev, now: now, batch: &batch)
+            logger.debug(
+                "ran onDisconnect operations",
+                metadata: [
+                    "connection": "\(connection)", "rev": "\(logged.rev)", "operations": "\(queue.entries.count)",
+                ])
+        }
+        batch.record(queue.removal)
+    }
+
+    /// At start, before any connection: runs the queues the log kept whose connections no longer
+    /// exist — after a restart, all of them (they belonged to the previous run, which ended
+    /// without running them: a crash, or a storage failure) — in the order of their first
+    /// registration, each as one write with server values resolved now, and commits them with
+    /// their removals. Engine thread.
+    package func runOrphanedOnDisconnect(_ queues: [[OnDisconnectRegistration]]) {
+        loop.preconditionInEventLoop()
+        guard !queues.isEmpty else { return }
+        let now = clock()
+        var batch = Batch(rev: database.rev)
+        let before = database.rev
+        for entries in queues {
+            let queue = OnDisconnectQueue(recovered: entries)
+            run(queue, connection: queue.owner, now: now, batch: &batch)
+        }
+        commit(&batch)
+        logger.info(
+            "ran the onDisconnect operations left by connections of the previous run",
+            metadata: [
+                "connections": "\(queues.count)", "operations": "\(queues.reduce(0) { $0 + $1.count })",
+                "revs": "\(before + 1)…\(database.rev)",
+            ])
+    }
+}
