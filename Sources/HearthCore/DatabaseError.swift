@@ -22,7 +22,7 @@ public struct DatabaseError: Error, Sendable, Equatable, CustomStringConvertible
         case invalidRules = "invalid_rules"
         case unauthenticated = "unauthenticated"
         case writeIdExpired = "write_id_expired"
-        /// A replica's log forked from its leader's (replication.md §6).
+        /// A replica's log forked from its leader's (docs/cluster.md, "A node that comes back").
         case diverged = "diverged"
     }
 

@@ -19,7 +19,7 @@ enum LinkMessage: Sendable {
     /// The leader took the `replicate`: `mode` is `stream` or `snapshot`, at the leader's `rev`,
     /// with its epoch history.
     case started(mode: String, rev: UInt64, epoch: UInt64, history: JSONValue, origin: String?)
-    /// The replica's log forked from the leader's after `keepRev` (replication.md §6).
+    /// The replica's log forked from the leader's after `keepRev` (docs/cluster.md, "A node that comes back").
     case diverged(keepRev: UInt64)
     /// The leader refused (`reason`): the link closes and is retried.
     case refused(String)
@@ -41,7 +41,7 @@ enum LinkMessage: Sendable {
     case closed
 }
 
-/// A replica's peer connection to its leader (replication.md §3): authenticates with the
+/// A replica's peer connection to its leader (docs/cluster.md, "Replication stream"): authenticates with the
 /// cluster secret, asks to `replicate` from its position, then carries the leader's records to
 /// the engine, and the replica's acknowledgements and forwarded requests to the leader.
 ///

@@ -19,7 +19,7 @@ final class SecurityState: Sendable {
     let helloWarning: String?
     private let verifierBox: NIOLockedValueBox<TokenVerifier>
     private let openBox: NIOLockedValueBox<Bool>
-    /// The secret cluster peers authenticate with (replication.md §3); nil: none.
+    /// The secret cluster peers authenticate with (docs/cluster.md, "Settings"); nil: none.
     private let clusterSecret: [UInt8]?
 
     init(
