@@ -84,7 +84,7 @@ public indirect enum Operation: Sendable {
     case onDisconnect(OnDisconnectAction)
     /// Answer with the server time.
     case ping
-    /// Change who the connection is (`auth` / `unauth`, security.md §3).
+    /// Change who the connection is (`auth` / `unauth`, docs/security.md, "Identity").
     case auth(AuthStep)
     /// Replace the rules (admin): compiled and type-checked already, on the I/O thread.
     case setRules(RuleSet)

@@ -3,9 +3,9 @@ import HearthJSON
 import HearthProtocol
 import Logging
 
-/// The one decision point (security.md §1): every read and write of every protocol is checked
-/// here, inside the engine's turn, against the tree it reads or would change. Admins and open
-/// mode pass without evaluating anything.
+/// The one decision point (docs/security.md, "Where the rules are checked"): every read and write
+/// of every protocol is checked here, inside the engine's turn, against the tree it reads or would
+/// change. Admins and open mode pass without evaluating anything.
 extension Engine {
     /// The rules that apply to `identity`, or nil when nothing is to be checked.
     func enforcedRules(for identity: AuthContext?) -> RuleSet? {

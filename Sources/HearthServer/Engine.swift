@@ -98,7 +98,7 @@ final class Engine: @unchecked Sendable {
     var nextRegistrationID: UInt64
     var pushIDs = PushIDGenerator()
     let views = ViewRegistry()
-    /// The access rules in force; nil is open mode (security.md §2).
+    /// The access rules in force; nil is open mode (docs/security.md, "Modes").
     var rules: RuleSet?
     /// The `.indexOn` declarations (of `rules`, or of an index-only setup in open mode).
     var indexRules: IndexRules

@@ -109,8 +109,8 @@ public struct RuleSet: Sendable {
     }
 
     /// Whether any `.read` rule on the chain of `path` refers to `root` or `data`, so that a
-    /// subscription there must be re-checked after writes (security.md §4). A chain with a
-    /// literal `true` never needs it: that rule always grants.
+    /// subscription there must be re-checked after writes (docs/security.md, "Where the rules are checked").
+    /// A chain with a literal `true` never needs it: that rule always grants.
     public func readDependsOnData(at path: Path) -> Bool {
         var node = root
         var depends = false
