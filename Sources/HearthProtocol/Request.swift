@@ -76,7 +76,8 @@ public indirect enum Operation: Sendable {
     case subscribe(path: Path, query: QuerySpec, events: EventMask, ruleQuery: RuleQuery?, cache: CacheMode?)
     /// A Firebase event stream (the HTTP API's Server-Sent Events): like `subscribe`, but
     /// delivered as `put`/`patch` events in `format`. Without a query (nil) each write is shaped
-    /// as it was made (rest.md §10); with one, each change of the window is one `patch`.
+    /// as it was made; with one, each change of the window is one `patch` (docs/REST.md,
+    /// "Streaming (Server-Sent Events)").
     case stream(path: Path, query: QuerySpec?, format: Node.Format, ruleQuery: RuleQuery?)
     /// End a subscription of this connection.
     case unsubscribe(sub: Int)

@@ -53,7 +53,7 @@ extension HTTPConnectionHandler {
         }
     }
 
-    /// The status line and the headers every answer carries (rest.md §5, §7).
+    /// The status line and the headers every answer carries (docs/REST.md, "Output").
     static func writeStatusLine(
         _ status: HTTPResponseStatus, version: HTTPVersion, allowOrigin: String, into buffer: inout ByteBuffer
     ) {
