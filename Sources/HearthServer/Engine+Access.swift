@@ -91,7 +91,7 @@ extension Engine {
     }
 
     /// A transaction whose expectation failed answers with the current value: that needs the
-    /// write to be allowed first (rules.md §5.2: a denied transaction is never a mismatch), and
+    /// write to be allowed first (docs/rules.md, "Checks by operation": a denied transaction is never a mismatch), and
     /// then the value to be readable.
     func staleTransactionDenial(_ write: Write, at path: Path, identity: AuthContext?, now: Int64) -> DatabaseError? {
         guard enforcedRules(for: identity) != nil else { return nil }
@@ -105,7 +105,7 @@ extension Engine {
         return readDenial("transaction", at: path, query: nil, identity: identity, now: now)
     }
 
-    /// An onDisconnect registration is checked as the write it would make, now (rules.md §5.2).
+    /// An onDisconnect registration is checked as the write it would make, now (docs/rules.md, "Checks by operation").
     func onDisconnectDenial(_ action: OnDisconnectAction, identity: AuthContext?, now: Int64) -> DatabaseError? {
         guard enforcedRules(for: identity) != nil else { return nil }
         let path: Path
