@@ -1,4 +1,4 @@
-/// An error a request can fail with: a stable wire code (protocol.md "Error codes") and a human
+/// An error a request can fail with: a stable wire code (docs/PROTOCOL.md, "Errors") and a human
 /// sentence that says what was wrong.
 public struct DatabaseError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The stable error codes of the wire protocol.

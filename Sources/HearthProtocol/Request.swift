@@ -41,7 +41,7 @@ public struct Request: Sendable {
         get { box.values.answerWithStoredValue }
         set { change { $0.answerWithStoredValue = newValue } }
     }
-    /// The write id (`wid`) of a write, push or transaction (protocol.md "Write ids").
+    /// The write id (`wid`) of a write, push or transaction (docs/PROTOCOL.md, "Write ids").
     public var writeID: WriteID? {
         get { box.values.writeID }
         set { change { $0.writeID = newValue } }
@@ -115,7 +115,7 @@ public enum AuthStep: Sendable {
 
 /// A subscription in cache mode (`"cache":true`): the client keeps the result and derives
 /// `value` itself, so the server sends `value` only when child events cannot express a change
-/// (protocol.md "Cache mode").
+/// (docs/PROTOCOL.md, "Cache mode and resuming").
 public struct CacheMode: Sendable, Equatable {
     /// `since`: the revision of the result the client already has; the server then sends only
     /// what changed after it, when it still can.

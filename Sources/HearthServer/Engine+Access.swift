@@ -199,7 +199,7 @@ extension Engine {
     }
 
     /// Re-checks one subscription; when its read is no longer allowed, ends it with a `cancel`
-    /// event (protocol.md Events).
+    /// event (docs/PROTOCOL.md, "Events").
     func recheck(_ sub: Int, of session: UInt64, now: Int64, batch: inout Batch) {
         guard let state = sessions[session], let grant = state.grants[sub] else { return }
         guard let rules = enforcedRules(for: state.identity) else { return }

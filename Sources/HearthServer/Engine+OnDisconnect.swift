@@ -2,7 +2,7 @@ import HearthCore
 import HearthProtocol
 import Logging
 
-/// onDisconnect queues (protocol.md "onDisconnect"): registering edits the connection's queue and
+/// onDisconnect queues (docs/PROTOCOL.md, "onDisconnect"): registering edits the connection's queue and
 /// logs the change, acknowledged once durable like a write; running a queue logs its write and
 /// the queue's removal in the same batch, so that a queue runs exactly once even across crashes
 /// (STORAGE.md "onDisconnect records").
