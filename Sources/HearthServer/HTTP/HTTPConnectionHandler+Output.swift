@@ -112,8 +112,8 @@ extension HTTPConnectionHandler {
 
     func writeStreamBytes(_ bytes: inout ByteBuffer, context: ChannelHandlerContext) {
         let count = bytes.readableBytes
-        // A reader too slow to keep its unsent output under the bound is cut (docs/REST.md
-        // "Streaming"), and so is one holding much while the server's buffers are spent.
+        // A reader too slow to keep its unsent output under the bound is cut (docs/REST.md,
+        // "Streaming (Server-Sent Events)"), and so is one holding much while the server's buffers are spent.
         let overBudget =
             outstandingBytes + count > BufferBudget.smallHolding && !context.channel.isWritable
             && security.buffers.isSpent
