@@ -57,7 +57,7 @@ let package = Package(
                 "HearthCore", "HearthJSON",
                 .product(name: "NIOCore", package: "swift-nio"),
             ]),
-        // Clustering's seam to etcd (replication.md §1, §2, §5): the `ClusterStore` protocol, the
+        // Clustering's seam to etcd (docs/cluster.md): the `ClusterStore` protocol, the
         // etcd gateway client on NIOHTTP1, and the election that decides the leader.
         .target(
             name: "HearthCluster",

@@ -3,7 +3,7 @@ public import HearthCore
 import HearthJSON
 import JWTKit
 
-/// Turns the token of an `auth` request into an identity (security.md §3): an admin secret
+/// Turns the token of an `auth` request into an identity (docs/security.md, "Identity"): an admin secret
 /// (compared in constant time) or a JWT whose signature jwt-kit verifies with a configured key
 /// (HS256, RS256, ES256; `none` and unconfigured algorithms refused) and whose claims pass the
 /// time, subject, audience and issuer checks.

@@ -51,7 +51,7 @@ public final class DatabaseReference: DatabaseQuery, CustomStringConvertible, @u
         DatabaseReference(database: database, path: path.appending(key), pathError: pathError)
     }
 
-    /// A child with a new push id (semantics §5.2): chronological, made on the client from its
+    /// A child with a new push id (docs/PROTOCOL.md, "push"): chronological, made on the client from its
     /// clock corrected by `.info/serverTimeOffset`. Nothing is written until you write it.
     public func childByAutoId() -> DatabaseReference {
         child(Key(repo.nextPushID()))

@@ -2,7 +2,7 @@ internal import HearthCore
 internal import HearthJSON
 
 /// The query a chain of `query…` calls builds, validated after every call with the server's own
-/// rules (`QuerySpec(json:)`, semantics §3.6), so an invalid query is refused on the client.
+/// rules (`QuerySpec(json:)`; docs/PROTOCOL.md, "Queries"), so an invalid query is refused on the client.
 struct QueryParams: Sendable {
     struct Bound: Sendable {
         /// The wire member: `startAt`, `startAfter`, `endAt`, `endBefore` or `equalTo`.

@@ -12,7 +12,7 @@ extension Repo {
         let hash: String
     }
 
-    /// Runs a transaction (semantics §5.4): run `block` on the current value — the one this
+    /// Runs a transaction (docs/client.md, "Transactions"): run `block` on the current value — the one this
     /// client shows when it knows it, else the server's (a `get` with `hash`) — then
     /// compare-and-set with `expectHash`; on a conflict run `block` again on the value the
     /// server returned (after a short random delay), up to 25 attempts in all. With

@@ -132,7 +132,7 @@ final class Repo: @unchecked Sendable {
         Int64((Date().timeIntervalSince1970 * 1000).rounded())
     }
 
-    /// A new push id (semantics §5.2) from the estimated server time.
+    /// A new push id (docs/PROTOCOL.md, "push") from the estimated server time.
     func nextPushID() -> String {
         let now = Self.now()
         return shared.withLockedValue { state in

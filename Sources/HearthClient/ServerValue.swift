@@ -1,4 +1,4 @@
-/// Placeholders the server replaces when it applies a write (semantics §5.3).
+/// Placeholders the server replaces when it applies a write (docs/PROTOCOL.md, "Values").
 public enum ServerValue {
     /// The server's time in milliseconds since the Unix epoch.
     public static func timestamp() -> [String: Any] { [".sv": "timestamp"] }

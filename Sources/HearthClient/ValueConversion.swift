@@ -105,7 +105,7 @@ enum ValueConversion {
         }
     }
 
-    /// The children as an array when they read as one (semantics: Firebase's array rule).
+    /// The children as an array when they read as one (Firebase's array rule: docs/client.md, "Values").
     private static func arrayValue(_ map: ChildMap) -> [Any]? {
         guard let indexes = arrayIndexes(map) else { return nil }
         var array = [Any](repeating: NSNull(), count: indexes.max + 1)

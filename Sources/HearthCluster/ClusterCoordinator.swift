@@ -1,9 +1,9 @@
 public import Logging
 import Synchronization
 
-/// One node's part in the cluster (replication.md §2 and §5): its etcd lease and member key, the
-/// election, the proof of leadership the engine checks before every acknowledgement, and
-/// switchover.
+/// One node's part in the cluster (docs/cluster.md, "etcd layout" and "Election and fencing"): its
+/// etcd lease and member key, the election, the proof of leadership the engine checks before every
+/// acknowledgement, and switchover.
 ///
 /// Thread-safe: every method may be called from any thread (the server calls it from NIO
 /// threads). The coordinator runs four tasks of its own after `start()`: the keep-alives (every
@@ -119,7 +119,7 @@ public final class ClusterCoordinator: Sendable {
         state.withLock { makeView($0) }
     }
 
-    /// Switchover (replication.md §5): writes a short-lived `failover` notice so that only `to`
+    /// Switchover (docs/cluster.md, "Switchover"): writes a short-lived `failover` notice so that only `to`
     /// (or, without a target, anyone but this node) campaigns for `leaseSeconds`, stops leading,
     /// and deletes the leader key by compare-and-delete on its create revision. The server calls
     /// it only once the target has every record.

@@ -1,6 +1,6 @@
 import HearthJSON
 
-/// The etcd key layout of one cluster (replication.md §2), all under `/hearth/<name>/`.
+/// The etcd key layout of one cluster (docs/cluster.md, "etcd layout"), all under `/hearth/<name>/`.
 struct ClusterKeys: Sendable {
     let prefix: String
 

@@ -1,4 +1,4 @@
-/// A node's cluster settings (replication.md §1). Setting `etcd` turns clustering on; the other
+/// A node's cluster settings (docs/cluster.md, "Settings"). Setting `etcd` turns clustering on; the other
 /// fields have the documented defaults. `validate()` reports the first setting that is wrong in
 /// the words an operator reads in the startup error.
 public struct ClusterSettings: Sendable, Equatable {

@@ -1,4 +1,4 @@
-/// The small seam between clustering and its consensus store (replication.md §2): leases, a
+/// The small seam between clustering and its consensus store (docs/cluster.md, "etcd layout"): leases, a
 /// create-if-absent transaction, compare-and-delete, reads and a prefix watch. `EtcdClusterStore`
 /// is the real one; `InMemoryClusterStore` stands in for it in tests.
 ///

@@ -1,4 +1,4 @@
-/// The election's decisions (replication.md §5) as pure functions of what a node knows: its own
+/// The election's decisions (docs/cluster.md, "Election and fencing") as pure functions of what a node knows: its own
 /// position and the live members' keys. `ClusterCoordinator` acts on them.
 enum ElectionRules {
     /// Whether log position `a` is later than `b`: by `lastEpoch`, then by `rev`.

@@ -1,6 +1,6 @@
 import HearthJSON
 
-/// One node as its `members/<node>` key describes it (replication.md §2).
+/// One node as its `members/<node>` key describes it (docs/cluster.md, "etcd layout").
 public struct MemberInfo: Sendable, Equatable {
     /// The node's name (the key's last segment).
     public var node: String

@@ -1,4 +1,4 @@
-/// What a node is doing, as its member key says (replication.md §2).
+/// What a node is doing, as its member key says (docs/cluster.md, "etcd layout").
 public enum MemberState: String, Sendable, Equatable, CaseIterable {
     /// A replica that is not yet streaming from the leader (or has no leader to stream from).
     case catchingUp = "catching_up"

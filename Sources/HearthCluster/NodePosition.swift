@@ -1,4 +1,4 @@
-/// Where a node's log stands, as the election needs it (replication.md §5). The coordinator asks
+/// Where a node's log stands, as the election needs it (docs/cluster.md, "Election and fencing"). The coordinator asks
 /// the server for it whenever it campaigns or refreshes its member key.
 public struct NodePosition: Sendable, Equatable {
     /// The last rev in the node's log.

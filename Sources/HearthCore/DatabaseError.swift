@@ -1,4 +1,4 @@
-/// An error a request can fail with: a stable wire code (protocol.md "Error codes") and a human
+/// An error a request can fail with: a stable wire code (docs/PROTOCOL.md, "Errors") and a human
 /// sentence that says what was wrong.
 public struct DatabaseError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The stable error codes of the wire protocol.
@@ -22,7 +22,7 @@ public struct DatabaseError: Error, Sendable, Equatable, CustomStringConvertible
         case invalidRules = "invalid_rules"
         case unauthenticated = "unauthenticated"
         case writeIdExpired = "write_id_expired"
-        /// A replica's log forked from its leader's (replication.md §6).
+        /// A replica's log forked from its leader's (docs/cluster.md, "A node that comes back").
         case diverged = "diverged"
     }
 

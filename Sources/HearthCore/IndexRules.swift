@@ -1,6 +1,6 @@
 public import HearthJSON
 
-/// The `.indexOn` declarations of a rules file (Firebase format, semantics §3.8):
+/// The `.indexOn` declarations of a rules file (Firebase format; docs/PROTOCOL.md, "Indexes"):
 /// `{"rules": {"dinosaurs": {".indexOn": ["height"]}, "users": {"$uid": {".indexOn": "age"}}}}`.
 /// A segment starting with `$` matches any key. `.read`, `.write` and `.validate` are kept for a
 /// later rules evaluator and ignored here.

@@ -4,7 +4,7 @@ import HearthJSON
 ///
 /// Equality, hashing and ordering are defined on UTF-16 code units, never on Swift's canonical
 /// equivalence: `"é"` (U+00E9) and `"e\u{301}"` are different keys. Ordering is the database's
-/// key order (semantics §2.1): 32-bit integer keys first by numeric value (shorter text first on a
+/// key order (docs/PROTOCOL.md, "Paths and keys"): 32-bit integer keys first by numeric value (shorter text first on a
 /// tie, then UTF-16 order), then all other keys by UTF-16 code units.
 public struct Key: Sendable, Hashable, Comparable, CustomStringConvertible {
     /// The key's text.
@@ -65,7 +65,7 @@ public struct Key: Sendable, Hashable, Comparable, CustomStringConvertible {
         return compareUTF16(lhs.string, rhs.string)
     }
 
-    /// The packed order prefix of a key's UTF-8 bytes. An integer key (§2.1) is class 0: its
+    /// The packed order prefix of a key's UTF-8 bytes. An integer key is class 0: its
     /// value offset by 2^31 in bits 8–39 and its text length in bits 0–7, so that unsigned order
     /// is key order up to ties of equal value and length. Any other key is class 1 (top byte) and
     /// its first seven bytes, zero-padded (keys hold no NUL), so that unsigned order is byte

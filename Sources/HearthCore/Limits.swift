@@ -1,4 +1,4 @@
-/// Data limits enforced on every write (protocol.md "Limits"; all configurable).
+/// Data limits enforced on every write (docs/PROTOCOL.md, "Limits"; all configurable).
 public struct Limits: Sendable, Equatable {
     /// Maximum UTF-8 bytes of one key.
     public var maxKeyBytes: Int

@@ -1,5 +1,5 @@
 extension Node {
-    /// The node's hash (semantics §5.4, Firebase's scheme): Base64 of SHA-1 over a canonical
+    /// The node's hash (Firebase's scheme; docs/PROTOCOL.md, "Values"): Base64 of SHA-1 over a canonical
     /// text; the empty string for the empty node. Stable across versions and implementations.
     public var hash: String {
         if isEmpty { return "" }
@@ -31,7 +31,7 @@ extension Node {
     }
 
     /// The children in priority-index order: no priority first, then numbers, then strings,
-    /// ties by key (the default order of queries and of snapshot iteration, §2.5).
+    /// ties by key (the default order of queries and of snapshot iteration; docs/PROTOCOL.md, "Queries").
     public var childrenInPriorityOrder: [(key: Key, value: Node)] {
         let map = children
         guard map.contains(where: { $0.value.priority != nil }) else { return Array(map) }

@@ -17,7 +17,7 @@ public enum LeafValue: Sendable, Equatable {
     }
 }
 
-/// A node's priority: a number or a string (semantics §1.5).
+/// A node's priority: a number or a string (docs/PROTOCOL.md, "Values").
 public enum Priority: Sendable, Equatable {
     case number(Number)
     case string(String)
@@ -183,7 +183,7 @@ public struct Node: Sendable {
         isEmpty ? self : Node(content: content, priority: priority)
     }
 
-    /// This node with the child `key` replaced by `child` (semantics §1.4): an empty child is
+    /// This node with the child `key` replaced by `child` (docs/PROTOCOL.md, "Values"): an empty child is
     /// removed and an object left without children becomes empty (losing its priority); a
     /// non-empty child written below a leaf turns it into an object that keeps the priority.
     public func settingChild(_ key: Key, _ child: Node) -> Node {

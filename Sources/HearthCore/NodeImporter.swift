@@ -1,6 +1,6 @@
 public import HearthJSON
 
-/// A server-value placeholder (semantics §5.3), resolved when the write is applied.
+/// A server-value placeholder (docs/PROTOCOL.md, "Values"), resolved when the write is applied.
 public enum ServerValue: Sendable, Equatable {
     /// `{".sv":"timestamp"}`: the server's time in ms since the epoch.
     case timestamp
@@ -8,7 +8,8 @@ public enum ServerValue: Sendable, Equatable {
     case increment(Number)
 }
 
-/// Turns a JSON value into a `Node`, validating it against the limits (semantics §1.2, §1.7–1.8).
+/// Turns a JSON value into a `Node`, validating it against the limits (docs/PROTOCOL.md, "Values",
+/// "Paths and keys", "Limits").
 ///
 /// `.priority` and `.value` members set priorities and leaf values as in an export; arrays become
 /// objects keyed `"0"`, `"1"`, …; nulls and empty objects vanish; any other key starting with `.`

@@ -1,6 +1,6 @@
 public import HearthJSON
 
-/// The writes a connection asked to run when it goes away (semantics §5.5), kept as ordered
+/// The writes a connection asked to run when it goes away (docs/PROTOCOL.md, "onDisconnect"), kept as ordered
 /// overwrites. A set at P replaces everything queued at or below P; a later write below a queued
 /// P lands after it, which edits it; `cancel` at P drops what is queued at or below P and cuts P
 /// out of a value queued at an ancestor. All of it runs as one atomic write. Each entry keeps the

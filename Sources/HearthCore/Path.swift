@@ -45,7 +45,7 @@ public struct Path: Sendable, Hashable, CustomStringConvertible {
 }
 
 extension Path {
-    /// Parses and validates a path string (semantics §1.9): segments split on `/` with empty ones
+    /// Parses and validates a path string (docs/PROTOCOL.md, "Paths and keys"): segments split on `/` with empty ones
     /// ignored; each segment must be a valid key (`.priority` allowed as the last segment only
     /// when `allowPriority`; a leading `.info` only when `allowInfo`).
     public static func parse(
@@ -115,7 +115,7 @@ extension Path {
 }
 
 extension Key {
-    /// Validates a user-supplied key (semantics §1.7): non-empty, at most `maxKeyBytes` UTF-8
+    /// Validates a user-supplied key (docs/PROTOCOL.md, "Paths and keys"): non-empty, at most `maxKeyBytes` UTF-8
     /// bytes, none of `. $ # [ ] /` and no ASCII control character.
     public static func validated(_ s: String, limits: Limits = .default) throws(DatabaseError) -> Key {
         if s.isEmpty { throw DatabaseError(.invalidKey, "keys must be non-empty") }

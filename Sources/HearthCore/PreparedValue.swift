@@ -4,7 +4,7 @@ public import HearthJSON
 ///
 /// Most values contain no server values and are converted to a `Node` once, where they are
 /// parsed. A value with `.sv` placeholders keeps its JSON so that the engine can resolve the
-/// placeholders against the data at the moment it applies the write (semantics §5.3).
+/// placeholders against the data at the moment it applies the write (docs/PROTOCOL.md, "Values").
 public struct PreparedValue: Sendable {
     /// The node, with placeholders standing in as 0 when `deferred` is set.
     public let node: Node

@@ -1,4 +1,4 @@
-/// Chronological push ids (semantics §5.2): 8 base-64 digits of milliseconds since the epoch,
+/// Chronological push ids (docs/PROTOCOL.md, "push"): 8 base-64 digits of milliseconds since the epoch,
 /// then 12 random digits that are incremented when two ids share a millisecond, so the ids of
 /// one generator sort strictly in creation order.
 public struct PushIDGenerator: Sendable {

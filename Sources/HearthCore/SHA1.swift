@@ -1,4 +1,4 @@
-/// SHA-1 (FIPS 180-4), used only for the Firebase-compatible node hash (semantics §5.4), which
+/// SHA-1 (FIPS 180-4), used only for the Firebase-compatible node hash (docs/PROTOCOL.md, "Values"), which
 /// is an identity check, not a security boundary; the server also uses it to tell whether the
 /// rules file changed since rules were accepted (docs/security.md, "Rules set at run time").
 public struct SHA1 {

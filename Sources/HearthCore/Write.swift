@@ -1,4 +1,4 @@
-/// A validated write, ready for the engine (semantics §5).
+/// A validated write, ready for the engine (docs/PROTOCOL.md, "Operations").
 public enum Write: Sendable {
     /// Replace the node at `path` (an empty value deletes; a last segment `.priority` sets the
     /// parent's priority). Covers `set`, `remove`, `push` and `setPriority`.
@@ -64,7 +64,7 @@ public enum TransactionExpectation: Sendable {
     /// Deep equality with this node (numbers numerically). Priorities take part only when
     /// `comparePriorities` (the expected value was sent in export format with `.priority`).
     case value(Node, comparePriorities: Bool)
-    /// Equality of the node's hash (semantics §5.4).
+    /// Equality of the node's hash (docs/PROTOCOL.md, "transaction").
     case hash(String)
 
     func matches(_ current: Node) -> Bool {

@@ -1,4 +1,4 @@
-/// A client's name for one of its writes, `"<client>:<n>"` on the wire (protocol.md "Write ids"):
+/// A client's name for one of its writes, `"<client>:<n>"` on the wire (docs/PROTOCOL.md, "Write ids"):
 /// `client` is 1–64 characters of `[A-Za-z0-9_-]`, `n` a decimal integer in 1…2^53−1 without
 /// leading zeros. A server answers a write whose id it remembers with the first answer instead of
 /// applying it again.

@@ -104,7 +104,7 @@ package final class Engine: @unchecked Sendable {
     var nextRegistrationID: UInt64
     var pushIDs = PushIDGenerator()
     let views = ViewRegistry()
-    /// The access rules in force; nil is open mode (security.md §2).
+    /// The access rules in force; nil is open mode (docs/security.md, "Modes").
     var rules: RuleSet?
     /// The `.indexOn` declarations (of `rules`, or of an index-only setup in open mode).
     var indexRules: IndexRules
@@ -388,7 +388,7 @@ package final class Engine: @unchecked Sendable {
     ///
     /// In a cluster each record is encoded once, for the log and the replication stream; a
     /// leader under `syncReplicas ≥ 1` sends the records to its replicas between its log's write
-    /// and its fsync, so that both flush at once (replication.md §3).
+    /// and its fsync, so that both flush at once (docs/cluster.md, "Replication stream").
     func commit(_ batch: inout Batch) {
         guard batch.hasUncommittedRecords else { return }
         defer { tally.acknowledgementsSettled() }
@@ -399,7 +399,7 @@ package final class Engine: @unchecked Sendable {
             return
         }
         if isFenced {
-            // Replication.md §5: nothing of this batch is logged or acknowledged.
+            // Fenced (docs/cluster.md, "Election and fencing"): nothing of this batch is logged or acknowledged.
             rollBack(&batch, answering: DatabaseError(.unavailable, "not the leader: its lease could not be confirmed"))
             return
         }

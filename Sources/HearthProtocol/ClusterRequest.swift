@@ -1,7 +1,7 @@
 import HearthCore
 public import HearthJSON
 
-/// The requests of a cluster (replication.md §3–§5, docs/PROTOCOL.md "Cluster"): those peers
+/// The requests of a cluster (docs/PROTOCOL.md, "Cluster"; docs/cluster.md): those peers
 /// send each other, on a connection authenticated with the cluster secret, and the operator's
 /// `clusterStatus` and `failover`.
 public enum ClusterRequest: Sendable {

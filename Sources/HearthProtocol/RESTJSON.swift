@@ -1,7 +1,7 @@
 import HearthCore
 import HearthJSON
 
-/// Values as the HTTP API writes them (rest.md §4): compact JSON in plain format, where
+/// Values as the HTTP API writes them (docs/REST.md, "Output"): compact JSON in plain format, where
 /// Firebase's array rule turns an object whose keys are all canonical non-negative integers, the
 /// largest below twice the number of children, into an array (holes `null`), at every level; or
 /// in export format, which never builds arrays and carries `.priority`.
@@ -91,7 +91,7 @@ package enum RESTJSON {
     }
 
     /// The array length when keys `keys` (`count` of them) make an array under the rule of
-    /// semantics §1.3: every key a canonical non-negative integer (`0` or no leading zero), the
+    /// docs/REST.md ("Output"): every key a canonical non-negative integer (`0` or no leading zero), the
     /// largest below `2 × count`. Nil otherwise.
     package static func arrayLength(of keys: some Sequence<Key>, count: Int) -> Int? {
         var largest = -1

@@ -41,7 +41,7 @@ public struct Request: Sendable {
         get { box.values.answerWithStoredValue }
         set { change { $0.answerWithStoredValue = newValue } }
     }
-    /// The write id (`wid`) of a write, push or transaction (protocol.md "Write ids").
+    /// The write id (`wid`) of a write, push or transaction (docs/PROTOCOL.md, "Write ids").
     public var writeID: WriteID? {
         get { box.values.writeID }
         set { change { $0.writeID = newValue } }
@@ -76,7 +76,8 @@ public indirect enum Operation: Sendable {
     case subscribe(path: Path, query: QuerySpec, events: EventMask, ruleQuery: RuleQuery?, cache: CacheMode?)
     /// A Firebase event stream (the HTTP API's Server-Sent Events): like `subscribe`, but
     /// delivered as `put`/`patch` events in `format`. Without a query (nil) each write is shaped
-    /// as it was made (rest.md §10); with one, each change of the window is one `patch`.
+    /// as it was made; with one, each change of the window is one `patch` (docs/REST.md,
+    /// "Streaming (Server-Sent Events)").
     case stream(path: Path, query: QuerySpec?, format: Node.Format, ruleQuery: RuleQuery?)
     /// End a subscription of this connection.
     case unsubscribe(sub: Int)
@@ -84,7 +85,7 @@ public indirect enum Operation: Sendable {
     case onDisconnect(OnDisconnectAction)
     /// Answer with the server time.
     case ping
-    /// Change who the connection is (`auth` / `unauth`, security.md §3).
+    /// Change who the connection is (`auth` / `unauth`, docs/security.md, "Identity").
     case auth(AuthStep)
     /// Replace the rules (admin): compiled and type-checked already, on the I/O thread.
     case setRules(RuleSet)
@@ -114,7 +115,7 @@ public enum AuthStep: Sendable {
 
 /// A subscription in cache mode (`"cache":true`): the client keeps the result and derives
 /// `value` itself, so the server sends `value` only when child events cannot express a change
-/// (protocol.md "Cache mode").
+/// (docs/PROTOCOL.md, "Cache mode and resuming").
 public struct CacheMode: Sendable, Equatable {
     /// `since`: the revision of the result the client already has; the server then sends only
     /// what changed after it, when it still can.

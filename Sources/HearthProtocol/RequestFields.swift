@@ -1,7 +1,7 @@
 import HearthCore
 import HearthJSON
 
-/// The names a request object's members may have (protocol.md). Any other member is ignored.
+/// The names a request object's members may have (docs/PROTOCOL.md, "Operations"). Any other member is ignored.
 enum RequestField: String, CaseIterable, Sendable {
     case id, op, path, value, wid
     case values, priority, query, shallow, hash, format, expect, expectHash, action, events, cache, since, sub

@@ -1,8 +1,9 @@
 import HearthCore
 import HearthJSON
 
-/// The Server-Sent Events of a Firebase event stream (rest.md §10), encoded on the engine thread
-/// once per view and write and shared by every stream of the view that uses the same format.
+/// The Server-Sent Events of a Firebase event stream, encoded on the engine thread once per view
+/// and write and shared by every stream of the view that uses the same format (docs/REST.md,
+/// "Streaming (Server-Sent Events)").
 ///
 /// Each event is exactly `event: <name>\ndata: <one line>\n\n`. A stream without a query gets
 /// each write shaped as it was made: a set at or below its location is one `put` of the new value

@@ -73,7 +73,7 @@ public final class HearthServer: Sendable {
     /// runs the onDisconnect operations of the previous run's connections (kept by the log when
     /// it ended without running them: a crash), and returns once the server accepts connections. Throws `ConfigurationError` for unusable
     /// security settings (among them: no rules on a reachable address without `insecureOpen`,
-    /// security.md §2), and `StorageError` when the directory is locked by another process or
+    /// docs/security.md, "Modes"), and `StorageError` when the directory is locked by another process or
     /// its files are damaged (the message names the file and offset).
     /// `fileSystem` is the storage's seam to the disk (tests inject faults through it).
     /// `clock` is the server's time in ms since the epoch (tests fix it, e.g. for the rules' `now`).
@@ -293,7 +293,7 @@ public final class HearthServer: Sendable {
         try? await engineGroup.shutdownGracefully()
     }
 
-    /// Security.md §2: with no rules the server is open. On loopback that is allowed with a
+    /// With no rules the server is open (docs/security.md, "Modes"). On loopback that is allowed with a
     /// warning; on a reachable address only with `insecureOpen`. Returns the warning to log.
     static func openModeWarning(
         _ configuration: ServerConfiguration, hasRules: Bool

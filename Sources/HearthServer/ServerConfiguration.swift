@@ -26,7 +26,7 @@ public struct ServerConfiguration: Sendable, Equatable {
     public var logLevel = Logger.Level.info
     /// The security rules (`.read`, `.write`, `.validate`, `.indexOn`), enforced for every
     /// non-admin connection (`rulesFile`, `HEARTH_RULES_FILE`; relative to the config file).
-    /// Without one the server is open, which it allows only on loopback (security.md §2).
+    /// Without one the server is open, which it allows only on loopback (docs/security.md, "Modes").
     public var rulesFile: String?
     /// Start open on a non-loopback address anyway (`insecureOpen`, `HEARTH_INSECURE_OPEN=1`,
     /// `--insecure-open`).

@@ -1,9 +1,9 @@
 public import HearthJSON
 
 /// The leaderships a node's log went through: for each epoch (the fencing token of a
-/// leadership, replication.md §2), the first revision written in it — PostgreSQL's timeline
+/// leadership: docs/cluster.md, "etcd layout"), the first revision written in it — PostgreSQL's timeline
 /// history. A replica adopts its leader's history; a new leader appends `[epoch, rev + 1]`.
-/// Comparing two histories tells the last revision both logs share (replication.md §6).
+/// Comparing two histories tells the last revision both logs share (docs/cluster.md, "A node that comes back").
 ///
 /// Kept in the data directory as `HISTORY` (`{"origin":"…","epochs":[[epoch,firstRev],…]}`,
 /// written atomically; the bare list of earlier versions still reads); a directory without it (a

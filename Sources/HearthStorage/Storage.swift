@@ -272,7 +272,7 @@ public final class Storage: @unchecked Sendable {
 
     /// Appends one batch of records whose payloads are already encoded, as `append(_:)` does,
     /// and calls `beforeSync` once the batch is written and before its fsync (a leader sends the
-    /// records to its replicas there, so that both flush at once; replication.md §3).
+    /// records to its replicas there, so that both flush at once; docs/cluster.md, "Replication stream").
     public func append(
         _ records: [EncodedRecord], deferringSync: Bool = false, beforeSync: () -> Void
     ) throws(StorageError) {

@@ -6,7 +6,7 @@ import HearthJSON
 import Glibc
 #endif
 
-/// The cost of security rules (security.md §5): a write checked against a realistic blog rules
+/// The cost of security rules (docs/rules.md, "Performance"): a write checked against a realistic blog rules
 /// file, next to the same write applied without rules, and read checks. In process, on the core;
 /// times are the thread's CPU time, so a busy machine inflates them less than wall time.
 struct RulesScenario: ParsableCommand {

@@ -231,7 +231,7 @@ final class TerminationSignal: @unchecked Sendable {
     }
 }
 
-/// SIGHUP: reload the rules, the JWT keys and the TLS certificate (security.md §5, §7).
+/// SIGHUP: reload the rules, the JWT keys and the TLS certificate (docs/security.md, "Reloading").
 final class ReloadSignal: @unchecked Sendable {
     // Set once in `init`; the dispatch source is thread-safe.
     private let source: any DispatchSourceSignal

@@ -4,7 +4,7 @@ import XCTest
 
 @testable import HearthClient
 
-/// Authentication from the client against the real server (security.md §8): the token
+/// Authentication from the client against the real server (docs/client.md, "Authentication"): the token
 /// provider on connect, reconnect and revocation, auth/unauth, typed errors, cancelled observers.
 final class AuthClientTests: XCTestCase {
     static let rules = #"""

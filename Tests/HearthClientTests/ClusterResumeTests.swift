@@ -8,7 +8,7 @@ import XCTest
 
 /// A client of a real cluster (a real etcd, three servers deciding their roles in it): when the
 /// node it is connected to goes, it moves to another node and resumes its subscriptions from
-/// their revision (replication.md §7), so that no event is missing and none comes twice.
+/// their revision (docs/cluster.md, "Clients"), so that no event is missing and none comes twice.
 final class ClusterResumeTests: XCTestCase {
     func testASubscriberWhoseNodeStopsResumesOnAnotherNodeWithNoEventMissingOrTwice() async throws {
         let etcd = try await EtcdProcess.start()

@@ -2,7 +2,7 @@ import XCTest
 
 @testable import HearthClient
 
-/// The dinosaur data and queries of semantics §7, through the Swift API.
+/// The dinosaur data and queries of docs/getting-started.md ("4. Querying: dinosaur facts"), through the Swift API.
 final class QueryTests: XCTestCase {
     static var dinosaurs: [String: Any] {
         [

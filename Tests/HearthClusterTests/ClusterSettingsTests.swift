@@ -2,7 +2,7 @@ import XCTest
 
 @testable import HearthCluster
 
-/// Cluster settings (replication.md §1): defaults and the messages of invalid ones.
+/// Cluster settings (docs/cluster.md, "Settings"): defaults and the messages of invalid ones.
 final class ClusterSettingsTests: XCTestCase {
     private func message(_ change: (inout ClusterSettings) -> Void) -> String? {
         var settings = ClusterSettings(etcd: ["http://127.0.0.1:2379"], node: "n1", advertise: "127.0.0.1:9000")

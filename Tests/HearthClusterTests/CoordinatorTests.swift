@@ -2,7 +2,7 @@ import XCTest
 
 @testable import HearthCluster
 
-/// The election and fencing of replication.md §5 on `InMemoryClusterStore` (lease 2 s).
+/// The election and fencing of docs/cluster.md ("Election and fencing") on `InMemoryClusterStore` (lease 2 s).
 final class CoordinatorTests: XCTestCase {
     private let names = ["n1", "n2", "n3"]
     private var nodes: [TestNode] = []

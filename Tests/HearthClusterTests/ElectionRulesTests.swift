@@ -2,7 +2,7 @@ import XCTest
 
 @testable import HearthCluster
 
-/// The election's pure decisions (replication.md §5).
+/// The election's pure decisions (docs/cluster.md, "Election and fencing").
 final class ElectionRulesTests: XCTestCase {
     private func member(
         _ node: String, rev: UInt64, lastEpoch: UInt64, state: MemberState = .streaming, confirmedRev: UInt64? = nil

@@ -2,7 +2,7 @@ import HearthCore
 import HearthJSON
 import XCTest
 
-/// Sort values (semantics §2.2–§2.4) and the orders built on them.
+/// Sort values (docs/PROTOCOL.md, "Queries") and the orders built on them.
 final class IndexValueTests: XCTestCase {
     func testValueOrder() {
         let ascending: [IndexValue] = [

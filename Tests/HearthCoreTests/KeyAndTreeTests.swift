@@ -2,7 +2,7 @@ import HearthCore
 import HearthJSON
 import XCTest
 
-/// Key order (semantics §2.1), UTF-16 string order (§2.2) and the persistent tree.
+/// Key order (docs/PROTOCOL.md, "Paths and keys"), UTF-16 string order ("Queries") and the persistent tree.
 final class KeyAndTreeTests: XCTestCase {
     func sortedKeys(_ keys: [String]) -> [String] {
         keys.map(Key.init).sorted().map(\.string)

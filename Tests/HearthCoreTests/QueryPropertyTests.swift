@@ -7,7 +7,7 @@ import XCTest
 /// here independently of the engine; (b) the events are exactly the diff of the old and new
 /// windows (removed / added / changed / moved sets, nodes, prevKeys from the new window, group
 /// order, index order within groups), replaying them onto the old window gives the new one,
-/// and `value` comes last, exactly when something changed (§4.3 step 4).
+/// and `value` comes last, exactly when something changed (docs/PROTOCOL.md, "Events").
 final class QueryPropertyTests: XCTestCase {
     static let keys = ["a", "b", "c", "aa", "B", "1", "01", "10", "-1", "\u{E9}", "e\u{301}", "z"]
     static let strings = ["", "a", "Z", "ab", "1", "😀", "\u{FF5E}", "e\u{301}"]
@@ -162,7 +162,7 @@ final class QueryPropertyTests: XCTestCase {
             }
         }
 
-        // The value event: exactly when something changed (§4.3 step 4).
+        // The value event: exactly when something changed (docs/PROTOCOL.md, "Events").
         var expectValue = !children.isEmpty
         if query.isUnfiltered {
             if (newLocation.isLeaf || newLocation.isEmpty) && newLocation != oldLocation { expectValue = true }

@@ -2,7 +2,7 @@ import HearthCore
 import HearthJSON
 import XCTest
 
-/// Parsing and validating wire queries (protocol.md "Queries", semantics §3.2 and §3.6).
+/// Parsing and validating wire queries (docs/PROTOCOL.md, "Queries": bounds and invalid queries).
 final class QuerySpecTests: XCTestCase {
     func parse(_ text: String, file: StaticString = #filePath, line: UInt = #line) throws(DatabaseError) -> QuerySpec {
         try QuerySpec(json: json(text, file: file, line: line), limits: .default)

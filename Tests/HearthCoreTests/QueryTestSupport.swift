@@ -4,8 +4,8 @@ import XCTest
 
 /// Helpers shared by the query and view tests.
 enum QueryTestSupport {
-    /// Converts a vector's query (semantics §8: `orderBy` key|value|priority|child + `child`) to
-    /// the wire object of protocol.md (`orderBy` "$key"|"$value"|"$priority"|"<path>").
+    /// Converts a vector's query (Resources/vectors.json: `orderBy` key|value|priority|child + `child`) to
+    /// the wire object of docs/PROTOCOL.md (`orderBy` "$key"|"$value"|"$priority"|"<path>").
     static func wireQuery(_ query: JSONValue?) -> JSONValue {
         guard case .object(let members)? = query else { return .object([]) }
         var out: [JSONMember] = []

@@ -2,7 +2,7 @@ import HearthCore
 import HearthJSON
 import XCTest
 
-/// The expression language at run time (rules.md §6): values, operators, errors, members,
+/// The expression language at run time (docs/rules.md, "The language in detail"): values, operators, errors, members,
 /// snapshot and string methods.
 final class RulesExpressionTests: XCTestCase {
     typealias S = RulesTestSupport
@@ -33,7 +33,7 @@ final class RulesExpressionTests: XCTestCase {
         assertHolds("auth == null")
         assertFails("auth == null", auth: S.alice)
         assertHolds("auth != null && auth != 'alice' && auth != 1", auth: S.alice)
-        // Two maps compared: an error, so neither == nor != is true (§10 #13).
+        // Two maps compared: an error, so neither == nor != is true (docs/rules.md, "Evaluation errors").
         assertFails("auth.token == auth.token", auth: S.alice)
         assertFails("auth.token != auth.token", auth: S.alice)
         assertFails("(auth.token == auth.token) || true", auth: S.alice)
@@ -85,7 +85,7 @@ final class RulesExpressionTests: XCTestCase {
         assertHolds("true ? true : auth.x.length > 0")
         assertHolds("false ? auth.x.length > 0 : true")
         assertFails("(auth.x.length > 0 ? true : true)")
-        // Non-boolean operands are errors at run time (§10 #7).
+        // Non-boolean operands are errors at run time (docs/rules.md, "Values and types").
         assertFails("data.val() && true", data: "1")
         assertFails("!data.val()", data: #""x""#)
         assertFails("data.val() || true", data: "1")
@@ -125,7 +125,7 @@ final class RulesExpressionTests: XCTestCase {
             "root.child('s').isString() && root.child('t').isBoolean() && root.child('n').isNumber()", data: data)
         assertHolds("!root.child('a').isString() && !root.child('q').isNumber()", data: data)
         assertHolds("root.hasChild('a/c') && !root.hasChild('a/c/d') && !root.hasChild('a.b')", data: data)
-        // val() of a node with children: the opaque object value (§10 #6).
+        // val() of a node with children: the opaque object value (docs/rules.md, "Methods").
         assertHolds("root.child('a').val() != null && !(root.child('a').val() == null)", data: data)
         assertFails("root.child('a').val() == root.child('a').val()", data: data)
         assertFails("root.child('a').val().length > 0 || true", data: data)

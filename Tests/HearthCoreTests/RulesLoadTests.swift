@@ -2,7 +2,7 @@ import HearthCore
 import HearthJSON
 import XCTest
 
-/// Loading rules files: comments, the checks of rules.md §1.2, positions in errors, limits.
+/// Loading rules files: comments, the checks of docs/rules.md ("Checks at load"), positions in errors, limits.
 final class RulesLoadTests: XCTestCase {
     typealias S = RulesTestSupport
 

@@ -148,7 +148,7 @@ enum RulesReference {
         return kept.isEmpty ? .null : .object(kept)
     }
 
-    /// `tree` with `value` placed at `path` (semantics §1.4: empty parents disappear).
+    /// `tree` with `value` placed at `path` (empty parents disappear: docs/PROTOCOL.md, "Values").
     static func setting(_ tree: JSONValue, _ path: ArraySlice<String>, _ value: JSONValue) -> JSONValue {
         guard let key = path.first else { return pruned(value) }
         let child = setting(self.value(tree, [key]), path.dropFirst(), value)

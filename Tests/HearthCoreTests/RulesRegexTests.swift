@@ -2,7 +2,7 @@ import HearthCore
 import HearthJSON
 import XCTest
 
-/// The regex subset of rules.md §6.8: what loads, what matches, and that matching stays linear.
+/// The regex subset of docs/rules.md ("Regular expressions"): what loads, what matches, and that matching stays linear.
 final class RulesRegexTests: XCTestCase {
     typealias S = RulesTestSupport
 

@@ -2,7 +2,8 @@ import HearthCore
 import HearthJSON
 import XCTest
 
-/// Which rules run for which operation (rules.md §2, §4, §5) and the verdicts' explanations.
+/// Which rules run for which operation (docs/rules.md, "The rule chain", "Checks by operation")
+/// and the verdicts' explanations.
 final class RulesWalkTests: XCTestCase {
     typealias S = RulesTestSupport
 

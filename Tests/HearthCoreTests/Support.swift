@@ -36,8 +36,8 @@ enum Vectors {
     }
 }
 
-/// Converts client-style `val()` output (arrays per §1.3) back to the objects the server
-/// stores, so that expected values can be compared as nodes.
+/// Converts client-style `val()` output (arrays per the array rule of docs/client.md, "Values")
+/// back to the objects the server stores, so that expected values can be compared as nodes.
 func arraysAsObjects(_ value: JSONValue) -> JSONValue {
     switch value {
     case .array(let elements):

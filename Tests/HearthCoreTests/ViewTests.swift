@@ -2,7 +2,7 @@ import HearthCore
 import HearthJSON
 import XCTest
 
-/// View behaviour beyond the vectors: leaf locations (§3.5), value rendering, priorities.
+/// View behaviour beyond the vectors: leaf locations (docs/PROTOCOL.md, "get"), value rendering, priorities.
 final class ViewTests: XCTestCase {
     func spec(_ text: String) throws -> QuerySpec { try QuerySpec(json: json(text), limits: .default) }
 

@@ -6,7 +6,7 @@ import HearthTestSupport
 import JWTKit
 import XCTest
 
-/// `auth` / `unauth` against the real server (security.md §3): admin secrets, every way a JWT
+/// `auth` / `unauth` against the real server (docs/security.md, "Identity"): admin secrets, every way a JWT
 /// can be refused, RS256 and ES256 keys from PEM and JWKS files, expiry mid-connection.
 final class AuthTests: XCTestCase {
     let rules =

@@ -4,7 +4,7 @@ import HearthTestSupport
 import XCTest
 
 /// A cluster as users run it: a real etcd and three `hearthd` processes on loopback ports, each
-/// with its own data directory, killed and frozen by pid (replication.md, docs/cluster.md).
+/// with its own data directory, killed and frozen by pid (docs/cluster.md, "Running a cluster").
 final class ClusterProcessTests: XCTestCase {
     /// One `hearthd` of the cluster.
     final class Daemon {

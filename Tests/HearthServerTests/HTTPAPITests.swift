@@ -3,7 +3,7 @@ import HearthJSON
 import HearthServer
 import XCTest
 
-/// The HTTP API (rest.md §1–§9, §12) against the real server over real sockets.
+/// The HTTP API (docs/REST.md) against the real server over real sockets.
 final class HTTPAPITests: XCTestCase {
     private func http(_ server: HearthServer) throws -> HTTPTestClient {
         try HTTPTestClient(port: server.httpPort ?? 0)

@@ -3,8 +3,8 @@ import HearthJSON
 import HearthServer
 import XCTest
 
-/// Credentials and rules on the HTTP API (rest.md §11–§12, security.md): the same decision point
-/// as the line protocol.
+/// Credentials and rules on the HTTP API: the same decision point as the line protocol
+/// (docs/REST.md, "Credentials"; docs/security.md, "HTTP requests").
 final class HTTPSecurityTests: XCTestCase {
     private let rules = #"""
         {"rules":{

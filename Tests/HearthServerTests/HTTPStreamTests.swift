@@ -3,8 +3,8 @@ import HearthJSON
 import HearthServer
 import XCTest
 
-/// Server-Sent Events streams (rest.md §10) against the real server over real sockets, with
-/// writes from both protocols.
+/// Server-Sent Events streams (docs/REST.md, "Streaming (Server-Sent Events)") against the real
+/// server over real sockets, with writes from both protocols.
 final class HTTPStreamTests: XCTestCase {
     private func event(_ client: HTTPTestClient, line: UInt = #line) throws -> HTTPTestClient.Event {
         guard let event = try client.nextEvent() else {

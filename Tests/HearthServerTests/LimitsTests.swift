@@ -3,7 +3,7 @@ import HearthJSON
 import HearthServer
 import XCTest
 
-/// The protection limits of security.md §6, each hit over real connections: the error it
+/// The protection limits of docs/security.md ("Limits"), each hit over real connections: the error it
 /// answers, and that nothing was lost or half-applied.
 final class LimitsTests: XCTestCase {
     func testSubscriptionsPerConnection() async throws {

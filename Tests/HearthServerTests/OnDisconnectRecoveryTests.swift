@@ -3,8 +3,9 @@ import HearthJSON
 import HearthServer
 import XCTest
 
-/// The onDisconnect operations recovered after a crash run as the identity that registered them
-/// (security.md §4), checked by the rules against the data at the moment they run.
+/// The onDisconnect operations recovered after a crash run as the identity that registered them,
+/// checked by the rules against the data at the moment they run
+/// (docs/security.md, "Decisions where the contract was silent").
 ///
 /// The crash is a copy of the data directory taken while the server runs: every acknowledged
 /// record has been written to the log by then, which is exactly what `kill -9` leaves behind

@@ -4,8 +4,8 @@ import HearthServer
 import HearthTestSupport
 import XCTest
 
-/// Cache-mode subscriptions and resuming from a revision (protocol.md "Cache mode",
-/// "Resuming"), through real connections: the initial counts, the `value` rule, and that the
+/// Cache-mode subscriptions and resuming from a revision (docs/PROTOCOL.md, "Cache mode and resuming"),
+/// through real connections: the initial counts, the `value` rule, and that the
 /// events of a resume turn the result as of the client's revision into the current one.
 final class ResumeTests: XCTestCase {
     static let allEvents = #"["child_added","child_changed","child_removed","child_moved","value"]"#

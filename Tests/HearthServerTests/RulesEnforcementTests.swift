@@ -3,10 +3,10 @@ import HearthJSON
 import HearthServer
 import XCTest
 
-/// Rules in force over real connections (security.md §4–§5): subscriptions cancelled when the
-/// rules, the identity or the data their read rule looks at change; onDisconnect checked when
-/// it runs; the rules lifecycle (setRules written back, reload, invalid rules kept out);
-/// simulate; admin-only operations.
+/// Rules in force over real connections (docs/security.md, "Where the rules are checked" and
+/// "Rules set at run time"): subscriptions cancelled when the rules, the identity or the data
+/// their read rule looks at change; onDisconnect checked when it runs; the rules lifecycle
+/// (setRules written back, reload, invalid rules kept out); simulate; admin-only operations.
 final class RulesEnforcementTests: XCTestCase {
     /// A room readable by its members, as listed under /members/<room>/<uid>.
     let roomRules = """

@@ -4,7 +4,7 @@ import HearthJSON
 import HearthServer
 import XCTest
 
-/// The subscription lifecycle and delivery guarantees of protocol.md "Events".
+/// The subscription lifecycle and delivery guarantees of docs/PROTOCOL.md, "Events".
 final class SubscriptionTests: XCTestCase {
     func testDefaultSubscriptionSendsValueEventsOnly() async throws {
         try await withLiveServer { server in

@@ -4,7 +4,7 @@ import HearthServer
 import HearthTestSupport
 import XCTest
 
-/// TLS on the protocol listener (security.md §7), with a CA made at test time.
+/// TLS on the protocol listener (docs/security.md, "TLS"), with a CA made at test time.
 final class TLSTests: XCTestCase {
     func testRoundTripOverTLSAndPlainTextFailsFast() async throws {
         let pki = try TestPKI()

@@ -43,7 +43,7 @@ final class WalLineTests: XCTestCase {
     }
 
     /// A leader writes a batch's lines in place, into room sized beforehand: byte for byte the
-    /// lines replication.md §3 spells, for revisions of every length, and for epochs that change
+    /// lines docs/PROTOCOL.md ("Peer operations") spells, for revisions of every length, and for epochs that change
     /// from one record to the next (a replica catching up from the retained log).
     func testLinesWrittenInPlaceAreTheLinesTheContractSpells() {
         let write = CommittedWrite(rev: 1, overwrites: [(Path([Key("a")]), Node.leaf(.string("v")))])

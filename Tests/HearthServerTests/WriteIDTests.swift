@@ -3,7 +3,7 @@ import HearthJSON
 import HearthServer
 import XCTest
 
-/// Exactly-once writes (protocol.md "Write ids"): a write retried with the same `wid` is
+/// Exactly-once writes (docs/PROTOCOL.md, "Write ids"): a write retried with the same `wid` is
 /// answered with its first answer and `duplicate`, never applied twice — on another connection,
 /// after a restart, a `kill -9` or a compaction; a forgotten one is refused, not applied.
 final class WriteIDTests: XCTestCase {

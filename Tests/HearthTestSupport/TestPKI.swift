@@ -1,7 +1,7 @@
 import Foundation
 
 /// A throwaway CA and certificates, made with the `openssl` command at test time, for every test
-/// target that needs TLS (security.md §7: never commit private keys).
+/// target that needs TLS (no private key is kept in the repository).
 public struct TestPKI: Sendable {
     public let directory: String
 

@@ -97,7 +97,7 @@ extension Repo {
     func writeID(_ number: UInt64) -> String { "\(clientID):\(number)" }
 
     /// The node a value will be, estimated here: server values resolved with the estimated
-    /// server time and the data this client shows (semantics §5.3).
+    /// server time and the data this client shows (docs/client.md, "Local events and the cache").
     func estimated(_ json: JSONValue, at path: Path) -> Node {
         guard let prepared = try? PreparedValue(json, at: path, limits: .default) else { return .empty }
         guard prepared.containsServerValues else { return prepared.node }

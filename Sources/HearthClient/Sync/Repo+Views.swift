@@ -9,7 +9,7 @@ internal import HearthJSON
 /// result with the pending local writes on top; whenever either changes, the views it touches
 /// are marked and `flush` compares each one's new result with the one last shown and raises the
 /// difference — deeper views first, and within a view each event group (removed, added, moved,
-/// changed, then value) for every observer in registration order (semantics §4.6).
+/// changed, then value) for every observer in registration order (docs/PROTOCOL.md, "Events").
 extension Repo {
     // MARK: Registration (any thread)
 

@@ -1,6 +1,6 @@
 public import HearthJSON
 
-/// Who a connection is, as the rules see it (security.md §3): a verified end user, or an admin
+/// Who a connection is, as the rules see it (docs/security.md, "Identity"): a verified end user, or an admin
 /// that bypasses rules. An unauthenticated connection has no `AuthContext` (`auth == null`).
 public struct AuthContext: Sendable {
     /// What kind of identity this is.

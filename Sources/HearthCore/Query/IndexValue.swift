@@ -1,7 +1,7 @@
 public import HearthJSON
 
-/// A sort value: what a child is ordered by under a query order (semantics §2.2; priority order
-/// §2.4).
+/// A sort value: what a child is ordered by under a query order (docs/PROTOCOL.md, "Queries": the
+/// table of orders).
 ///
 /// The order is null < false < true < numbers (numerically) < strings (UTF-16 code units) <
 /// objects, and all objects are equal. Priorities use the same cases (no priority is `.null`,

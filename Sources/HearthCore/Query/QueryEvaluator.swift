@@ -1,4 +1,4 @@
-/// Evaluates queries over one location (semantics §3.1): the children within the bounds, in
+/// Evaluates queries over one location (docs/PROTOCOL.md, "Queries"): the children within the bounds, in
 /// query order, then the first or last `n` of them when limited (range before limit).
 public enum QueryEvaluator {
     /// One windowed child with its sort value.

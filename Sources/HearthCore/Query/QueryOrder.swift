@@ -1,4 +1,4 @@
-/// The order of a query (semantics §2.3): by priority (the default), by key, by the child's value,
+/// The order of a query (docs/PROTOCOL.md, "Queries"): by priority (the default), by key, by the child's value,
 /// or by the value at a path inside each child.
 public enum QueryOrder: Sendable, Hashable {
     case priority
@@ -22,7 +22,7 @@ extension QueryOrder {
     }
 
     /// Three-way comparison of (sort value, key) pairs under this order: sort values first, ties
-    /// broken by `Key.compare` (§2.1). Key order compares the keys only.
+    /// broken by `Key.compare` (docs/PROTOCOL.md, "Paths and keys"). Key order compares the keys only.
     public func compare(_ a: (IndexValue, Key), _ b: (IndexValue, Key)) -> Int {
         if case .key = self { return Key.compare(a.1, b.1) }
         let c = IndexValue.compare(a.0, b.0)
@@ -30,9 +30,9 @@ extension QueryOrder {
     }
 
     /// Whether a child whose node changed from `old` to `new` (both present) changed its sort
-    /// value, i.e. raises `child_moved` (§4.3 step 2): never under key order; any change at all
+    /// value, i.e. raises `child_moved` (docs/PROTOCOL.md, "Events"): never under key order; any change at all
     /// under value order (priority included); a priority change under priority order; values at
-    /// the path that compare unequal (§2.2) under a child order.
+    /// the path that compare unequal (docs/PROTOCOL.md, "Queries") under a child order.
     public func sortValueChanged(from old: Node, to new: Node) -> Bool {
         switch self {
         case .key: return false

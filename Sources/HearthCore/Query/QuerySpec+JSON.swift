@@ -1,22 +1,22 @@
 public import HearthJSON
 
 extension QuerySpec {
-    /// The members a wire query may have (protocol.md "Queries").
+    /// The members a wire query may have (docs/PROTOCOL.md, "Queries").
     static let wireFields = [
         "orderBy", "startAt", "startAtKey", "startAfter", "startAfterKey", "endAt", "endAtKey", "endBefore",
         "endBeforeKey", "equalTo", "equalToKey", "limitToFirst", "limitToLast",
     ]
 
-    /// Parses the wire query object of protocol.md:
+    /// Parses the wire query object of docs/PROTOCOL.md ("Queries"):
     /// `{"orderBy": "$key"|"$value"|"$priority"|"<child/path>", "startAt": V, "startAtKey": K,
     /// "startAfter": V, "startAfterKey": K, "endAt": V, "endAtKey": K, "endBefore": V,
     /// "endBeforeKey": K, "equalTo": V, "equalToKey": K, "limitToFirst": N, "limitToLast": N}`.
     ///
-    /// JSON `null` (no query) is the default query. Every invalid combination of semantics §3.6
+    /// JSON `null` (no query) is the default query. Every invalid combination of docs/PROTOCOL.md ("Queries")
     /// throws `invalid_query` with a message naming the rule; a member given twice counts as two
     /// calls of the same method and is rejected the same way.
-    /// Bounds follow §3.2: `startAt(v[, k])` = (v, k or MIN_NAME, inclusive), `startAfter(v[, k])`
-    /// = (v, k or MAX_NAME, exclusive), `endAt(v[, k])` = (v, k or MAX_NAME, inclusive),
+    /// Bounds follow docs/PROTOCOL.md ("Queries"): `startAt(v[, k])` = (v, k or MIN_NAME, inclusive),
+    /// `startAfter(v[, k])` = (v, k or MAX_NAME, exclusive), `endAt(v[, k])` = (v, k or MAX_NAME, inclusive),
     /// `endBefore(v[, k])` = (v, k or MIN_NAME, exclusive), `equalTo` = `startAt` + `endAt`. Under
     /// key order the bound is the key given as the (string) value.
     public init(json: JSONValue, limits: Limits) throws(DatabaseError) {
@@ -42,7 +42,7 @@ extension QuerySpec {
 
         if let orderBy = fields["orderBy"] { order = try Self.parseOrder(orderBy, limits: limits) }
 
-        // One starting point, one ending point, one limit (§3.6).
+        // One starting point, one ending point, one limit (docs/PROTOCOL.md, "Queries").
         let startNames = ["startAt", "startAfter", "equalTo"].filter { fields[$0] != nil }
         if startNames.count > 1 {
             throw Self.invalid(

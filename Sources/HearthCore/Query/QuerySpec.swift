@@ -24,7 +24,7 @@ public enum BoundKey: Sendable, Hashable {
     }
 }
 
-/// One end of a query range: a (sort value, key) position, inclusive or not (semantics §3.1).
+/// One end of a query range: a (sort value, key) position, inclusive or not (docs/PROTOCOL.md, "Queries").
 /// Under key order the position is the key alone: `key` holds it and `value` is `.null`.
 public struct QueryBound: Sendable, Hashable {
     public var value: IndexValue
@@ -50,7 +50,7 @@ public enum QueryLimit: Sendable, Hashable {
     }
 }
 
-/// A canonical query (semantics §3): an order, optional start and end bounds and an optional
+/// A canonical query (docs/PROTOCOL.md, "Queries"): an order, optional start and end bounds and an optional
 /// limit. Two requests that mean the same query produce equal specs, so a spec is the key under
 /// which views are shared.
 public struct QuerySpec: Sendable, Hashable {
@@ -74,7 +74,7 @@ public struct QuerySpec: Sendable, Hashable {
     /// No bounds and no limit (any order): the view is the whole location, like a plain listener
     /// (a leaf location is the leaf, and the location's priority is kept). Any bound or limit
     /// makes the query filtered: a leaf location then has an empty result and the location's
-    /// priority is dropped (§3.5).
+    /// priority is dropped (docs/PROTOCOL.md, "get").
     public var isUnfiltered: Bool { start == nil && end == nil && limit == nil }
 }
 

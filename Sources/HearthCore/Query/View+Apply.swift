@@ -1,5 +1,5 @@
 extension View {
-    /// Applies the new state of the location and returns the events it raises (semantics §4.3).
+    /// Applies the new state of the location and returns the events it raises (docs/PROTOCOL.md, "Events").
     ///
     /// - Parameters:
     ///   - location: the location's node after the write.
@@ -46,7 +46,8 @@ extension View {
 
         var raisesValue = !events.isEmpty
         if spec.isUnfiltered, !raisesValue {
-            // §4.3 step 4: a leaf or empty location whose value changed; the location's priority.
+            // The value-only cases (docs/PROTOCOL.md, "Events"): a leaf or empty location whose value
+            // changed; the location's priority.
             if (new.isLeaf || new.isEmpty) && new != old { raisesValue = true }
             if old.priority != new.priority { raisesValue = true }
         }

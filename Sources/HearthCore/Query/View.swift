@@ -1,11 +1,11 @@
 import HearthJSON
 
 /// A live query result, one per (location, spec) and shared by its subscribers: it keeps the
-/// current window and turns each write into the events of semantics §4.3–§4.5.
+/// current window and turns each write into the events of docs/PROTOCOL.md ("Events").
 ///
 /// Events of one write come in the order removed, added, moved, changed (each group in index
 /// order; removed by the old order), then one value last. A write that changes nothing in the
-/// window raises no events at all, except the value-only cases of §4.3 step 4: for an unfiltered
+/// window raises no events at all, except the value-only cases of docs/PROTOCOL.md ("Events"): for an unfiltered
 /// view, the location is or becomes a leaf or empty and its value changed, or the location's own
 /// priority changed.
 ///
@@ -63,7 +63,7 @@ public struct View: Sendable {
     /// The current value as JSON. Unfiltered: the location node itself (a leaf, `null`, or an
     /// object with its children in query order and, in export format, the location's
     /// `.priority`). Filtered: the windowed children as an object in query order, without the
-    /// location's priority (§3.5), `null` when empty. Children render as `Node.writeJSON` does.
+    /// location's priority (docs/PROTOCOL.md, "get"), `null` when empty. Children render as `Node.writeJSON` does.
     public func writeValue(into buffer: inout [UInt8], format: Node.Format) {
         if spec.isUnfiltered {
             if case .key = spec.order {

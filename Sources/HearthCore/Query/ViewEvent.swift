@@ -1,5 +1,5 @@
-/// The event types of a subscription (protocol.md "Events"), in the order in which the groups of
-/// one write are delivered (semantics §4.3 step 3).
+/// The event types of a subscription (docs/PROTOCOL.md, "Events"), in the order in which the groups of
+/// one write are delivered (docs/PROTOCOL.md, "Events": order guarantee 1).
 public enum EventType: String, Sendable, CaseIterable {
     case childRemoved = "child_removed"
     case childAdded = "child_added"
@@ -8,7 +8,7 @@ public enum EventType: String, Sendable, CaseIterable {
     case value
 }
 
-/// One event of a view (protocol.md "Events").
+/// One event of a view (docs/PROTOCOL.md, "Events").
 ///
 /// For child events `key` and `node` are the child (for `child_removed` its OLD node) and
 /// `prevKey` is the key of the child before it in the NEW window order (nil when it is first;

@@ -49,7 +49,7 @@ indirect enum Expr: Sendable {
         case subtract, multiply, divide, remainder
     }
 
-    /// The built-in methods of §6.7 and §6.8.
+    /// The built-in methods (docs/rules.md, "Methods").
     enum Method: String, Sendable {
         // Snapshot methods.
         case val, child, parent, hasChild, hasChildren, exists, getPriority, isNumber, isString, isBoolean

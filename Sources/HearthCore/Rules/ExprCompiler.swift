@@ -1,8 +1,8 @@
-/// Type-checks a parsed expression (rules.md §6.9, §1.2) and lowers it to an `Expr`.
+/// Type-checks a parsed expression (docs/rules.md, "Values and types", "Checks at load") and lowers it to an `Expr`.
 ///
 /// Static types are sets of possible kinds (`ValueType`). An operator or method is rejected when
 /// no kind its operand may have is acceptable (the expression could only fail at run time);
-/// when some kind is acceptable the check is left to run time (§6.3).
+/// when some kind is acceptable the check is left to run time (docs/rules.md, "Evaluation errors").
 struct ExprCompiler {
     enum RuleKind: Sendable {
         case read, write, validate
@@ -310,7 +310,7 @@ struct ExprCompiler {
     }
 }
 
-/// The keys of a child path (§6.7): split on `/`, empty segments dropped (§10 #8). Keys that
+/// The keys of a child path (docs/rules.md, "Methods"): split on `/`, empty segments dropped. Keys that
 /// would be invalid in data are kept; they are simply absent.
 func childKeys(_ text: String) -> [Key] {
     text.utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: true).map {

@@ -21,7 +21,7 @@ struct ExprToken: Sendable {
     var offset: Int
 }
 
-/// Splits an expression (rules.md §6.1) into tokens. A `/` starts a regex literal where an
+/// Splits an expression (docs/rules.md, "Grammar") into tokens. A `/` starts a regex literal where an
 /// operand is expected and is division after an operand, as in JavaScript.
 struct ExprLexer {
     let bytes: [UInt8]
@@ -87,7 +87,7 @@ struct ExprLexer {
         let byte = bytes[position]
         let single = "()[].,?:!-+*/%<>"
         if byte < 0x80, single.utf8.contains(byte) {
-            // `**`, `=`, `&`, `|` and friends are not in the language (§8).
+            // `**`, `=`, `&`, `|` and friends are not in the language (docs/rules.md, "Grammar").
             if byte == UInt8(ascii: "*"), position + 1 < bytes.count, bytes[position + 1] == UInt8(ascii: "*") {
                 throw ExprError(message: "the operator ** is not supported", offset: start)
             }

@@ -1,4 +1,4 @@
-/// A recursive-descent parser of the grammar of rules.md §6.1 with JavaScript precedence.
+/// A recursive-descent parser of the grammar of docs/rules.md ("Grammar") with JavaScript precedence.
 struct ExprParser {
     private let tokens: [ExprToken]
     private var index = 0

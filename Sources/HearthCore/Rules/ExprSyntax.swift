@@ -1,4 +1,4 @@
-/// The syntax tree of one expression, as parsed (rules.md §6.1), before type checking.
+/// The syntax tree of one expression, as parsed (docs/rules.md, "Grammar"), before type checking.
 struct ExprSyntax: Sendable {
     indirect enum Kind: Sendable {
         case null

@@ -4,7 +4,7 @@ struct RegexError: Error, Sendable {
     var offset: Int
 }
 
-/// The syntax tree of a pattern in the subset of rules.md §6.8.
+/// The syntax tree of a pattern in the subset of docs/rules.md ("Regular expressions").
 indirect enum RegexNode: Sendable {
     case char(UInt32)
     case any
@@ -16,7 +16,7 @@ indirect enum RegexNode: Sendable {
     case repetition(RegexNode, min: Int, max: Int?)
 }
 
-/// Parses the regex subset of rules.md §6.8 and rejects everything outside it: literal
+/// Parses the regex subset of docs/rules.md ("Regular expressions") and rejects everything outside it: literal
 /// characters, `\` escapes, `.`, `\d \w \s \D \W \S`, sets and ranges (negated too), groups,
 /// alternation without empty alternatives, `* + ?`, `{n}`, `{n,}`, `{n,m}`, `^` only as the
 /// first character and `$` only as the last.

@@ -1,4 +1,4 @@
-/// An evaluation error (rules.md §6.3): it aborts the whole expression, which then counts as
+/// An evaluation error (docs/rules.md, "Evaluation errors"): it aborts the whole expression, which then counts as
 /// false.
 struct RuleFault: Error {}
 
@@ -204,7 +204,7 @@ struct RuleEvaluator {
         }
     }
 
-    /// `==` (§6.4): same type and value; different types are unequal; two maps are an error.
+    /// `==` (docs/rules.md, "Operators"): same type and value; different types are unequal; two maps are an error.
     static func equals(_ a: RuleValue, _ b: RuleValue) throws(RuleFault) -> Bool {
         switch (a, b) {
         case (.null, .null): return true

@@ -1,4 +1,4 @@
-/// Load-time limits of a rules document (rules.md §9). A document that exceeds one is refused
+/// Load-time limits of a rules document (docs/rules.md, "Limits"). A document that exceeds one is refused
 /// with a `RulesError`, like any other invalid document.
 public struct RuleLimits: Sendable, Equatable {
     /// The largest rules file accepted, in bytes of UTF-8.
@@ -23,7 +23,7 @@ public struct RuleLimits: Sendable, Equatable {
         self.maxRegexLength = maxRegexLength
     }
 
-    /// rules.md §9: a 256 KiB file, 16 KiB and 2,048 nodes per expression, depth 32, regex
+    /// docs/rules.md ("Limits"): a 256 KiB file, 16 KiB and 2,048 nodes per expression, depth 32, regex
     /// literals of 256 characters.
     public static let `default` = RuleLimits()
 }

@@ -1,4 +1,4 @@
-/// One compiled rule node (rules.md §1.1): its rules, its literal children and its wildcard.
+/// One compiled rule node (docs/rules.md, "The rule chain"): its rules, its literal children and its wildcard.
 /// Immutable and shared by every evaluation.
 final class RuleNode: Sendable {
     let read: CompiledRule?
@@ -60,8 +60,8 @@ final class RuleNode: Sendable {
         return true
     }
 
-    /// The rule node for the child `key` (§2): the literal one, else the wildcard, else nil (the
-    /// chain ends).
+    /// The rule node for the child `key`: the literal one, else the wildcard, else nil (the
+    /// chain ends; docs/rules.md, "The rule chain").
     func child(_ key: Key) -> RuleNode? { literal(key) ?? wildcard }
 
     /// The literal children (for the validation walk).

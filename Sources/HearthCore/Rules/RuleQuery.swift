@@ -1,11 +1,11 @@
 public import HearthJSON
 
-/// The `query` variable of `.read` rules (rules.md §4.2), built from the protocol's wire query
+/// The `query` variable of `.read` rules (docs/rules.md, "The `query` variable"), built from the protocol's wire query
 /// object: `{"orderBy": "$key"|"$value"|"$priority"|"child/path", "startAt": V, "startAfter": V,
 /// "endAt": V, "endBefore": V, "equalTo": V, "limitToFirst": N, "limitToLast": N, "…Key": K}`.
 ///
-/// `startAfter` is reported as `query.startAt` and `endBefore` as `query.endAt` (§10 #3);
-/// `equalTo` sets only `query.equalTo` (§10 #2); the `…Key` arguments are not exposed. The
+/// `startAfter` is reported as `query.startAt` and `endBefore` as `query.endAt`;
+/// `equalTo` sets only `query.equalTo`; the `…Key` arguments are not exposed. The
 /// object is not validated here (the request decoder does that): members of the wrong type are
 /// ignored.
 public struct RuleQuery: Sendable {
@@ -82,7 +82,7 @@ public struct RuleQuery: Sendable {
         fields = Fields(parsed)
     }
 
-    /// The fields rules can name, with their static types (§6.9).
+    /// The fields rules can name, with their static types (docs/rules.md, "Values and types").
     enum Field: Sendable {
         case orderByKey, orderByValue, orderByPriority, orderByChild
         case startAt, endAt, equalTo, limitToFirst, limitToLast

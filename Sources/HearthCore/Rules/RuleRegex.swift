@@ -1,4 +1,4 @@
-/// A compiled regular expression of the subset of rules.md §6.8, matched by simulating its
+/// A compiled regular expression of the subset of docs/rules.md ("Regular expressions"), matched by simulating its
 /// Thompson NFA (a Pike VM without captures): time O(pattern × input), never backtracking.
 /// `matches` has search semantics: true iff the pattern matches somewhere in the string.
 struct RuleRegex: Sendable {

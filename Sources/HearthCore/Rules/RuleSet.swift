@@ -1,6 +1,6 @@
 public import HearthJSON
 
-/// A compiled rules document (rules.md). Immutable and `Sendable`: compiled once, evaluated many
+/// A compiled rules document (docs/rules.md). Immutable and `Sendable`: compiled once, evaluated many
 /// times from any thread. Evaluation copies no trees: snapshots are locations in the trees it is
 /// given, and every name, constant path and regex of a rule was resolved when it was compiled.
 public struct RuleSet: Sendable {
@@ -11,7 +11,7 @@ public struct RuleSet: Sendable {
     public let indexRules: IndexRules
 
     /// Compiles the text of a rules file (Firebase JSON; `//` and `/* */` comments allowed),
-    /// applying every load-time check of rules.md §1.2 and the limits of §9.
+    /// applying every load-time check of docs/rules.md ("Checks at load") and its limits ("Limits").
     public init(source: String, limits: RuleLimits = .default) throws(RulesError) {
         let size = source.utf8.count
         guard size <= limits.maxSourceBytes else {
@@ -34,7 +34,7 @@ public struct RuleSet: Sendable {
         try self.init(source: document.jsonString, limits: limits)
     }
 
-    /// Read check (rules.md §4): get, shallow, export, hash or subscribe at `path`. The first
+    /// Read check (docs/rules.md, "Checks by operation"): get, shallow, export, hash or subscribe at `path`. The first
     /// `.read` on the rule chain of `path` that is true grants; `query` is the read's query (nil:
     /// none).
     public func checkRead(path: Path, query: RuleQuery?, auth: AuthContext?, root tree: Node, now: Int64) -> RuleVerdict
@@ -76,7 +76,7 @@ public struct RuleSet: Sendable {
         return RuleVerdict(allowed: false, decidingRule: nil, reason: .readDenied(at: path))
     }
 
-    /// Write check (rules.md §5.1): every target's `.write` chain on (`before`, `after`), and
+    /// Write check (docs/rules.md, "Checks by operation"): every target's `.write` chain on (`before`, `after`), and
     /// `.validate` on the ancestors and on the written subtree of each target in `after`. A
     /// target without permission is reported before any failed validation.
     /// `targets` are node paths (never ending in `.priority`); `after` is the whole new tree with
@@ -109,8 +109,8 @@ public struct RuleSet: Sendable {
     }
 
     /// Whether any `.read` rule on the chain of `path` refers to `root` or `data`, so that a
-    /// subscription there must be re-checked after writes (security.md §4). A chain with a
-    /// literal `true` never needs it: that rule always grants.
+    /// subscription there must be re-checked after writes (docs/security.md, "Where the rules are checked").
+    /// A chain with a literal `true` never needs it: that rule always grants.
     public func readDependsOnData(at path: Path) -> Bool {
         var node = root
         var depends = false

@@ -1,4 +1,4 @@
-/// String operations of rules (rules.md §6.4, §6.8), on code units, never on Swift's canonical
+/// String operations of rules (docs/rules.md, "Operators" and "Methods"), on code units, never on Swift's canonical
 /// equivalence.
 enum RuleStrings {
     /// JavaScript's `String(n)`: `123`, `-0.5`, `1.1`, `1e+21`, `NaN`, `Infinity`; never `123.0`.
@@ -75,8 +75,8 @@ enum RuleStrings {
         return a.dropFirst(a.count - b.count).elementsEqual(b)
     }
 
-    /// Every occurrence of the literal `target` replaced (§6.8); an empty target inserts the
-    /// replacement around every character, as Java's `replace` does (§10 #12).
+    /// Every occurrence of the literal `target` replaced (docs/rules.md, "Methods"); an empty target inserts the
+    /// replacement around every character, as Java's `replace` does (docs/rules.md, "Differences from Firebase").
     static func replace(_ s: String, _ target: String, _ replacement: String) -> String {
         if target.isEmpty {
             var out = replacement

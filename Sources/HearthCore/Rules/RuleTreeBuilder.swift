@@ -1,5 +1,5 @@
 /// Builds the compiled rule tree from the parsed rules file, applying every load-time check of
-/// rules.md §1.2 and the limits of §9. Errors name the rule path, line and column.
+/// docs/rules.md ("Checks at load") and its limits ("Limits"). Errors name the rule path, line and column.
 struct RuleTreeBuilder {
     let bytes: [UInt8]
     let limits: RuleLimits

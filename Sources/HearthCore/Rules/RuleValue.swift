@@ -1,6 +1,6 @@
 import HearthJSON
 
-/// A value during rule evaluation (rules.md §6.2). Regex and array literals never become values:
+/// A value during rule evaluation (docs/rules.md, "Values and types"). Regex and array literals never become values:
 /// they exist only as the compiled arguments of `matches` and `hasChildren`.
 enum RuleValue: Sendable {
     case null
@@ -14,7 +14,7 @@ enum RuleValue: Sendable {
     case claim(JSONValue)
     /// The `query` object.
     case query
-    /// The opaque value of `val()` on a node with children (§10 #6).
+    /// The opaque value of `val()` on a node with children (docs/rules.md, "Methods").
     case object
 
     /// A JSON scalar as a value; objects and arrays become claims.
@@ -39,8 +39,9 @@ enum RuleValue: Sendable {
     }
 }
 
-/// A static type (§6.9): the set of kinds a value may have at run time. A singleton is a known
-/// type; `val()`, `getPriority()` and `auth` members are sets of several kinds.
+/// A static type (docs/rules.md, "Values and types"): the set of kinds a value may have at run
+/// time. A singleton is a known type; `val()`, `getPriority()` and `auth` members are sets of
+/// several kinds.
 struct ValueType: OptionSet, Sendable {
     let rawValue: UInt16
 

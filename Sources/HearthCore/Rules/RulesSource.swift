@@ -36,7 +36,7 @@ struct SourceMember: Sendable {
 }
 
 /// Parses the rules file: JSON (RFC 8259) plus `//` and `/* */` comments wherever whitespace is
-/// allowed (rules.md §1.2, §10 #14). Raw line breaks inside strings are refused, as in JSON.
+/// allowed (docs/rules.md, "Checks at load"). Raw line breaks inside strings are refused, as in JSON.
 /// Errors are `RulesError`s with the line and column of the problem.
 struct RulesSourceParser {
     let bytes: [UInt8]

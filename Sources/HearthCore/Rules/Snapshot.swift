@@ -1,4 +1,4 @@
-/// A `RuleSnapshot` of rules.md §6.7: a location in one of the two trees of an operation (before
+/// A `RuleSnapshot` (docs/rules.md, "Methods"): a location in one of the two trees of an operation (before
 /// or after), with the node there.
 ///
 /// The location is kept without building a path: the first `baseCount` keys of `base` (the

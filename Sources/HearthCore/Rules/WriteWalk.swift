@@ -1,4 +1,4 @@
-/// The walks of a write check (rules.md §5.1), one per target: down the rule chain of the target
+/// The walks of a write check (docs/rules.md, "Checks by operation"), one per target: down the rule chain of the target
 /// evaluating `.write` until one grants and `.validate` on the ancestors that exist in the new
 /// tree, then through the new subtree of the target. Both trees are descended once per target.
 struct WriteWalk {

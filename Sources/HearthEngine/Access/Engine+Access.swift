@@ -3,9 +3,9 @@ import HearthJSON
 import HearthProtocol
 import Logging
 
-/// The one decision point (security.md §1): every read and write of every protocol is checked
-/// here, inside the engine's turn, against the tree it reads or would change. Admins and open
-/// mode pass without evaluating anything.
+/// The one decision point (docs/security.md, "Where the rules are checked"): every read and write
+/// of every protocol is checked here, inside the engine's turn, against the tree it reads or would
+/// change. Admins and open mode pass without evaluating anything.
 extension Engine {
     /// The rules that apply to `identity`, or nil when nothing is to be checked.
     func enforcedRules(for identity: AuthContext?) -> RuleSet? {
@@ -91,7 +91,7 @@ extension Engine {
     }
 
     /// A transaction whose expectation failed answers with the current value: that needs the
-    /// write to be allowed first (rules.md §5.2: a denied transaction is never a mismatch), and
+    /// write to be allowed first (docs/rules.md, "Checks by operation": a denied transaction is never a mismatch), and
     /// then the value to be readable.
     func staleTransactionDenial(_ write: Write, at path: Path, identity: AuthContext?, now: Int64) -> DatabaseError? {
         guard enforcedRules(for: identity) != nil else { return nil }
@@ -105,7 +105,7 @@ extension Engine {
         return readDenial("transaction", at: path, query: nil, identity: identity, now: now)
     }
 
-    /// An onDisconnect registration is checked as the write it would make, now (rules.md §5.2).
+    /// An onDisconnect registration is checked as the write it would make, now (docs/rules.md, "Checks by operation").
     func onDisconnectDenial(_ action: OnDisconnectAction, identity: AuthContext?, now: Int64) -> DatabaseError? {
         guard enforcedRules(for: identity) != nil else { return nil }
         let path: Path
@@ -199,7 +199,7 @@ extension Engine {
     }
 
     /// Re-checks one subscription; when its read is no longer allowed, ends it with a `cancel`
-    /// event (protocol.md Events).
+    /// event (docs/PROTOCOL.md, "Events").
     func recheck(_ sub: Int, of session: UInt64, now: Int64, batch: inout Batch) {
         guard let state = sessions[session], let grant = state.grants[sub] else { return }
         guard let rules = enforcedRules(for: state.identity) else { return }

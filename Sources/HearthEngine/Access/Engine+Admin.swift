@@ -7,7 +7,7 @@ import HearthStorage
 extension Engine {
     /// Replaces the rules: kept in the data directory first (atomically, RulesStore), so that
     /// what runs is what a restart loads, whether or not the rules file may be written; then in
-    /// force from the next request on, with every subscription re-checked (security.md §5).
+    /// force from the next request on, with every subscription re-checked (docs/security.md, "Rules set at run time").
     func setRules(_ ruleSet: RuleSet, identity: AuthContext?, now: Int64, batch: inout Batch) -> ResponseBody {
         // Open mode lets every connection do everything, the rules included (as Firebase's emulator).
         guard identity?.isAdmin == true || rules == nil else { return .failure(adminOnly("setRules")) }

@@ -2,7 +2,7 @@ import HearthCore
 import HearthProtocol
 import NIOCore
 
-/// `auth`, `unauth` and expiry (security.md §3). Tokens are verified on the connection's I/O
+/// `auth`, `unauth` and expiry (docs/security.md, "Identity"). Tokens are verified on the connection's I/O
 /// thread; the engine only switches identities, in request order, and re-checks the
 /// connection's subscriptions.
 extension Engine {

@@ -2,7 +2,7 @@ import HearthCore
 import HearthProtocol
 
 /// What the engine keeps about one connection: who it is, and what each of its subscriptions
-/// needs for its read check to be repeated (security.md §4).
+/// needs for its read check to be repeated (docs/security.md, "Where the rules are checked").
 package struct SessionState {
     var link: SessionLink
     /// nil: unauthenticated.

@@ -1,7 +1,7 @@
 import HearthCore
 import NIOConcurrencyHelpers
 
-/// The confirmed revision, and the outputs held until it covers them (replication.md §4,
+/// The confirmed revision, and the outputs held until it covers them (docs/cluster.md, "What an acknowledgement means",
 /// `syncReplicas ≥ 1`): shared by the engine and the event loop that reads a replica's
 /// acknowledgements. It also holds outputs until the local log has their revision durably, when
 /// the engine went on without waiting for an fsync (`Storage.append(_:deferringSync:)`): the

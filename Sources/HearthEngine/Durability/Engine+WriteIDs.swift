@@ -1,7 +1,7 @@
 import HearthCore
 import HearthProtocol
 
-/// Exactly-once writes (protocol.md "Write ids"): the answer to a write whose id the engine's
+/// Exactly-once writes (docs/PROTOCOL.md, "Write ids"): the answer to a write whose id the engine's
 /// `WriteIDWindow` remembers.
 extension Engine {
     /// For a write that carries write id `id`: its answer when the id is remembered (the first

@@ -1,7 +1,7 @@
 import HearthCore
 import HearthStorage
 
-/// The outcomes of committed writes that carried a write id (protocol.md "Write ids"), so that a
+/// The outcomes of committed writes that carried a write id (docs/PROTOCOL.md, "Write ids"), so that a
 /// write retried after a lost answer is answered again instead of applied again.
 ///
 /// Per client id it keeps the `capacity` most recent ids (older ones are forgotten, and the

@@ -2,7 +2,7 @@ import HearthCore
 import HearthProtocol
 import Logging
 
-/// onDisconnect queues (protocol.md "onDisconnect"): registering edits the connection's queue and
+/// onDisconnect queues (docs/PROTOCOL.md, "onDisconnect"): registering edits the connection's queue and
 /// logs the change, acknowledged once durable like a write; running a queue logs its write and
 /// the queue's removal in the same batch, so that a queue runs exactly once even across crashes
 /// (STORAGE.md "onDisconnect records").
@@ -27,9 +27,9 @@ extension Engine {
     }
 
     /// Runs a queue whose connection is gone: each operation is checked again as the identity
-    /// that registered it, against the data of this moment (security.md §4), and the permitted
-    /// ones are applied as one write. The queue's removal goes into the same batch as the write,
-    /// so both are in the log or neither is.
+    /// that registered it, against the data of this moment, and the permitted ones are applied as
+    /// one write (docs/security.md, "Where the rules are checked"). The queue's removal goes into
+    /// the same batch as the write, so both are in the log or neither is.
     func run(_ queue: OnDisconnectQueue, connection: UInt64, now: Int64, batch: inout Batch) {
         if let write = permittedOnDisconnectWrite(queue, session: connection, now: now),
             case .committed(let logged, let before) = database.apply(write, now: now)

@@ -9,7 +9,7 @@ import NIOCore
 package protocol ClusterHooks: AnyObject, Sendable {
     /// The shared secret peers authenticate with (nil: none, loopback only).
     var secret: String? { get }
-    /// True while this node leads and its lease is provably alive (replication.md §5).
+    /// True while this node leads and its lease is provably alive (docs/cluster.md, "Election and fencing").
     func hasLeadershipProof() -> Bool
     /// Opens a peer connection to `leader` replicating from `fromRev`; its messages come back as
     /// `Submission.cluster(.link(…))`.
@@ -29,7 +29,7 @@ package protocol ClusterHooks: AnyObject, Sendable {
     func liveMembers() -> [String]
     /// The `cluster` object of `hello` and of `cluster` events.
     func clusterObject(role: EngineRole, rev: UInt64) -> JSONValue
-    /// Switchover (replication.md §5): releases leadership to `target` once it has every record;
+    /// Switchover (docs/cluster.md, "Switchover"): releases leadership to `target` once it has every record;
     /// `done` hears the outcome.
     func resign(to target: String, done: @escaping @Sendable (Result<UInt64, DatabaseError>) -> Void)
     /// A node to hand leadership to, when `failover` names none: the most up-to-date streaming one.

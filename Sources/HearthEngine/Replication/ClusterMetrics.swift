@@ -1,7 +1,7 @@
 import NIOConcurrencyHelpers
 import Prometheus
 
-/// A cluster node's metrics (replication.md §9), in the server's own registry: role, epoch,
+/// A cluster node's metrics (docs/cluster.md, "Metrics and health"), in the server's own registry: role, epoch,
 /// revision, confirmed revision, per-replica lag, what was streamed, the time writes waited for
 /// replicas, and elections seen. Set from the engine's 100 ms cluster tick; read by health.
 package final class ClusterMetrics: Sendable {

@@ -3,7 +3,7 @@ import HearthJSON
 import HearthProtocol
 import HearthStorage
 
-/// Writes on any node (replication.md §4): a replica forwards writes to its leader with the
+/// Writes on any node (docs/cluster.md, "Writes on a replica"): a replica forwards writes to its leader with the
 /// client's identity and answers once the leader acknowledged them and it applied their
 /// revision, so that its client reads its own writes there. A session's later requests wait
 /// behind its forwarded ones, so that its answers stay in order.
@@ -197,7 +197,7 @@ extension Engine {
 
     /// The link to the leader is gone: requests sent on it either go again (those with a write id:
     /// the leader's write-id window recognises a write it already has) or fail with "outcome
-    /// unknown" (replication.md §4).
+    /// unknown" (docs/cluster.md, "Writes on a replica").
     func linkLost(now: Int64, batch: inout Batch) {
         let lost = replication.forwarded.sorted { $0.key < $1.key }.map(\.value)
         replication.forwarded = [:]
@@ -372,10 +372,10 @@ extension Engine {
         return "\(replication.node)/\(session)"
     }
 
-    /// A new leader takes over the onDisconnect queues the log holds (replication.md §4): those of
+    /// A new leader takes over the onDisconnect queues the log holds: those of
     /// its own live connections and of live members' connections are kept, to run when those
     /// connections end or their node is lost; every other queue (the old leader's clients, a
-    /// lost node's, a standalone run's) runs now.
+    /// lost node's, a standalone run's) runs now (docs/cluster.md, "onDisconnect across nodes").
     func runOrphanedQueues(now: Int64, batch: inout Batch) {
         guard let storage else { return }
         let live = Set(clusterHooks?.liveMembers() ?? [])
@@ -436,7 +436,7 @@ extension Engine {
     }
 
     /// `failover` on the leader: stop taking writes, wait until the target has every record, and
-    /// let it take the lead (replication.md §5).
+    /// let it take the lead (docs/cluster.md, "Switchover").
     func switchover(to target: String?, request: Request, session: SessionLink, now: Int64, batch: inout Batch) {
         guard replication.role.isLeader, let hooks = clusterHooks else {
             batch.append(.response(request.id, .failure(DatabaseError(.unavailable, "not the leader"))), for: session)

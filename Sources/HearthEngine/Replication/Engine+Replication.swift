@@ -23,7 +23,7 @@ package enum ClusterInput: Sendable {
     case confirm
 }
 
-/// Replication (replication.md §3, docs/cluster.md): the leader streams every committed record to
+/// Replication (docs/cluster.md, "Replication stream"): the leader streams every committed record to
 /// its replicas; a replica logs and applies them in its own turns, raising the same events.
 extension Engine {
     // MARK: Inputs
@@ -280,7 +280,7 @@ extension Engine {
     }
 
     /// Between the log's write and its fsync: a leader under `syncReplicas ≥ 1` sends the records
-    /// to its replicas now, so that they flush while it does (replication.md §3). A stream with
+    /// to its replicas now, so that they flush while it does (docs/cluster.md, "Replication stream"). A stream with
     /// output waiting in this batch (its `replicate` answer, say) gets them after it, with the
     /// batch. Nil when nothing was sent.
     func streamBeforeSync(_ records: [EncodedRecord], batch: Batch) -> StreamedEarly? {
@@ -580,7 +580,7 @@ extension Engine {
     /// submissions at its front, up to the first message that is not a record following on), with
     /// one write and per its fsync policy one fsync, and acknowledges them before applying any.
     /// `replicaAck` says that the records are durable here, not that they are applied
-    /// (replication.md §3), so the leader hears while this node applies them rather than after:
+    /// (docs/cluster.md, "Replication stream"), so the leader hears while this node applies them rather than after:
     /// under `syncReplicas ≥ 1` its clients wait that much less. The turn then applies them without
     /// logging them again (`ReplicationState.recordsLoggedAhead` counts them down). Nothing else
     /// comes between: the records are the turn's first submissions, and a replica applies nothing
@@ -703,7 +703,7 @@ extension Engine {
     }
 
     /// Moves the records this node wrote after `keepRev` in epochs the cluster abandoned into
-    /// `divergent-<epoch>-<firstRev>.json` files (replication.md §6); the snapshot that follows
+    /// `divergent-<epoch>-<firstRev>.json` files (docs/cluster.md, "A node that comes back"); the snapshot that follows
     /// replaces the data.
     private func moveDivergentRecords(after keepRev: UInt64) {
         guard let storage else { return }
@@ -823,7 +823,7 @@ extension Engine {
                 .unavailable, "outcome unknown: the leader stepped down before the write was confirmed"))
     }
 
-    /// A leader that cannot prove its lease (replication.md §5).
+    /// A leader that cannot prove its lease (docs/cluster.md, "Election and fencing").
     var isFenced: Bool {
         guard replication.role.isLeader, let hooks = clusterHooks else { return false }
         return replication.fencedUntilRoleChange || !hooks.hasLeadershipProof()
@@ -981,7 +981,7 @@ extension Engine {
     }
 }
 
-/// The `divergent-<epoch>-<firstRev>.json` file (replication.md §6): each record as the request
+/// The `divergent-<epoch>-<firstRev>.json` file (docs/cluster.md, "A node that comes back"): each record as the request
 /// that re-applies it.
 package enum DivergentRecords {
     static func encode(epoch: UInt64, writes: [CommittedWrite], complete: Bool) -> [UInt8] {
@@ -1028,7 +1028,7 @@ extension Outbound {
     }
 }
 
-/// Writes `wal` lines (replication.md §3): `{"event":"wal","rev":N,"epoch":E,"w"|"od":<payload>`,
+/// Writes `wal` lines (docs/PROTOCOL.md, "Peer operations"): `{"event":"wal","rev":N,"epoch":E,"w"|"od":<payload>`,
 /// then `end(confirmedRev:)`. The parts every line of a batch shares (its epoch, the confirmed
 /// revision) are encoded once for the batch, not once a line.
 package struct WalLineWriter {

@@ -5,7 +5,7 @@ package enum LinkMessage: Sendable {
     /// The leader took the `replicate`: `mode` is `stream` or `snapshot`, at the leader's `rev`,
     /// with its epoch history.
     case started(mode: String, rev: UInt64, epoch: UInt64, history: JSONValue, origin: String?)
-    /// The replica's log forked from the leader's after `keepRev` (replication.md §6).
+    /// The replica's log forked from the leader's after `keepRev` (docs/cluster.md, "A node that comes back").
     case diverged(keepRev: UInt64)
     /// The leader refused (`reason`): the link closes and is retried.
     case refused(String)

@@ -4,7 +4,7 @@ import HearthProtocol
 import HearthStorage
 import NIOCore
 
-/// This node's place in the cluster as the engine sees it (docs/cluster.md "Roles").
+/// This node's place in the cluster as the engine sees it (docs/PROTOCOL.md, "The cluster object").
 package enum EngineRole: Sendable, Equatable {
     /// Not clustered: the standalone server.
     case standalone

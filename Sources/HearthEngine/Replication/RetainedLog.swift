@@ -1,5 +1,5 @@
 /// The leader's recent records, so that a replica that reconnects resumes from its revision
-/// instead of receiving a snapshot (replication.md §3). Bounded by a number of records
+/// instead of receiving a snapshot (docs/cluster.md, "Replication stream"). Bounded by a number of records
 /// (`changeLogRevisions`, shared with the clients' resume window); a replica further behind gets
 /// a snapshot. Records are kept as their encoded payloads only (shared with the log and the
 /// stream, and with the other records of their batch), not as the writes they encode: those hold

@@ -2,7 +2,7 @@ import HearthCore
 
 /// The most recent revisions in memory, each as the nodes its write replaced, so that a
 /// cache-mode subscription can resume from a revision: the location's node as of that revision is
-/// the current one with the newer entries undone (protocol.md "Resuming"). Engine-confined.
+/// the current one with the newer entries undone (docs/PROTOCOL.md, "Resuming"). Engine-confined.
 ///
 /// An entry holds, for each location the write changed (`Write.paths`), the node that was there
 /// before: an O(1) capture of the persistent tree. Where the write changed the shape of an

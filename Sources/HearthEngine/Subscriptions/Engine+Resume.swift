@@ -1,7 +1,7 @@
 import HearthCore
 import HearthProtocol
 
-/// Cache-mode subscriptions and resuming them (protocol.md "Cache mode", "Resuming").
+/// Cache-mode subscriptions and resuming them (docs/PROTOCOL.md, "Cache mode and resuming").
 extension Engine {
     /// The first event lines of a subscription, and whether they resume from `since`.
     struct InitialEvents {
@@ -57,7 +57,7 @@ extension Engine {
     /// result's order (after the `child_removed`, before the `child_changed`), so that a client
     /// that places each child after its `prev` in the order received ends with the result's
     /// order: every `prev` is then in place before it is used. (One write's live events keep the
-    /// groups of semantics §4.3.)
+    /// groups of docs/PROTOCOL.md "Events".)
     static func placingInOrder(_ events: [ViewEvent], window view: View) -> [ViewEvent] {
         let placed = events.filter { $0.type == .childAdded || $0.type == .childMoved }
         guard placed.contains(where: { $0.type == .childAdded }), placed.contains(where: { $0.type == .childMoved })

@@ -192,7 +192,7 @@ package final class ViewRegistry {
     }
 
     /// The event lines a committed write raises, appended per connection to the batch (as
-    /// provisional until the log has the write), deeper views first (semantics §4.6). Indexes
+    /// provisional until the log has the write), deeper views first (docs/PROTOCOL.md, "Events"). Indexes
     /// are brought up to date first. `write` shapes the events of streams without a query (nil
     /// when there is no write to show, as in `resync`).
     func apply(write: Write?, paths: [Path], before: Node, after: Node, rev: UInt64, batch: inout Batch) {
@@ -241,7 +241,7 @@ package final class ViewRegistry {
     }
 
     /// Whether a cache-mode subscription gets the `value` event of a change of its location from
-    /// `old` to `new` (protocol.md "Cache mode"): only when its child events cannot express it —
+    /// `old` to `new` (docs/PROTOCOL.md, "Cache mode and resuming"): only when its child events cannot express it —
     /// an unfiltered query whose location is a leaf before or after, or whose own priority
     /// changed; never a filtered one.
     static func cacheModeValue(spec: QuerySpec, old: Node, new: Node) -> Bool {

@@ -10,7 +10,7 @@ import NIOSSL
 /// Who decides roles: the etcd coordinator in production (`cluster.etcd`), a fixed assignment in
 /// tests of the replication stream. Thread-safe.
 protocol ClusterMembership: AnyObject, Sendable {
-    /// True while this node leads with a provably live lease (replication.md §5).
+    /// True while this node leads with a provably live lease (docs/cluster.md, "Election and fencing").
     func hasLeadershipProof() -> Bool
     /// Publishes this node's position and state in its member key (`confirmedRev` on a leader);
     /// `confirmedSeen` is the leader's confirmed revision as this node last heard it.

@@ -5,8 +5,9 @@ import HearthJSON
 import Logging
 import NIOConcurrencyHelpers
 
-/// The cluster membership decided in etcd (replication.md §2, §5): `ClusterCoordinator`'s views
-/// become engine roles, and lost members become onDisconnect runs on the leader.
+/// The cluster membership decided in etcd (docs/cluster.md, "etcd layout", "Election and fencing"):
+/// `ClusterCoordinator`'s views become engine roles, and lost members become onDisconnect runs on
+/// the leader.
 final class EtcdMembership: ClusterMembership, Sendable {
     let coordinator: ClusterCoordinator
     private let store: EtcdClusterStore

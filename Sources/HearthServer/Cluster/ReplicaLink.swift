@@ -15,7 +15,7 @@ import Glibc
 import Darwin
 #endif
 
-/// A replica's peer connection to its leader (replication.md §3): authenticates with the
+/// A replica's peer connection to its leader (docs/cluster.md, "Replication stream"): authenticates with the
 /// cluster secret, asks to `replicate` from its position, then carries the leader's records to
 /// the engine, and the replica's acknowledgements and forwarded requests to the leader.
 ///

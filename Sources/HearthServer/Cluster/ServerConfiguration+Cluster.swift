@@ -7,7 +7,7 @@ import Glibc
 import Darwin
 #endif
 
-/// The `cluster` settings (replication.md §1, docs/cluster.md "Settings"): one nested object in
+/// The `cluster` settings (docs/cluster.md, "Settings"): one nested object in
 /// the file; `HEARTH_CLUSTER_ETCD` / `--cluster-etcd` (a comma-separated list) and the other
 /// flags and variables set its members one by one. Setting `etcd` turns clustering on.
 extension ServerConfiguration {

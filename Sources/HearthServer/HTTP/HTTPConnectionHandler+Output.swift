@@ -54,7 +54,7 @@ extension HTTPConnectionHandler {
         }
     }
 
-    /// The status line and the headers every answer carries (rest.md §5, §7).
+    /// The status line and the headers every answer carries (docs/REST.md, "Output").
     static func writeStatusLine(
         _ status: HTTPResponseStatus, version: HTTPVersion, allowOrigin: String, into buffer: inout ByteBuffer
     ) {
@@ -113,8 +113,8 @@ extension HTTPConnectionHandler {
 
     func writeStreamBytes(_ bytes: inout ByteBuffer, context: ChannelHandlerContext) {
         let count = bytes.readableBytes
-        // A reader too slow to keep its unsent output under the bound is cut (docs/REST.md
-        // "Streaming"), and so is one holding much while the server's buffers are spent.
+        // A reader too slow to keep its unsent output under the bound is cut (docs/REST.md,
+        // "Streaming (Server-Sent Events)"), and so is one holding much while the server's buffers are spent.
         let overBudget =
             outstandingBytes + count > BufferBudget.smallHolding && !context.channel.isWritable
             && security.buffers.isSpent

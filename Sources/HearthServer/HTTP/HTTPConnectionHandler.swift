@@ -486,7 +486,7 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     }
 
     /// The identity step the request needs (nil: the session already has its identity). In
-    /// open mode credentials are accepted and ignored (security.md §3).
+    /// open mode credentials are accepted and ignored (docs/security.md, "HTTP requests").
     func identityStep(for call: RESTCall) -> Result<AuthStep?, RESTError> {
         guard !security.isOpen else { return .success(nil) }
         guard let credential = call.credential else {

@@ -5,7 +5,7 @@ import NIOHTTP1
 import NIOPosix
 import NIOSSL
 
-/// The HTTP API's listener (rest.md §1): HTTP/1.1 with keep-alive and pipelining (answers in
+/// The HTTP API's listener (docs/REST.md, "Settings"): HTTP/1.1 with keep-alive and pipelining (answers in
 /// order), requests decoded by NIOHTTP1, TLS when configured, one `HTTPConnectionHandler` per connection. It shares
 /// the I/O threads, the engine, the connection ids and the connection registry with the TCP
 /// listener.

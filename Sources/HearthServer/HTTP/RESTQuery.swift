@@ -1,6 +1,6 @@
 import HearthJSON
 
-/// The query parameters of a REST read or stream (rest.md §6), turned into the line protocol's
+/// The query parameters of a REST read or stream (docs/REST.md, "Query parameters"), turned into the line protocol's
 /// query object, which `QuerySpec(json:)` then checks exactly as it checks a `get`'s.
 enum RESTQuery {
     static let bounds = ["startAt", "startAfter", "endAt", "endBefore", "equalTo"]

@@ -19,7 +19,7 @@ struct RESTError: Error {
 }
 
 /// What an HTTP request asks for, decided on the I/O thread from its method, URL, headers and
-/// body (rest.md §2–§8, §12). Data operations carry the same `Operation` the line protocol
+/// body (docs/REST.md). Data operations carry the same `Operation` the line protocol
 /// decodes, built by `RequestDecoder` from an equivalent request object.
 ///
 /// A class: it is built once per request and then only read, by the connection's event loop, so
@@ -373,7 +373,7 @@ struct RESTRequestParser {
 
     // MARK: Pieces
 
-    /// The body as one JSON value (rest.md §4).
+    /// The body as one JSON value (docs/REST.md, "Methods, with curl").
     static func parseBody(_ body: [UInt8], decoder: RequestDecoder) throws(RESTError) -> JSONValue {
         guard body.contains(where: { !isJSONWhitespace($0) }) else {
             throw .badRequest("Invalid data; couldn't parse JSON object, array, or value. (the body is empty)")
@@ -553,7 +553,7 @@ struct QueryParameters {
     var names: [String] { values.map(\.name) }
 }
 
-/// The request headers the HTTP API reads (rest.md §7), found in one pass over the head with
+/// The request headers the HTTP API reads (docs/REST.md, "Request headers"), found in one pass over the head with
 /// ASCII case-insensitive name comparisons, rather than one lookup per header.
 struct RequestHeaders {
     var acceptsEventStream = false

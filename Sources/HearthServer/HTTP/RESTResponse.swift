@@ -19,7 +19,7 @@ struct RESTResponse {
         self.headers = headers
     }
 
-    /// `{"error":"<message>"}` (rest.md §9).
+    /// `{"error":"<message>"}` (docs/REST.md, "Errors").
     static func error(_ error: RESTError) -> RESTResponse {
         var body: [UInt8] = Array(#"{"error":"#.utf8)
         JSONWriter.writeString(error.message, into: &body)
@@ -28,9 +28,9 @@ struct RESTResponse {
     }
 }
 
-/// Turns the engine's answers into HTTP answers (rest.md §3–§9).
+/// Turns the engine's answers into HTTP answers (docs/REST.md, "Methods, with curl" to "Errors").
 enum RESTRender {
-    /// A location's ETag: its node hash, `null_etag` when empty (rest.md §8).
+    /// A location's ETag: its node hash, `null_etag` when empty (docs/REST.md, "ETags and conditional requests").
     static func etag(_ node: Node) -> String { node.isEmpty ? "null_etag" : node.hash }
 
     /// The HTTP error for an engine failure.
@@ -115,7 +115,7 @@ enum RESTRender {
             response.headers.append(("X-Hearth-Rev", "\(rev)"))
             return .success(response)
         case .stale(let current):
-            // An if-match that no longer holds: nothing was written (rest.md §8).
+            // An if-match that no longer holds: nothing was written (docs/REST.md, "ETags and conditional requests").
             var response = RESTResponse(status: .preconditionFailed, body: RESTJSON.bytes(current, format: .plain))
             response.headers.append(("ETag", etag(current)))
             return .success(response)

@@ -12,7 +12,7 @@ import Logging
 /// `ProtectSystem=strict`) and belongs to whoever deploys the server. The accepted rules go to
 /// `rules.accepted.json` in the data directory, which the daemon may always write, together with
 /// the SHA-1 of the rules file as it was when they were accepted. At start and on SIGHUP:
-/// - no accepted rules: the rules file (none: open mode, security.md §2);
+/// - no accepted rules: the rules file (none: open mode, docs/security.md, "Modes");
 /// - accepted rules and the rules file unchanged since (or no rules file): the accepted rules;
 /// - accepted rules and a rules file changed since: the rules file, a newer decision of whoever
 ///   deploys the server (logged at notice; the accepted file stays until the next `setRules`).

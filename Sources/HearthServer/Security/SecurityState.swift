@@ -21,7 +21,7 @@ final class SecurityState: Sendable {
     /// Sent in every `hello` when the server runs open on a reachable address.
     let helloWarning: String?
     private let verifierBox: NIOLockedValueBox<TokenVerifier>
-    /// The secret cluster peers authenticate with (replication.md §3); nil: none.
+    /// The secret cluster peers authenticate with (docs/cluster.md, "Settings"); nil: none.
     private let clusterSecret: [UInt8]?
 
     init(

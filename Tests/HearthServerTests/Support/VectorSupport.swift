@@ -15,8 +15,8 @@ enum ServerVectors {
         return []
     }
 
-    /// A vector query (semantics §8: orderBy key|value|priority|child + child, startAt, …) as
-    /// the wire query object of protocol.md.
+    /// A vector query (HearthCoreTests/Resources/vectors.json: orderBy key|value|priority|child +
+    /// child, startAt, …) as the wire query object of docs/PROTOCOL.md ("Queries").
     static func wireQuery(_ query: JSONValue) -> JSONValue {
         var members: [JSONMember] = []
         for member in query.objectMembers ?? [] {
