@@ -34,6 +34,21 @@ extension Engine {
         if replication.role.isLeader { sendRules(to: replication.streams.values.map(\.session), batch: &batch) }
     }
 
+    /// The rules document in force (`null` in open mode), for admins, or for anyone in open mode.
+    func getRules(identity: AuthContext?) -> ResponseBody {
+        guard identity?.isAdmin == true || rules == nil else { return .failure(adminOnly("getRules")) }
+        return .rules(rules?.document ?? .null)
+    }
+
+    /// `simulate` as a request of `asker`: admins may ask, and in open mode anyone (the answer is
+    /// then that everything is allowed).
+    func simulate(
+        _ operation: HearthProtocol.Operation, as simulated: AuthContext?, asker: AuthContext?, now: Int64
+    ) -> ResponseBody {
+        guard asker?.isAdmin == true || rules == nil else { return .failure(adminOnly("simulate")) }
+        return .simulated(simulate(operation, as: simulated, now: now))
+    }
+
     /// What the rules decide for `operation` performed as `identity`, without performing it.
     func simulate(_ operation: HearthProtocol.Operation, as identity: AuthContext?, now: Int64) -> RuleVerdict {
         guard let rules else { return RuleVerdict.bypass("the server is open (no rules): everything is allowed") }

@@ -139,4 +139,12 @@ extension Engine {
                 "storage failed (\(storageFailure?.message ?? "fsync failed")); the writes this answer showed or made could not be made durable and were undone; writes are refused until the server restarts"
             ))
     }
+
+    /// Delivers the turn's outputs, or holds those that show unconfirmed revisions
+    /// (`ConfirmationGate`).
+    func deliverOrHold(_ outputs: [(session: SessionLink, items: [Outbound])]) {
+        let holding = replication.holdsOutputs
+        confirmations.deliverOrHold(
+            outputs, rev: database.rev, forReplicas: holding, forDisk: !undurable.isEmpty, now: holding ? clock() : 0)
+    }
 }

@@ -68,4 +68,37 @@ extension Engine {
                 "revs": "\(before + 1)…\(database.rev)",
             ])
     }
+
+    /// Adds to (or clears) the connection's onDisconnect queue when the rules allow it; a change
+    /// is acknowledged once the log has it, like a write.
+    func registerOnDisconnect(
+        _ action: OnDisconnectAction, identity: AuthContext?, now: Int64, reply: Reply, batch: inout Batch
+    ) {
+        if let denial = onDisconnectDenial(action, identity: identity, now: now) {
+            respond(.failure(denial), to: reply, batch: &batch)
+            return
+        }
+        let session = reply.session.id
+        let change = register(action, session: session, identity: identity, connection: registeringConnection(session))
+        if change.isEmpty {
+            respond(.done, to: reply, batch: &batch)
+        } else {
+            batch.record(change)
+            acknowledge(.done, to: reply, batch: &batch)
+        }
+    }
+
+    /// Runs the queue of a connection that ended.
+    func runOnDisconnect(_ sessionID: UInt64, now: Int64, batch: inout Batch) {
+        guard let queue = onDisconnect.removeValue(forKey: sessionID) else { return }
+        // Only a node that applies writes runs a queue; a replica's leader runs its clients'.
+        guard replication.role.appliesWrites else { return }
+        guard storageFailure == nil else {
+            logger.error(
+                "onDisconnect operations not run: storage failed; the log keeps them and they run when the server restarts",
+                metadata: ["connection": "\(sessionID)"])
+            return
+        }
+        run(queue, connection: sessionID, now: now, batch: &batch)
+    }
 }

@@ -344,3 +344,19 @@ extension ViewRegistry {
         apply(write: nil, paths: [.root], before: current, after: root, rev: rev, batch: &discarded)
     }
 }
+
+extension ViewRegistry {
+    /// The window of `query` over the node at `path` of `root`. A declared index is built on
+    /// first use and maintained from then on; an undeclared order is evaluated by a scan.
+    func window(_ query: QuerySpec, at path: Path, of root: Node, declared: Bool) -> QueryResult {
+        let location = root.child(at: path)
+        if query.isUnfiltered, location.isLeaf { return .node(location) }
+        if declared, index(for: query.order, at: path) == nil {
+            declareIndex(query.order, at: path, data: root)
+        }
+        return .children(
+            QueryEvaluator.window(query, of: location, index: index(for: query.order, at: path)),
+            priority: query.isUnfiltered ? location.priority : nil)
+    }
+}
+

@@ -1,0 +1,47 @@
+import ExtrasBase64
+import HearthCore
+import HearthJSON
+import HearthProtocol
+import HearthStorage
+import Logging
+import NIOCore
+
+/// `syncReplicas`: a leader's writes that wait, unapplied, until enough replicas stream.
+extension Engine {
+    /// Under `syncReplicas: N`, a write that arrives while fewer than N replicas stream waits
+    /// (unapplied) for them, up to `syncTimeoutMs`.
+    func needsReplicasFirst(_ request: Request, session: SessionLink, now: Int64) -> Bool {
+        guard replication.syncReplicas > 0, replication.role.isLeader,
+            replication.streams.count < replication.syncReplicas || !replication.waitingForReplicas.isEmpty
+        else { return false }
+        replication.waitingForReplicas.append((session, request, now))
+        return true
+    }
+
+    func flushWaitingForReplicas(now: Int64, batch: inout Batch) {
+        guard replication.streams.count >= replication.syncReplicas, !replication.waitingForReplicas.isEmpty else {
+            return
+        }
+        let waiting = replication.waitingForReplicas
+        replication.waitingForReplicas = []
+        for entry in waiting {
+            replication.syncWaitMs += max(0, now - entry.since)
+            decrementInFlight(entry.session)
+            route(entry.request, session: entry.session, now: now, batch: &batch)
+            runDeferredIfIdle(entry.session, batch: &batch)
+        }
+    }
+
+    func expireWaitingForReplicas(now: Int64, batch: inout Batch) {
+        flushWaitingForReplicas(now: now, batch: &batch)
+        while let first = replication.waitingForReplicas.first, now - first.since >= replication.syncTimeoutMs {
+            replication.waitingForReplicas.removeFirst()
+            let error = DatabaseError(
+                .unavailable,
+                "not enough replicas: \(replication.streams.count) of the \(replication.syncReplicas) required are streaming; the write was not applied"
+            )
+            batch.append(.response(first.request.id, .failure(error)), for: first.session)
+            finishedInFlight(first.session, batch: &batch)
+        }
+    }
+}
