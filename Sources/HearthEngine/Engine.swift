@@ -115,7 +115,8 @@ package final class Engine: @unchecked Sendable {
 
     package init(
         loop: any EventLoop, database: Database, storage: Storage?, rules: RuleSet?, indexRules: IndexRules,
-        rulesStore: any RulesKeeper, access: AccessState, maxSubscriptionsPerConnection: Int, strictIndexes: Bool, logger: Logger,
+        rulesStore: any RulesKeeper, access: AccessState, maxSubscriptionsPerConnection: Int, strictIndexes: Bool,
+        logger: Logger,
         clock: @escaping @Sendable () -> Int64, metrics: ServerMetrics,
         writeIDs: WriteIDWindow = WriteIDWindow(capacity: 1000, retentionSeconds: 3600),
         changeLogRevisions: Int = 10_000

@@ -132,7 +132,8 @@ public final class HearthServer: Sendable {
             loop: engineGroup.next(),
             database: Database(root: recovered.root, rev: recovered.rev, limits: configuration.limits),
             storage: storage, rules: rules, indexRules: IndexRules(), rulesStore: rulesStore,
-            access: security.access, maxSubscriptionsPerConnection: configuration.protection.maxSubscriptionsPerConnection,
+            access: security.access,
+            maxSubscriptionsPerConnection: configuration.protection.maxSubscriptionsPerConnection,
             strictIndexes: configuration.strictIndexes, logger: logger, clock: clock,
             metrics: metrics,
             writeIDs: WriteIDWindow(

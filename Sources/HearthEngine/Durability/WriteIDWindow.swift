@@ -185,7 +185,8 @@ package struct WriteIDWindow: Sendable {
 
     /// Rebuilds the window from what the log recovered, as it was when the previous run wrote
     /// those ids, then forgets what has been idle too long by `now`.
-    package init(recovered log: WriteIDLog, capacity: Int, retentionSeconds: Int, maxClients: Int = 100_000, now: Int64) {
+    package init(recovered log: WriteIDLog, capacity: Int, retentionSeconds: Int, maxClients: Int = 100_000, now: Int64)
+    {
         self.init(capacity: capacity, retentionSeconds: retentionSeconds, maxClients: maxClients)
         guard capacity > 0 else { return }
         for (name, sequence) in log.evicted {

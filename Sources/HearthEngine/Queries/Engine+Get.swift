@@ -11,7 +11,8 @@ extension Engine {
             return
         }
         guard let query = options.query else {
-            respond(.value(database.root.child(at: path), rev: database.rev, options: options), to: reply, batch: &batch)
+            respond(
+                .value(database.root.child(at: path), rev: database.rev, options: options), to: reply, batch: &batch)
             return
         }
         let queryStarted = ContinuousClock.now

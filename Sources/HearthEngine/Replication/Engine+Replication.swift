@@ -23,7 +23,6 @@ package enum ClusterInput: Sendable {
     case confirm
 }
 
-
 /// Replication (docs/cluster.md, "Replication stream"): the leader streams every committed record to
 /// its replicas; a replica logs and applies them in its own turns, raising the same events.
 extension Engine {

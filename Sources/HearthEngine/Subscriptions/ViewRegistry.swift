@@ -359,4 +359,3 @@ extension ViewRegistry {
             priority: query.isUnfiltered ? location.priority : nil)
     }
 }
-
