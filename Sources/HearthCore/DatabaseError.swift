@@ -1,7 +1,8 @@
 /// An error a request can fail with: a stable wire code (docs/PROTOCOL.md, "Errors") and a human
 /// sentence that says what was wrong.
 public struct DatabaseError: Error, Sendable, Equatable, CustomStringConvertible {
-    /// The stable error codes of the wire protocol.
+    /// The stable error codes of the wire protocol, each defined here only: the raw value is the
+    /// code on the wire, and HearthClient's `HearthError.Code` wraps these same values.
     public enum Code: String, Sendable, CaseIterable {
         case badRequest = "bad_request"
         case unknownOp = "unknown_op"
@@ -11,7 +12,9 @@ public struct DatabaseError: Error, Sendable, Equatable, CustomStringConvertible
         case invalidQuery = "invalid_query"
         case tooLarge = "too_large"
         case tooDeep = "too_deep"
+        /// The rules do not allow the operation: `"<op> denied at <path>"`, never revealing a rule.
         case permissionDenied = "permission_denied"
+        /// `auth` with a token that is neither a valid JWT nor an admin secret; the message says why.
         case invalidToken = "invalid_token"
         case indexNotDefined = "index_not_defined"
         case notFound = "not_found"
@@ -19,9 +22,14 @@ public struct DatabaseError: Error, Sendable, Equatable, CustomStringConvertible
         case slowConsumer = "slow_consumer"
         case unavailable = "unavailable"
         case `internal` = "internal"
+        /// `setRules` with a rules document that does not compile; the message names the rule's
+        /// path, line and column.
         case invalidRules = "invalid_rules"
+        /// The connection did not authenticate within the server's `authTimeoutSeconds`.
         case unauthenticated = "unauthenticated"
-        case writeIdExpired = "write_id_expired"
+        /// A write retried after a long disconnect whose outcome the server no longer remembers
+        /// (its write-id window); it was not applied again.
+        case writeIDExpired = "write_id_expired"
         /// A replica's log forked from its leader's (docs/cluster.md, "A node that comes back").
         case diverged = "diverged"
     }

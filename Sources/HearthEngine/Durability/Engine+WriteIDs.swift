@@ -20,7 +20,7 @@ extension Engine {
         case .expired:
             return .failure(
                 DatabaseError(
-                    .writeIdExpired,
+                    .writeIDExpired,
                     "the outcome of write \(id) is no longer remembered (writeIdWindow); it was not applied again"))
         }
     }
