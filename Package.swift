@@ -94,9 +94,6 @@ let package = Package(
                 .product(name: "NIOTLS", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "CoreMetrics", package: "swift-metrics"),
-                .product(name: "Prometheus", package: "swift-prometheus"),
-                .product(name: "ExtrasBase64", package: "swift-extras-base64"),
             ],
             // The web console's HTML, CSS and JavaScript, compiled into the binary (no Foundation).
             resources: [.embedInCode("Console")]),
@@ -113,11 +110,9 @@ let package = Package(
         .executableTarget(
             name: "hearthd",
             dependencies: [
-                "HearthServer", "HearthCore", "HearthJSON",
+                "HearthServer", "HearthCore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
             ]),
         .executableTarget(
             name: "hearth",
@@ -146,7 +141,7 @@ let package = Package(
         .testTarget(
             name: "HearthStorageTests",
             dependencies: [
-                "HearthStorage", "HearthCore", "HearthJSON",
+                "HearthStorage", "HearthCore", "HearthJSON", "CZlib",
                 .product(name: "Logging", package: "swift-log"),
             ]),
         .testTarget(
@@ -157,6 +152,7 @@ let package = Package(
             name: "HearthEngineTests",
             dependencies: [
                 "HearthEngine", "HearthCore", "HearthJSON", "HearthProtocol", "HearthStorage", "HearthTestSupport",
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -165,7 +161,8 @@ let package = Package(
         .testTarget(
             name: "HearthServerTests",
             dependencies: [
-                "HearthServer", "HearthEngine", "HearthCore", "HearthJSON", "HearthProtocol", "HearthStorage", "HearthAuth",
+                "HearthServer", "HearthEngine", "HearthCore", "HearthJSON", "HearthProtocol", "HearthStorage",
+                "HearthAuth",
                 "HearthTestSupport",
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
@@ -181,6 +178,9 @@ let package = Package(
                 "HearthClient", "HearthServer", "HearthCore", "HearthJSON", "HearthAuth", "HearthTestSupport",
                 "HearthCluster",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
             ]),
         // Starts a real etcd (/usr/bin/etcd) for its integration tests.
         .testTarget(

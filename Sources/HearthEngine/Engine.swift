@@ -64,22 +64,19 @@ package final class Engine: @unchecked Sendable {
     @exclusivity(unchecked) var writeIDs: WriteIDWindow
     /// The last revisions' replaced nodes, for subscriptions that resume (`ChangeLog`).
     @exclusivity(unchecked) var changeLog: ChangeLog
-    /// Replication state (Cluster/); inert on a standalone server.
-    @exclusivity(unchecked) package var replication = ReplicationState()
-    /// The confirmed revision and the outputs waiting for it (Cluster/; any thread).
+    /// A cluster member's replication (Replication/); nil standalone. Set on the engine's thread
+    /// before the first request (`ClusterReplicator`).
+    package var replicator: (any Replicator)?
+    /// Hears the revisions the storage's sync thread made durable, for a replicator whose
+    /// acknowledgements wait for them. Any thread.
+    package let durabilityListener = NIOLockedValueBox<(@Sendable (UInt64) -> Void)?>(nil)
+    /// The confirmed revision and the outputs waiting for it (any thread).
     package let confirmations = ConfirmationGate()
-    /// A replica's acknowledgements waiting for a deferred fsync (Cluster/; any thread).
-    let deferredAcks = DeferredAcks()
     /// The batches written to the log whose deferred fsync has not finished, oldest first
     /// (Engine+Durability).
     @exclusivity(unchecked) var undurable: [UndurableBatch] = []
     /// The last turn's batch size, reserved for the next turn's (`Batch.Size`).
     @exclusivity(unchecked) var lastBatchSize = Batch.Size()
-    /// The recent records a leader streams to replicas that reconnect (each record is appended
-    /// on its own: one access each).
-    @exclusivity(unchecked) var retained: RetainedLog
-    /// The cluster node this engine belongs to; nil standalone. Set before the first request.
-    package var clusterHooks: (any ClusterHooks)?
     /// The `cluster` object connections put in `hello` (any thread); nil standalone.
     private let publishedCluster = NIOLockedValueBox<JSONValue?>(nil)
     /// Whether this node leads its cluster, as of its last role change (any thread). A leader's
@@ -136,8 +133,6 @@ package final class Engine: @unchecked Sendable {
         self.metrics = metrics
         self.writeIDs = writeIDs
         self.changeLog = ChangeLog(capacity: changeLogRevisions)
-        self.retained = RetainedLog(capacity: changeLogRevisions)
-        self.retained.reset(at: database.rev)
         observeDeferredSyncs()
     }
 

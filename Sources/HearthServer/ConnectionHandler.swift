@@ -130,7 +130,7 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
         self.gatherer = gatherer
         self.configuration = configuration
         self.security = security
-        self.clustered = configuration.cluster != nil || engine.clusterHooks != nil
+        self.clustered = configuration.cluster != nil || engine.replicator != nil
         self.decoder = RequestDecoder(limits: configuration.limits, keepsSource: clustered)
         self.registry = registry
         self.clock = clock

@@ -171,7 +171,9 @@ public final class HearthServer: Sendable {
             clusterNode = node
         } else if configuration.cluster != nil {
             // Until etcd decides, this node takes no write of its own (it holds them).
-            try await engine.loop.submit { engine.replication.role = .candidate(epoch: 0) }.get()
+            try await engine.loop.submit {
+                _ = engine.joinCluster(hooks: nil)
+            }.get()
         }
         let registry = ConnectionRegistry()
         clusterNode?.broadcaster.withLockedValue { $0 = { registry.broadcast($0) } }
@@ -433,7 +435,7 @@ public final class HearthServer: Sendable {
             await node.leave()
             node.detach()
             let engine = self.engine
-            try? await engine.loop.submit { engine.replication.link?.close() }.get()
+            try? await engine.loop.submit { node.closeLink() }.get()
         }
         try? await listener.close()
         try? await httpListener?.close()

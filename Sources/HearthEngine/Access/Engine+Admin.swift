@@ -31,7 +31,7 @@ extension Engine {
         indexRules = ruleSet.indexRules
         access.setOpen(false)
         recheckAllGrants(now: now, batch: &batch)
-        if replication.role.isLeader { sendRules(to: replication.streams.values.map(\.session), batch: &batch) }
+        replicator?.rulesInstalled(batch: &batch)
     }
 
     /// The rules document in force (`null` in open mode), for admins, or for anyone in open mode.

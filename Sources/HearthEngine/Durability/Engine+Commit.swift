@@ -24,10 +24,10 @@ extension Engine {
         guard let storage else {
             batch.committed(rev: database.rev)
             writeIDs.settle()
-            if replication.isClustered { replicationCommitted(batch.encodedRecords(), now: clock(), batch: &batch) }
+            replicator?.committed(batch.encodedRecords(), streamed: nil, now: clock(), batch: &batch)
             return
         }
-        if isFenced {
+        if let replicator, replicator.isFenced {
             // Fenced (docs/cluster.md, "Election and fencing"): nothing of this batch is logged or acknowledged.
             rollBack(&batch, answering: DatabaseError(.unavailable, "not the leader: its lease could not be confirmed"))
             return
@@ -36,20 +36,20 @@ extension Engine {
         var records: [EncodedRecord] = []
         let deferring = defersFsync
         do {
-            if replication.isClustered {
-                // Each payload encoded once, into the log's buffer, which the stream and the
-                // retained log then slice.
-                records = try storage.appendEncoding(
-                    batch.logged, received: { batch.receivedPayload($0) }, deferringSync: deferring,
-                    beforeSync: { encoded in streamed = streamBeforeSync(encoded, batch: batch) })
-            } else {
+            guard let replicator else {
                 try storage.append(batch.logged, deferringSync: deferring)
+                committed(&batch, durableLater: deferring)
+                return
             }
-            if isFenced {
+            // Each payload encoded once, into the log's buffer, which the stream and the
+            // retained log then slice.
+            records = try storage.appendEncoding(
+                batch.logged, received: { batch.receivedPayload($0) }, deferringSync: deferring,
+                beforeSync: { encoded in streamed = replicator.beforeSync(encoded, batch: batch) })
+            if replicator.isFenced {
                 // The proof ran out during the append (a stalled disk, a paused process): the
                 // batch stays in this node's log only, to be moved aside when it rejoins.
-                replication.fencedUntilRoleChange = true  // the log is now ahead of memory
-                if streamed != nil { endStreams(batch: &batch) }
+                replicator.loggedWhileFenced(streamed: streamed, batch: &batch)
                 rollBack(
                     &batch,
                     answering:
@@ -59,10 +59,10 @@ extension Engine {
                 return
             }
             committed(&batch, durableLater: deferring)
-            if !records.isEmpty { replicationCommitted(records, streamed: streamed, now: clock(), batch: &batch) }
+            if !records.isEmpty { replicator.committed(records, streamed: streamed, now: clock(), batch: &batch) }
         } catch {
             storageFailed(error)
-            if streamed != nil { endStreams(batch: &batch) }
+            replicator?.commitFailed(streamed: streamed, batch: &batch)
             rollBack(&batch, answering: unavailable)
             // An earlier batch's deferred fsync may have failed too: undo what it did not keep.
             settleUndurable()

@@ -28,12 +28,7 @@ extension Engine {
     /// logs nothing new: both wait for it.
     var defersFsync: Bool {
         guard storage?.options.fsync == .always else { return false }
-        switch replication.role {
-        case .standalone: return true
-        case .leader: return replication.syncReplicas > 0
-        case .replica: return true
-        case .candidate: return false
-        }
+        return replicator?.leavesFsyncToSyncThread ?? true
     }
 
     /// The log took the batch's records: they are committed. When their fsync was deferred
@@ -47,18 +42,9 @@ extension Engine {
         batch.committed(rev: database.rev)
     }
 
-    /// How many records a turn commits at most at once: a leader under `syncReplicas ≥ 1` that
-    /// defers its fsyncs streams a long turn's records in slices of `streamSliceRecords`, so that
-    /// its replicas log and fsync the first ones while it applies the rest (a pipelined turn held
-    /// about 530). Unlimited elsewhere.
-    var streamSlice: Int {
-        guard case .leader = replication.role, replication.syncReplicas > 0, defersFsync else { return .max }
-        return Self.streamSliceRecords
-    }
-
-    /// Records per slice of a replication stream: of 64, 128, 256, 384, 512 and no slices, 256
-    /// gave a 2-node cluster its best pipelined rate.
-    static let streamSliceRecords = 256
+    /// How many records a turn commits at most at once (a leader may stream a long turn in
+    /// slices, `Replicator.commitSlice`).
+    var streamSlice: Int { replicator?.commitSlice ?? .max }
 
     /// The highest revision whose acknowledgement this node released: confirmed by the
     /// replicas it waits for, and durable in its own log. A leader's records and heartbeats
@@ -75,11 +61,11 @@ extension Engine {
         storage.durabilityObserver = { [weak self] rev in
             guard let self else { return }
             let releasedRose = confirmations.durable(upTo: rev, now: clock())
-            deferredAcks.durable(upTo: rev)
+            durabilityListener.withLockedValue { $0 }?(rev)
             // A leader's replicas learn the new `releasedRev` (a heartbeat, when no records
             // carry it first). When the replicas had not confirmed more than the log had, their
             // acknowledgement is still to come, and its turn tells them.
-            if releasedRose, isLeading { loop.execute { self.releasedRevMayHaveRisen() } }
+            if releasedRose, isLeading { loop.execute { self.replicator?.releasedRevMayHaveRisen() } }
         }
         storage.failureObserver = { [weak self] _ in
             guard let self else { return }
@@ -123,13 +109,9 @@ extension Engine {
         undurable.removeAll()
         guard !lost.isEmpty else { return }
         undo(lost.map(\.undo))
-        deferredAcks.dropWaiting()
-        if replication.isClustered { retained.reset(at: database.rev) }
-        if replication.role.isLeader {
-            // The replicas were sent records this log lost: they reconnect and compare
-            // histories.
+        if let replicator {
             var batch = Batch(rev: database.rev)
-            endStreams(batch: &batch)
+            replicator.logLost(batch: &batch)
             deliver(batch.outputs)
         }
         confirmations.drop(
@@ -143,7 +125,7 @@ extension Engine {
     /// Delivers the turn's outputs, or holds those that show unconfirmed revisions
     /// (`ConfirmationGate`).
     func deliverOrHold(_ outputs: [(session: SessionLink, items: [Outbound])]) {
-        let holding = replication.holdsOutputs
+        let holding = replicator?.holdsOutputs ?? false
         confirmations.deliverOrHold(
             outputs, rev: database.rev, forReplicas: holding, forDisk: !undurable.isEmpty, now: holding ? clock() : 0)
     }

@@ -79,7 +79,8 @@ extension Engine {
             return
         }
         let session = reply.session.id
-        let change = register(action, session: session, identity: identity, connection: registeringConnection(session))
+        let change = register(
+            action, session: session, identity: identity, connection: replicator?.registeringConnection(session))
         if change.isEmpty {
             respond(.done, to: reply, batch: &batch)
         } else {
@@ -92,7 +93,7 @@ extension Engine {
     func runOnDisconnect(_ sessionID: UInt64, now: Int64, batch: inout Batch) {
         guard let queue = onDisconnect.removeValue(forKey: sessionID) else { return }
         // Only a node that applies writes runs a queue; a replica's leader runs its clients'.
-        guard replication.role.appliesWrites else { return }
+        if let replicator, !replicator.runsOnDisconnectQueues { return }
         guard storageFailure == nil else {
             logger.error(
                 "onDisconnect operations not run: storage failed; the log keeps them and they run when the server restarts",

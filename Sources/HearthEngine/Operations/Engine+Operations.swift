@@ -67,8 +67,11 @@ extension Engine {
             respond(getRules(identity: identity), to: reply, batch: &batch)
         case .simulate(let simulated, let operation):
             respond(simulate(operation, as: simulated, asker: identity, now: now), to: reply, batch: &batch)
-        case .cluster(let op):
-            handleClusterRequest(op, request: request, session: session, now: now, batch: &batch)
+        case .cluster:
+            // A cluster member's requests go to its replicator (`Engine.take`): this one is not.
+            batch.append(
+                .response(reply.id, .failure(DatabaseError(.badRequest, "this server is not part of a cluster"))),
+                for: session)
         }
     }
 

@@ -81,7 +81,7 @@ package struct ReplicationState {
     package var node = ""
     /// The settings that shape acknowledgements.
     package var syncReplicas = 0
-    package var syncTimeoutMs: Int64 = 5000
+    package var syncTimeoutMs = Int64(Self.defaultSyncTimeoutMs)
     /// The epochs this node's log went through.
     package var history = EpochHistory()
     /// Leader: the confirmed revision (`Engine.confirmations`) the replicas last heard.
@@ -156,6 +156,9 @@ package struct ReplicationState {
     /// Time writes spent waiting for replicas (ms, in total).
     var syncWaitMs: Int64 = 0
     package var metrics: ClusterMetrics?
+
+    /// How long a write waits for replicas (or a leader) when nothing says otherwise.
+    package static let defaultSyncTimeoutMs = 5000
 
     var isClustered: Bool { role != .standalone }
 

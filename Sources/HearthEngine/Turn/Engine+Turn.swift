@@ -22,21 +22,14 @@ extension Engine {
         let now = clock()
         let turn = startTurn()
         var batch = Batch(rev: database.rev, expected: lastBatchSize)
-        replication.turnLeadershipProof = nil
-        if replication.isClustered {
-            takeAcknowledgements(now: now, batch: &batch)
-            logAhead(batches)
-        }
+        replicator?.turnStarts(batches, now: now, batch: &batch)
         let slice = streamSlice
         for items in batches {
             for item in items { take(item, now: now, slice: slice, batch: &batch) }
         }
         commit(&batch)
         lastBatchSize = batch.size
-        if replication.heartbeatDue { sendDueHeartbeat(now: now, batch: &batch) }
-        if replication.confirmationUnsent {
-            confirmSoon(inboxIsEmpty: !hasQueuedWork)
-        }
+        replicator?.turnEnds(inboxIsEmpty: !hasQueuedWork, now: now, batch: &batch)
         // Counted before anything is delivered: a client that saw an answer sees it in the metrics.
         let submissions = batches.reduce(0) { total, items in items.reduce(total) { $0 + $1.weight } }
         finishTurn(turn, batch: batch, submissions: submissions, storage: storage)
@@ -75,8 +68,8 @@ extension Engine {
     private func take(_ request: Request, from session: SessionLink, now: Int64, batch: inout Batch) {
         let operation = request.operation
         if operation.readsData, batch.hasUncommittedWrites { commit(&batch) }
-        if replication.isClustered || operation.isCluster {
-            route(request, operation: operation, session: session, now: now, batch: &batch)
+        if let replicator {
+            replicator.route(request, operation: operation, session: session, now: now, batch: &batch)
         } else {
             handle(request, operation: operation, session: session, now: now, batch: &batch)
         }
@@ -95,7 +88,7 @@ extension Engine {
             }
         case .disconnected(let sessionID):
             views.removeSession(sessionID)
-            if replication.isClustered { clusterSessionEnded(sessionID) }
+            replicator?.sessionEnded(sessionID)
             forgetSession(sessionID)
             runOnDisconnect(sessionID, now: now, batch: &batch)
         case .barrier(let promise):
@@ -106,7 +99,7 @@ extension Engine {
             install(ruleSet, now: now, batch: &batch)
             promise.succeed()
         case .cluster(let input):
-            handleCluster(input, now: now, batch: &batch)
+            replicator?.take(input, now: now, batch: &batch)
         }
         if batch.logged.count >= slice { commit(&batch) }
     }

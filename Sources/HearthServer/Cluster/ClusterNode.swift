@@ -46,6 +46,8 @@ final class ClusterNode: ClusterHooks, @unchecked Sendable {
     private let engineBox = NIOLockedValueBox<Engine?>(nil)
     private var engine: Engine? { engineBox.withLockedValue { $0 } }
     private let tick = NIOLockedValueBox<RepeatedTask?>(nil)
+    /// The engine's replicator, once attached (used on the engine's thread only).
+    private let replicatorBox = NIOLockedValueBox<ClusterReplicator?>(nil)
 
     init(
         node: String, name: String, secret: String?, membership: any ClusterMembership, group: any EventLoopGroup,
@@ -68,27 +70,9 @@ final class ClusterNode: ClusterHooks, @unchecked Sendable {
     func attach(to engine: Engine, syncReplicas: Int, syncTimeoutMs: Int) async throws {
         engineBox.withLockedValue { $0 = engine }
         try await engine.loop.submit {
-            engine.clusterHooks = self
-            engine.replication.node = self.node
-            engine.replication.syncReplicas = syncReplicas
-            engine.replication.syncTimeoutMs = Int64(syncTimeoutMs)
-            engine.replication.role = .candidate(epoch: 0)
-            engine.confirmations.configure(syncReplicas: syncReplicas)
-            engine.confirmations.reset(confirmedRev: engine.database.rev)
-            if let storage = engine.storage, let history = try? storage.loadHistory() {
-                engine.replication.history = history
-            }
-            if engine.replication.history.origin == nil {
-                // The first time this directory joins a cluster: its records (if any) are its own.
-                engine.replication.history.origin = EpochHistory.newOrigin()
-                do { try engine.storage?.saveHistory(engine.replication.history) } catch {
-                    engine.logger.error("could not save the epoch history", metadata: ["error": "\(error)"])
-                }
-            }
-            engine.publishPosition(state: "candidate")
-            let metrics = ClusterMetrics(registry: engine.metrics.registry)
-            engine.metrics.cluster.withLockedValue { $0 = metrics }
-            engine.replication.metrics = metrics
+            let replicator = engine.joinCluster(
+                hooks: self, node: self.node, syncReplicas: syncReplicas, syncTimeoutMs: syncTimeoutMs)
+            self.replicatorBox.withLockedValue { $0 = replicator }
         }.get()
         let task = engine.loop.scheduleRepeatedTask(initialDelay: .milliseconds(100), delay: .milliseconds(100)) {
             [weak engine] _ in engine?.submit(.cluster(.tick))
@@ -104,6 +88,9 @@ final class ClusterNode: ClusterHooks, @unchecked Sendable {
     func detach() {
         tick.withLockedValue { $0?.cancel() }
     }
+
+    /// Closes the link to the leader (shutdown, after leaving). Engine thread.
+    func closeLink() { replicatorBox.withLockedValue { $0 }?.closeLink() }
 
     /// Leaves the cluster gracefully (releases leadership and the lease), at shutdown.
     var onLeave: (@Sendable () async -> Void)? {

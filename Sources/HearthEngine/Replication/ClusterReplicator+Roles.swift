@@ -8,14 +8,14 @@ import NIOCore
 
 /// Role changes decided by the election, fencing, the link's (re)connection, the periodic tick
 /// and what this node publishes of its position.
-extension Engine {
+extension ClusterReplicator {
     func changeRole(_ role: EngineRole, now: Int64, batch: inout Batch) {
         let previous = replication.role
         guard role != previous else { return }
-        if batch.hasUncommittedRecords { commit(&batch) }
+        if batch.hasUncommittedRecords { engine.commit(&batch) }
         replication.role = role
         replication.turnLeadershipProof = nil
-        setLeads(role.isLeader)
+        engine.setLeads(role.isLeader)
         replication.fencedUntilRoleChange = false
         switch role {
         case .leader(let epoch):
@@ -23,10 +23,12 @@ extension Engine {
             replication.link = nil
             reconcileWithLog(now: now, batch: &batch)
             var history = replication.history
-            history.begin(epoch: epoch, firstRev: database.rev + 1)
+            history.begin(epoch: epoch, firstRev: engine.database.rev + 1)
             adoptHistory(history)
-            if let storage { nextRegistrationID = max(nextRegistrationID, storage.onDisconnect.nextID) }
-            if replication.syncReplicas == 0 { confirmations.reset(confirmedRev: database.rev) }
+            if let storage = engine.storage {
+                engine.nextRegistrationID = max(engine.nextRegistrationID, storage.onDisconnect.nextID)
+            }
+            if replication.syncReplicas == 0 { engine.confirmations.reset(confirmedRev: engine.database.rev) }
             retakeForwards(now: now, batch: &batch)
             runOrphanedQueues(now: now, batch: &batch)
         case .replica(let leader, _):
@@ -43,7 +45,7 @@ extension Engine {
         case .standalone:
             break
         }
-        logger.info(
+        engine.logger.info(
             "cluster role changed",
             metadata: ["from": "\(previous.name)", "to": "\(role.name)", "epoch": "\(role.epoch)"])
         publishPosition(
@@ -59,20 +61,20 @@ extension Engine {
             batch.append(.close, for: stream.session)
         }
         replication.streams = [:]
-        confirmations.endStreams()
+        engine.confirmations.endStreams()
         for waiting in replication.waitingForReplicas {
             batch.append(
                 .response(waiting.request.id, .failure(DatabaseError(.unavailable, "not the leader"))),
                 for: waiting.session)
         }
         replication.waitingForReplicas = []
-        confirmations.failAll(
+        engine.confirmations.failAll(
             DatabaseError(
                 .unavailable, "outcome unknown: the leader stepped down before the write was confirmed"))
     }
 
     /// A leader that cannot prove its lease (docs/cluster.md, "Election and fencing").
-    var isFenced: Bool {
+    package var isFenced: Bool {
         guard replication.role.isLeader, let hooks = clusterHooks else { return false }
         return replication.fencedUntilRoleChange || !hooks.hasLeadershipProof()
     }
@@ -80,13 +82,14 @@ extension Engine {
     /// The log may hold records the in-memory state dropped (a batch refused after the proof of
     /// leadership ran out): they are replayed, so that log and state agree before leading.
     private func reconcileWithLog(now: Int64, batch: inout Batch) {
-        guard let storage, storage.lastRev > database.rev else { return }
-        guard let found = try? storage.writes(after: database.rev), found.complete else {
-            logger.error("the log is ahead of the state and cannot be replayed", metadata: ["rev": "\(database.rev)"])
+        guard let storage = engine.storage, storage.lastRev > engine.database.rev else { return }
+        guard let found = try? storage.writes(after: engine.database.rev), found.complete else {
+            engine.logger.error(
+                "the log is ahead of the state and cannot be replayed", metadata: ["rev": "\(engine.database.rev)"])
             return
         }
         for write in found.writes { replay(write, recordingWith: nil, now: now, batch: &batch) }
-        batch.undo.reset(rev: database.rev)
+        batch.undo.reset(rev: engine.database.rev)
     }
 
     /// Closes the link to a leader this node no longer follows. Its later `.closed` is ignored (an
@@ -106,7 +109,7 @@ extension Engine {
         replication.nextLinkID += 1
         // The log's position: a batch fenced after its append is in the log, not in memory, and
         // the leader's answer (diverged) moves it aside.
-        let fromRev = replication.forceSnapshot ? 0 : max(database.rev, storage?.lastRev ?? 0)
+        let fromRev = replication.forceSnapshot ? 0 : max(engine.database.rev, engine.storage?.lastRev ?? 0)
         let history = replication.forceSnapshot ? EpochHistory() : replication.history
         replication.forceSnapshot = false
         // The first link of this run tells the leader that the connections of any earlier run of
@@ -114,15 +117,15 @@ extension Engine {
         let first = replication.announcedRestart ? [] : [Self.disconnectedLine("\(replication.node)/*")]
         replication.link = hooks.openLink(
             id: replication.nextLinkID, leader: leader, fromRev: fromRev, history: history, firstLines: first)
-        replication.linkOpenedAt = clock()
+        replication.linkOpenedAt = engine.clock()
     }
 
     func clusterTick(now: Int64, batch: inout Batch) {
         publishPosition(state: replication.memberState)
-        if confirmations.isHolding {
+        if engine.confirmations.isHolding {
             // Their writes stay held, and the events they raised are delivered if and when a
             // replica confirms them.
-            confirmations.expire(
+            engine.confirmations.expire(
                 now: now, timeoutMs: replication.syncTimeoutMs,
                 DatabaseError(
                     .unavailable,
@@ -130,13 +133,13 @@ extension Engine {
                 ))
         }
         replication.metrics?.update(
-            role: replication.role, confirmedRev: releasedRev,
+            role: replication.role, confirmedRev: engine.releasedRev,
             lags: replication.streams.values.map { stream in
                 ClusterMetrics.Lag(
-                    node: stream.node, revs: database.rev - min(database.rev, stream.ackedRev),
-                    ms: stream.ackedRev >= database.rev ? 0 : now - stream.ackedAt)
+                    node: stream.node, revs: engine.database.rev - min(engine.database.rev, stream.ackedRev),
+                    ms: stream.ackedRev >= engine.database.rev ? 0 : now - stream.ackedAt)
             }, recordsStreamed: replication.recordsStreamed, bytesStreamed: replication.bytesStreamed,
-            syncWaitMs: replication.syncWaitMs + confirmations.waitedMs, streaming: replication.linkStarted)
+            syncWaitMs: replication.syncWaitMs + engine.confirmations.waitedMs, streaming: replication.linkStarted)
         switch replication.role {
         case .leader:
             if replication.streams.values.contains(where: { now - $0.sentAt >= 1000 }) {
@@ -149,7 +152,8 @@ extension Engine {
                 connectLink(to: leader)
             } else if replication.link != nil, now - replication.lastHeard > 5000, now - replication.linkOpenedAt > 5000
             {
-                logger.warning("nothing from the leader for 5 s; reconnecting", metadata: ["leader": "\(leader)"])
+                engine.logger.warning(
+                    "nothing from the leader for 5 s; reconnecting", metadata: ["leader": "\(leader)"])
                 replication.link?.close()
             }
             expireForwards(now: now, batch: &batch)
@@ -162,20 +166,22 @@ extension Engine {
         replication.memberState = state
         // The tick calls this every 100 ms: only a change is published.
         let position = PublishedPosition(
-            role: replication.role, rev: database.rev, state: state, confirmedRev: releasedRev)
+            role: replication.role, rev: engine.database.rev, state: state, confirmedRev: engine.releasedRev)
         guard position != replication.published else { return }
         replication.published = position
         if let hooks = clusterHooks {
-            publishClusterObject(hooks.clusterObject(role: replication.role, rev: database.rev))
+            engine.publishClusterObject(hooks.clusterObject(role: replication.role, rev: engine.database.rev))
         }
         clusterHooks?.positionChanged(
-            role: replication.role, rev: database.rev, lastEpoch: replication.history.epoch(of: database.rev),
-            confirmedRev: releasedRev, state: state)
+            role: replication.role, rev: engine.database.rev,
+            lastEpoch: replication.history.epoch(of: engine.database.rev),
+            confirmedRev: engine.releasedRev, state: state)
     }
 
     /// Every client connection of the node hears the change (`cluster` event).
     private func broadcastClusterEvent(batch: inout Batch) {
         guard let hooks = clusterHooks else { return }
-        hooks.broadcast(ResponseEncoder.clusterEvent(hooks.clusterObject(role: replication.role, rev: database.rev)))
+        hooks.broadcast(
+            ResponseEncoder.clusterEvent(hooks.clusterObject(role: replication.role, rev: engine.database.rev)))
     }
 }

@@ -8,7 +8,7 @@ import NIOCore
 
 /// A leader's side of replication: the streams to its replicas, their acknowledgements and
 /// heartbeats, and the records it retains for replicas that reconnect.
-extension Engine {
+extension ClusterReplicator {
     func startStream(
         session: SessionLink, node: String, fromRev: UInt64, history json: JSONValue, origin: String?, id: RequestID,
         now: Int64, batch: inout Batch
@@ -25,13 +25,14 @@ extension Engine {
         // Records from another origin (a directory that started with its own data) share nothing.
         let sameOrigin = origin != nil && origin == replication.history.origin
         let shared =
-            sameOrigin ? replication.history.sharedRev(lastRev: database.rev, with: theirs, otherLastRev: fromRev) : 0
+            sameOrigin
+            ? replication.history.sharedRev(lastRev: engine.database.rev, with: theirs, otherLastRev: fromRev) : 0
         if shared < fromRev {
             let reason =
                 sameOrigin
                 ? "the replica's log forked from the leader's after rev \(shared)"
                 : "the replica's data has another origin than the leader's (it started with data of its own)"
-            logger.warning(
+            engine.logger.warning(
                 "a replica's log forked from this leader's",
                 metadata: [
                     "replica": "\(node)", "replicaRev": "\(fromRev)", "keepRev": "\(shared)", "reason": "\(reason)",
@@ -46,14 +47,15 @@ extension Engine {
         }
         var answer: [JSONMember] = [
             JSONMember("ok", .bool(true)), JSONMember("mode", .string("stream")),
-            JSONMember("rev", .int(Int64(clamping: database.rev))), JSONMember("epoch", .int(Int64(clamping: epoch))),
+            JSONMember("rev", .int(Int64(clamping: engine.database.rev))),
+            JSONMember("epoch", .int(Int64(clamping: epoch))),
             JSONMember("history", replication.history.json),
         ]
         if let origin = replication.history.origin { answer.append(JSONMember("origin", .string(origin))) }
-        let entries = fromRev == 0 && database.rev > 0 ? nil : retained.entries(after: fromRev)
+        let entries = fromRev == 0 && engine.database.rev > 0 ? nil : retained.entries(after: fromRev)
         if let entries {
             respond(.members(answer))
-            let end = WalLineWriter.end(confirmedRev: releasedRev)
+            let end = WalLineWriter.end(confirmedRev: engine.releasedRev)
             let lines = WalLineWriter.lines(end: end) { line in
                 for entry in entries { line(entry.payload, entry.isWrite, entry.rev, entry.epoch) }
             }
@@ -61,24 +63,24 @@ extension Engine {
         } else {
             answer[1] = JSONMember("mode", .string("snapshot"))
             respond(.members(answer))
-            let root = database.root
-            let rev = database.rev
-            let registrations = storage?.onDisconnect ?? OnDisconnectLog()
-            let window = writeIDs
+            let root = engine.database.root
+            let rev = engine.database.rev
+            let registrations = engine.storage?.onDisconnect ?? OnDisconnectLog()
+            let window = engine.writeIDs
             batch.append(
                 .computed({
-                    Engine.snapshotLines(
+                    Self.snapshotLines(
                         root: root, rev: rev, epoch: epoch, onDisconnect: registrations, writeIDs: window.log())
                 }), for: session)
         }
         sendRules(to: [session], batch: &batch)
-        var state = sessions[session.id] ?? SessionState(link: session)
+        var state = engine.sessions[session.id] ?? SessionState(link: session)
         state.isPeer = true
-        sessions[session.id] = state
+        engine.sessions[session.id] = state
         replication.streams[session.id] = ReplicaStream(
             session: session, node: node, ackedRev: fromRev, ackedAt: now, sentAt: now)
-        confirmations.streamStarted(session.id, ackedRev: fromRev)
-        logger.info(
+        engine.confirmations.streamStarted(session.id, ackedRev: fromRev)
+        engine.logger.info(
             "a replica is streaming",
             metadata: [
                 "replica": "\(node)", "fromRev": "\(fromRev)", "mode": "\(entries == nil ? "snapshot" : "stream")",
@@ -116,7 +118,7 @@ extension Engine {
     /// The leader's rules (when it has any: a leader without rules leaves each replica its own)
     /// to replicas: when a stream starts, and whenever they change.
     func sendRules(to sessions: [SessionLink], batch: inout Batch) {
-        guard let rules, !sessions.isEmpty else { return }
+        guard let rules = engine.rules, !sessions.isEmpty else { return }
         var line: [UInt8] = []
         JSONValue.object([JSONMember("event", .string("rules")), JSONMember("rules", rules.document)])
             .serialize(into: &line)
@@ -127,26 +129,20 @@ extension Engine {
     /// A replica takes its leader's rules: kept in its data directory (as `setRules` does, so that
     /// a restart loads them) and in force from the next request on.
     func adoptRules(_ document: JSONValue, now: Int64, batch: inout Batch) {
-        guard rules?.document != document else { return }
+        guard engine.rules?.document != document else { return }
         let ruleSet: RuleSet
         do { ruleSet = try RuleSet(document: document) } catch {
-            logger.error("the leader's rules do not compile here; the old rules stay", metadata: ["error": "\(error)"])
+            engine.logger.error(
+                "the leader's rules do not compile here; the old rules stay", metadata: ["error": "\(error)"])
             return
         }
-        do { try rulesStore.accept(document, now: now) } catch {
-            logger.error(
+        do { try engine.rulesStore.accept(document, now: now) } catch {
+            engine.logger.error(
                 "could not keep the leader's rules; they are in force until restart",
-                metadata: ["file": "\(rulesStore.acceptedPath)", "error": "\(error)"])
+                metadata: ["file": "\(engine.rulesStore.acceptedPath)", "error": "\(error)"])
         }
-        install(ruleSet, now: now, batch: &batch)
-        logger.notice("took the leader's rules", metadata: ["file": "\(rulesStore.acceptedPath)"])
-    }
-
-    /// A leader's records sent to its replicas before its own fsync: their lines (one buffer),
-    /// and the streams that got them.
-    struct StreamedEarly {
-        let lines: [UInt8]
-        let sessions: Set<UInt64>
+        engine.install(ruleSet, now: now, batch: &batch)
+        engine.logger.notice("took the leader's rules", metadata: ["file": "\(engine.rulesStore.acceptedPath)"])
     }
 
     /// Between the log's write and its fsync: a leader under `syncReplicas ≥ 1` sends the records
@@ -158,7 +154,7 @@ extension Engine {
         let ready = replication.streams.values.filter { !batch.hasOutputs(for: $0.session.id) }
         guard !ready.isEmpty else { return nil }
         let lines = streamLines(records, epoch: epoch)
-        deliver(ready.map { ($0.session, [Outbound.line(lines)]) })
+        engine.deliver(ready.map { ($0.session, [Outbound.line(lines)]) })
         return StreamedEarly(lines: lines, sessions: Set(ready.map(\.session.id)))
     }
 
@@ -174,8 +170,8 @@ extension Engine {
             return
         case .leader(let epoch):
             // Before the lines are made: they carry it.
-            if replication.syncReplicas == 0 { confirmations.reset(confirmedRev: database.rev) }
-            retain(records, endingAt: database.rev) { _ in epoch }
+            if replication.syncReplicas == 0 { engine.confirmations.reset(confirmedRev: engine.database.rev) }
+            retain(records, endingAt: engine.database.rev) { _ in epoch }
             let lines = replication.streams.isEmpty ? [] : streamed?.lines ?? streamLines(records, epoch: epoch)
             for (id, stream) in replication.streams {
                 if streamed?.sessions.contains(id) != true { batch.append(.line(lines), for: stream.session) }
@@ -187,8 +183,8 @@ extension Engine {
         case .replica, .candidate:
             // Records of a replica come from its leader; retained so that it can serve streams
             // if it is elected.
-            retain(records, endingAt: database.rev) { replication.history.epoch(of: $0) }
-            sendAck(database.rev, deferred: defersFsync)
+            retain(records, endingAt: engine.database.rev) { replication.history.epoch(of: $0) }
+            sendAck(engine.database.rev, deferred: engine.defersFsync)
         }
     }
 
@@ -210,10 +206,10 @@ extension Engine {
     /// The `wal` lines of a batch a leader writes in `epoch`, in one buffer: the same for every
     /// stream.
     private func streamLines(_ records: [EncodedRecord], epoch: UInt64) -> [UInt8] {
-        let confirmed = releasedRev
+        let confirmed = engine.releasedRev
         replication.announcedConfirmedRev = max(replication.announcedConfirmedRev, confirmed)
         return WalLineWriter.lines(end: WalLineWriter.end(confirmedRev: confirmed)) { line in
-            forEachRevision(of: records, endingAt: database.rev) { payload, isWrite, rev in
+            forEachRevision(of: records, endingAt: engine.database.rev) { payload, isWrite, rev in
                 line(payload, isWrite, rev, epoch)
             }
         }
@@ -230,7 +226,7 @@ extension Engine {
     func endStreams(batch: inout Batch) {
         for stream in replication.streams.values { batch.append(.close, for: stream.session) }
         replication.streams = [:]
-        confirmations.endStreams()
+        engine.confirmations.endStreams()
     }
 
     /// Replica: tells the leader that everything up to `rev` is in this node's log; after an
@@ -244,26 +240,11 @@ extension Engine {
         }
     }
 
-    /// A replica's acknowledgement, recorded in the gate by the connection that read it, on
-    /// that connection's event loop `ioLoop`. The engine takes it at the start of its next turn
-    /// (`takeAcknowledgements`) rather than in a turn of its own: at 50 connections, half a
-    /// leader's turns were an acknowledgement alone. When no turn takes it within
-    /// `confirmationDelay` (the leader is idle), the connection asks for one, which tells the
-    /// replicas the new `confirmedRev`.
-    package func acknowledgementArrived(on ioLoop: any EventLoop) {
-        acknowledgementsUnseen.store(true, ordering: .releasing)
-        guard !acknowledgementCheckScheduled.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        ioLoop.scheduleTask(in: Self.confirmationDelay) {
-            self.acknowledgementCheckScheduled.store(false, ordering: .releasing)
-            if self.acknowledgementsUnseen.load(ordering: .acquiring) { self.submit(.cluster(.confirm)) }
-        }
-    }
-
     /// At the start of a turn: the acknowledgements the gate recorded since the last turn.
     func takeAcknowledgements(now: Int64, batch: inout Batch) {
         // Cleared before the gate is read: one recorded after the read sets it again.
-        guard acknowledgementsUnseen.exchange(false, ordering: .acquiringAndReleasing) else { return }
-        for (session, rev) in confirmations.streamAcknowledgements {
+        guard engine.acknowledgementsUnseen.exchange(false, ordering: .acquiringAndReleasing) else { return }
+        for (session, rev) in engine.confirmations.streamAcknowledgements {
             guard let stream = replication.streams[session], rev > stream.ackedRev else { continue }
             replicaAcked(session: session, rev: rev, now: now, batch: &batch)
         }
@@ -279,15 +260,15 @@ extension Engine {
         replication.streams[session] = stream
         if replication.switchover != nil { checkSwitchover(now: now, batch: &batch) }
         guard replication.syncReplicas > 0, replication.role.isLeader else { return }
-        if releasedRev > replication.announcedConfirmedRev { replication.confirmationUnsent = true }
+        if engine.releasedRev > replication.announcedConfirmedRev { replication.confirmationUnsent = true }
     }
 
     /// The log made more of a leader's batches durable (Engine+Durability): a confirmation the
     /// replicas have not heard goes in the next records, or a heartbeat.
-    func releasedRevMayHaveRisen() {
-        guard replication.role.isLeader, releasedRev > replication.announcedConfirmedRev else { return }
+    package func releasedRevMayHaveRisen() {
+        guard replication.role.isLeader, engine.releasedRev > replication.announcedConfirmedRev else { return }
         replication.confirmationUnsent = true
-        confirmSoon(inboxIsEmpty: !hasQueuedWork)
+        confirmSoon(inboxIsEmpty: !engine.hasQueuedWork)
     }
 
     /// At the end of a leader's turn, after its last commit: the heartbeat a `.confirm` asked
@@ -309,14 +290,15 @@ extension Engine {
     func confirmSoon(inboxIsEmpty: Bool) {
         guard replication.confirmationUnsent, inboxIsEmpty, !replication.confirmationScheduled else { return }
         replication.confirmationScheduled = true
-        loop.scheduleTask(in: Self.confirmationDelay) { self.submit(.cluster(.confirm)) }
+        let engine = self.engine
+        engine.loop.scheduleTask(in: Self.confirmationDelay) { engine.submit(.cluster(.confirm)) }
     }
 
     func sendHeartbeats(now: Int64, batch: inout Batch) {
         var line = Array(#"{"event":"heartbeat","rev":"#.utf8)
-        JSONWriter.writeInt(Int64(clamping: database.rev), into: &line)
+        JSONWriter.writeInt(Int64(clamping: engine.database.rev), into: &line)
         JSONWriter.writeLiteral(#","confirmedRev":"#, into: &line)
-        let confirmed = releasedRev
+        let confirmed = engine.releasedRev
         JSONWriter.writeInt(Int64(clamping: confirmed), into: &line)
         replication.announcedConfirmedRev = max(replication.announcedConfirmedRev, confirmed)
         JSONWriter.writeLiteral("}\n", into: &line)
@@ -329,9 +311,9 @@ extension Engine {
 
     /// A peer session ended: its stream, if it had one, goes.
     func forgetStream(_ session: UInt64) {
-        confirmations.streamEnded(session)
+        engine.confirmations.streamEnded(session)
         if let stream = replication.streams.removeValue(forKey: session) {
-            logger.info("a replica stopped streaming", metadata: ["replica": "\(stream.node)"])
+            engine.logger.info("a replica stopped streaming", metadata: ["replica": "\(stream.node)"])
         }
     }
 }

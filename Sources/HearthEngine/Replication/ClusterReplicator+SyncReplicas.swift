@@ -7,7 +7,7 @@ import Logging
 import NIOCore
 
 /// `syncReplicas`: a leader's writes that wait, unapplied, until enough replicas stream.
-extension Engine {
+extension ClusterReplicator {
     /// Under `syncReplicas: N`, a write that arrives while fewer than N replicas stream waits
     /// (unapplied) for them, up to `syncTimeoutMs`.
     func needsReplicasFirst(_ request: Request, session: SessionLink, now: Int64) -> Bool {

@@ -25,7 +25,7 @@ package enum ClusterInput: Sendable {
 
 /// Replication (docs/cluster.md, "Replication stream"): the leader streams every committed record to
 /// its replicas; a replica logs and applies them in its own turns, raising the same events.
-extension Engine {
+extension ClusterReplicator {
     func handleCluster(_ input: ClusterInput, now: Int64, batch: inout Batch) {
         switch input {
         case .role(let role):
@@ -48,7 +48,7 @@ extension Engine {
         case .membersLost(let nodes):
             guard replication.role.isLeader else { return }
             for node in nodes {
-                logger.warning(
+                engine.logger.warning(
                     "a member left the cluster; running its clients' onDisconnect operations",
                     metadata: ["member": "\(node)"])
                 runQueues(ofNode: node, now: now, batch: &batch)
@@ -62,23 +62,23 @@ extension Engine {
         _ op: ClusterRequest, request: Request, session: SessionLink, now: Int64, batch: inout Batch
     ) {
         func respond(_ body: ResponseBody) { batch.append(.response(request.id, body), for: session) }
-        let isPeer = sessions[session.id]?.isPeer == true
-        let identity = sessions[session.id]?.identity
+        let isPeer = engine.sessions[session.id]?.isPeer == true
+        let identity = engine.sessions[session.id]?.identity
         guard clusterHooks != nil || replication.isClustered else {
             respond(.failure(DatabaseError(.badRequest, "this server is not part of a cluster")))
             return
         }
         switch op {
         case .status:
-            guard identity?.isAdmin == true || rules == nil || isPeer else {
-                respond(.failure(adminOnly("clusterStatus")))
+            guard identity?.isAdmin == true || engine.rules == nil || isPeer else {
+                respond(.failure(engine.adminOnly("clusterStatus")))
                 return
             }
             guard let hooks = clusterHooks else {
                 respond(.failure(DatabaseError(.badRequest, "this server is not part of a cluster")))
                 return
             }
-            var cluster = hooks.clusterObject(role: replication.role, rev: database.rev)
+            var cluster = hooks.clusterObject(role: replication.role, rev: engine.database.rev)
             if hooks.noEligibleLeader, case .object(var members) = cluster {
                 members.append(JSONMember("noEligibleLeader", .bool(true)))
                 cluster = .object(members)
@@ -90,13 +90,13 @@ extension Engine {
                     JSONMember("members", .array(hooks.members().map { withStreamLag($0, now: now) })),
                 ]))
         case .failover(let target):
-            guard identity?.isAdmin == true || rules == nil || isPeer else {
-                respond(.failure(adminOnly("failover")))
+            guard identity?.isAdmin == true || engine.rules == nil || isPeer else {
+                respond(.failure(engine.adminOnly("failover")))
                 return
             }
             switchover(to: target, request: request, session: session, now: now, batch: &batch)
         case .replicate, .replicaAck, .forward, .disconnected:
-            guard isPeer || (clusterHooks != nil && clusterHooks?.secret == nil && rules == nil) else {
+            guard isPeer || (clusterHooks != nil && clusterHooks?.secret == nil && engine.rules == nil) else {
                 respond(
                     .failure(
                         DatabaseError(
@@ -105,7 +105,7 @@ extension Engine {
             }
             switch op {
             case .replicate(let node, let fromRev, let history, let origin):
-                if batch.hasUncommittedRecords { commit(&batch) }
+                if batch.hasUncommittedRecords { engine.commit(&batch) }
                 startStream(
                     session: session, node: node, fromRev: fromRev, history: history, origin: origin, id: request.id,
                     now: now, batch: &batch)
@@ -129,7 +129,7 @@ extension Engine {
             let stream = replication.streams.values.first(where: { .string($0.node) == member["node"] })
         else { return member }
         fields.removeAll { $0.key == "lagRevs" || $0.key == "lagMs" }
-        let behind = database.rev - min(database.rev, stream.ackedRev)
+        let behind = engine.database.rev - min(engine.database.rev, stream.ackedRev)
         fields.append(JSONMember("lagRevs", .int(Int64(clamping: behind))))
         fields.append(JSONMember("lagMs", .int(behind == 0 ? 0 : max(0, now - stream.ackedAt))))
         return .object(fields)

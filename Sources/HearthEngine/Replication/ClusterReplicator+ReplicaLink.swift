@@ -8,7 +8,7 @@ import NIOCore
 
 /// A replica's side of replication: what its link to the leader brings (records, snapshots,
 /// rules, a divergence) and how the replica logs and applies it.
-extension Engine {
+extension ClusterReplicator {
     func handleLink(
         _ link: any LeaderLink, _ message: LinkMessage, advanced: inout UInt64, now: Int64, batch: inout Batch
     ) {
@@ -27,18 +27,19 @@ extension Engine {
             replication.catchUpTo = rev
             for owner in replication.pendingDisconnects { link.send(Self.disconnectedLine(owner)) }
             replication.pendingDisconnects = []
-            logger.info(
+            engine.logger.info(
                 "replicating from the leader",
                 metadata: [
-                    "leader": "\(link.leader)", "mode": "\(mode)", "fromRev": "\(database.rev)", "leaderRev": "\(rev)",
+                    "leader": "\(link.leader)", "mode": "\(mode)", "fromRev": "\(engine.database.rev)",
+                    "leaderRev": "\(rev)",
                 ])
-            publishPosition(state: mode == "snapshot" || rev > database.rev ? "catching_up" : "streaming")
+            publishPosition(state: mode == "snapshot" || rev > engine.database.rev ? "catching_up" : "streaming")
         case .diverged(let keepRev):
             moveDivergentRecords(after: keepRev)
             replication.forceSnapshot = true
             link.close()
         case .refused(let reason):
-            logger.error(
+            engine.logger.error(
                 "the leader refused replication", metadata: ["leader": "\(link.leader)", "reason": "\(reason)"])
             link.close()
         case .records(let run):
@@ -56,8 +57,10 @@ extension Engine {
                 noteCaughtUp()
             }
         case .heartbeat(let confirmedRev):
-            confirmations.advance(to: confirmedRev, now: clock())
-            if replication.role != .standalone, database.rev >= confirmedRev { publishPosition(state: "streaming") }
+            engine.confirmations.advance(to: confirmedRev, now: engine.clock())
+            if replication.role != .standalone, engine.database.rev >= confirmedRev {
+                publishPosition(state: "streaming")
+            }
         case .rules(let document):
             adoptRules(document, now: now, batch: &batch)
         case .forwardAnswer(let forward, let members):
@@ -80,11 +83,11 @@ extension Engine {
         let loggedAhead = replication.recordsLoggedAhead > 0
         if loggedAhead { replication.recordsLoggedAhead -= 1 }
         if record.isWrite, let write = run.writes[index] {
-            guard record.rev == database.rev + 1 else {
-                if record.rev > database.rev + 1 {
-                    logger.error(
+            guard record.rev == engine.database.rev + 1 else {
+                if record.rev > engine.database.rev + 1 {
+                    engine.logger.error(
                         "a gap in the replication stream; reconnecting",
-                        metadata: ["expected": "\(database.rev + 1)", "got": "\(record.rev)"])
+                        metadata: ["expected": "\(engine.database.rev + 1)", "got": "\(record.rev)"])
                     link.close()
                 }
                 return
@@ -97,10 +100,10 @@ extension Engine {
         if loggedAhead, replication.recordsLoggedAhead == 0 {
             // Every record logged ahead is applied: nothing of this turn is left to log, nor to
             // undo unless their fsync (deferred) fails.
-            committed(&batch, durableLater: defersFsync)
+            engine.committed(&batch, durableLater: engine.defersFsync)
         }
         if record.confirmedRev > advanced {
-            confirmations.advance(to: record.confirmedRev, now: clock())
+            engine.confirmations.advance(to: record.confirmedRev, now: engine.clock())
             advanced = record.confirmedRev
         }
         noteCaughtUp()
@@ -112,7 +115,7 @@ extension Engine {
         _ committed: CommittedWrite, payload: ArraySlice<UInt8>, loggedAhead: Bool, now: Int64, batch: inout Batch
     ) {
         if loggedAhead, let tag = committed.tag {
-            writeIDs.remember(tag, rev: committed.rev, pushKey: committed.pushKey)
+            engine.writeIDs.remember(tag, rev: committed.rev, pushKey: committed.pushKey)
         }
         replay(committed, recordingWith: loggedAhead ? nil : payload, now: now, batch: &batch)
         releaseAnsweredForwards(batch: &batch)
@@ -130,11 +133,11 @@ extension Engine {
     /// the log refuses.
     func logAhead(_ batches: [[Submission]]) {
         assert(replication.recordsLoggedAhead == 0, "records logged ahead in an earlier turn were not applied")
-        guard case .replica = replication.role, let storage, storageFailure == nil,
+        guard case .replica = replication.role, let storage = engine.storage, engine.storageFailure == nil,
             replication.incomingSnapshot == nil, let current = replication.link?.id
         else { return }
         var records: [EncodedRecord] = []
-        var rev = database.rev
+        var rev = engine.database.rev
         scan: for item in batches.joined() {
             guard case .cluster(.link(let link, let messages)) = item, link.id == current else { break }
             for message in messages {
@@ -155,9 +158,9 @@ extension Engine {
             }
         }
         guard !records.isEmpty else { return }
-        let deferring = defersFsync
+        let deferring = engine.defersFsync
         do { try storage.append(records, deferringSync: deferring) {} } catch {
-            storageFailed(error)
+            engine.storageFailed(error)
             return
         }
         replication.recordsLoggedAhead = records.count
@@ -174,29 +177,29 @@ extension Engine {
         var kept: [(path: Path, before: Node)]?
         var write: Write?
         var before: Node?
-        if let (path, node) = committed.nonEmptySet, !views.watches(CollectionOfOne(path)) {
+        if let (path, node) = committed.nonEmptySet, !engine.views.watches(CollectionOfOne(path)) {
             // In place, its undo point found on the way down (as `applyInPlace` does).
-            kept = [database.replay(settingNonEmpty: node, at: path, rev: committed.rev)]
+            kept = [engine.database.replay(settingNonEmpty: node, at: path, rev: committed.rev)]
         } else {
             write = Write.overwrites(committed.overwrites.map { ($0.path, PreparedValue(node: $0.node)) })
-            before = database.root
-            database.replay(committed)
+            before = engine.database.root
+            engine.database.replay(committed)
         }
         if let payload {
-            if let tag = committed.tag { writeIDs.remember(tag, rev: committed.rev, pushKey: committed.pushKey) }
+            if let tag = committed.tag { engine.writeIDs.remember(tag, rev: committed.rev, pushKey: committed.pushKey) }
             batch.record(committed, payload: payload)
         }
         if let kept {
-            afterWrite(rev: committed.rev, kept: kept, now: now, batch: &batch)
+            engine.afterWrite(rev: committed.rev, kept: kept, now: now, batch: &batch)
         } else if let write, let before {
-            afterWrite(write, before: before, rev: committed.rev, now: now, batch: &batch)
+            engine.afterWrite(write, before: before, rev: committed.rev, now: now, batch: &batch)
         }
     }
 
     /// A replica that has every record the leader had when the stream started is streaming.
     private func noteCaughtUp() {
         if replication.memberState != "streaming", replication.incomingSnapshot == nil,
-            database.rev >= replication.catchUpTo
+            engine.database.rev >= replication.catchUpTo
         {
             publishPosition(state: "streaming")
         }
@@ -204,33 +207,35 @@ extension Engine {
 
     /// Replaces the whole state with the leader's snapshot at `rev`.
     private func installSnapshot(_ file: [UInt8], rev: UInt64, now: Int64, batch: inout Batch) {
-        if batch.hasUncommittedRecords { commit(&batch) }
-        waitUntilDurable()
+        if batch.hasUncommittedRecords { engine.commit(&batch) }
+        engine.waitUntilDurable()
         do {
             let contents = try Storage.decodeSnapshotFile(file, rev: rev)
-            try storage?.install(snapshot: file, rev: rev, onDisconnect: contents.onDisconnect)
-            undurable.removeAll()
-            confirmations.resetDurable(to: rev)
+            try engine.storage?.install(snapshot: file, rev: rev, onDisconnect: contents.onDisconnect)
+            engine.undurable.removeAll()
+            engine.confirmations.resetDurable(to: rev)
             deferredAcks.reset(durableRev: rev)
-            let before = database.root
-            confirmations.drop(
+            let before = engine.database.root
+            engine.confirmations.drop(
                 above: rev,
                 DatabaseError(.unavailable, "the records this answer showed were replaced by the leader's; try again"))
-            database = Database(root: contents.root, rev: rev, limits: database.limits)
-            batch.undo.reset(rev: database.rev)
-            writeIDs = WriteIDWindow(
-                recovered: contents.writeIDs, capacity: writeIDs.capacity,
-                retentionSeconds: Int(writeIDs.retention / 1000),
+            engine.database = Database(root: contents.root, rev: rev, limits: engine.database.limits)
+            batch.undo.reset(rev: engine.database.rev)
+            engine.writeIDs = WriteIDWindow(
+                recovered: contents.writeIDs, capacity: engine.writeIDs.capacity,
+                retentionSeconds: Int(engine.writeIDs.retention / 1000),
                 now: now)
-            changeLog = ChangeLog(capacity: changeLog.capacity)
+            engine.changeLog = ChangeLog(capacity: engine.changeLog.capacity)
             retained.reset(at: rev)
-            nextRegistrationID = max(nextRegistrationID, contents.onDisconnect.nextID)
-            views.apply(write: nil, paths: [.root], before: before, after: database.root, rev: rev, batch: &batch)
-            try storage?.saveHistory(replication.history)
-            logger.info("installed the leader's snapshot", metadata: ["rev": "\(rev)", "bytes": "\(file.count)"])
+            engine.nextRegistrationID = max(engine.nextRegistrationID, contents.onDisconnect.nextID)
+            engine.views.apply(
+                write: nil, paths: [.root], before: before, after: engine.database.root, rev: rev, batch: &batch)
+            try engine.storage?.saveHistory(replication.history)
+            engine.logger.info(
+                "installed the leader's snapshot", metadata: ["rev": "\(rev)", "bytes": "\(file.count)"])
             sendAck(rev, deferred: false)
         } catch {
-            logger.error("could not install the leader's snapshot", metadata: ["error": "\(error)"])
+            engine.logger.error("could not install the leader's snapshot", metadata: ["error": "\(error)"])
             replication.link?.close()
         }
     }
@@ -239,8 +244,8 @@ extension Engine {
     func adoptHistory(_ history: EpochHistory) {
         guard history != replication.history else { return }
         replication.history = history
-        do { try storage?.saveHistory(history) } catch {
-            logger.error("could not save the epoch history", metadata: ["error": "\(error)"])
+        do { try engine.storage?.saveHistory(history) } catch {
+            engine.logger.error("could not save the epoch history", metadata: ["error": "\(error)"])
         }
     }
 
@@ -248,10 +253,10 @@ extension Engine {
     /// `divergent-<epoch>-<firstRev>.json` files (docs/cluster.md, "A node that comes back"); the snapshot that follows
     /// replaces the data.
     private func moveDivergentRecords(after keepRev: UInt64) {
-        guard let storage else { return }
+        guard let storage = engine.storage else { return }
         let found: (writes: [CommittedWrite], complete: Bool)
         do { found = try storage.writes(after: keepRev) } catch {
-            logger.error("could not read the divergent records", metadata: ["error": "\(error)"])
+            engine.logger.error("could not read the divergent records", metadata: ["error": "\(error)"])
             return
         }
         var byEpoch: [(epoch: UInt64, writes: [CommittedWrite])] = []
@@ -268,35 +273,36 @@ extension Engine {
             let file = DivergentRecords.encode(epoch: epoch, writes: writes, complete: found.complete)
             let name = "divergent-\(epoch)-\(first.rev).json"
             do { try storage.writeFile(name, file) } catch {
-                logger.error(
+                engine.logger.error(
                     "could not write the divergent records", metadata: ["file": "\(name)", "error": "\(error)"])
                 continue
             }
-            logger.warning(
+            engine.logger.warning(
                 "moved records of an abandoned epoch aside: they are not in the data; inspect and re-apply them if needed",
                 metadata: [
                     "file": "\(storage.directory)/\(name)", "records": "\(writes.count)", "fromRev": "\(first.rev)",
                     "toRev": "\(last.rev)", "complete": "\(found.complete)",
                 ])
         }
-        if !found.complete, database.rev > keepRev {
+        if !found.complete, engine.database.rev > keepRev {
             // Some records were folded into a snapshot: the whole data as this node has it goes
             // aside too, so that nothing the snapshot from the leader replaces is lost.
-            let name = "divergent-data-\(database.rev).json"
+            let name = "divergent-data-\(engine.database.rev).json"
             var members = [
-                JSONMember("rev", .int(Int64(clamping: database.rev))),
+                JSONMember("rev", .int(Int64(clamping: engine.database.rev))),
                 JSONMember("afterRev", .int(Int64(clamping: keepRev))),
             ]
             if let origin = replication.history.origin { members.append(JSONMember("origin", .string(origin))) }
-            members.append(JSONMember("data", database.root.jsonValue(format: .export)))
+            members.append(JSONMember("data", engine.database.root.jsonValue(format: .export)))
             do { try storage.writeFile(name, JSONValue.object(members).serialized) } catch {
-                logger.error("could not write the divergent data", metadata: ["file": "\(name)", "error": "\(error)"])
+                engine.logger.error(
+                    "could not write the divergent data", metadata: ["file": "\(name)", "error": "\(error)"])
                 return
             }
-            logger.warning(
+            engine.logger.warning(
                 "records of an abandoned epoch were folded into a snapshot: moved this node's whole data aside; it is not in the data",
                 metadata: [
-                    "file": "\(storage.directory)/\(name)", "afterRev": "\(keepRev)", "rev": "\(database.rev)",
+                    "file": "\(storage.directory)/\(name)", "afterRev": "\(keepRev)", "rev": "\(engine.database.rev)",
                 ])
         }
     }

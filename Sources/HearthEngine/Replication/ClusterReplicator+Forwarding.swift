@@ -7,7 +7,7 @@ import HearthStorage
 /// client's identity and answers once the leader acknowledged them and it applied their
 /// revision, so that its client reads its own writes there. A session's later requests wait
 /// behind its forwarded ones, so that its answers stay in order.
-extension Engine {
+extension ClusterReplicator {
     /// Runs a request on a clustered node: cluster ops, writes (applied here when leading,
     /// forwarded otherwise) and everything else as on a standalone server.
     func route(_ request: Request, session: SessionLink, now: Int64, batch: inout Batch) {
@@ -15,7 +15,7 @@ extension Engine {
     }
 
     /// `route` with the request's operation already copied out (the engine's turn has it).
-    func route(_ request: Request, operation: Operation, session: SessionLink, now: Int64, batch: inout Batch) {
+    package func route(_ request: Request, operation: Operation, session: SessionLink, now: Int64, batch: inout Batch) {
         if case .cluster(let op) = operation {
             if case .failover = op, !replication.role.isLeader, replication.isClustered {
                 forward(request, session: session, now: now, batch: &batch)
@@ -26,8 +26,8 @@ extension Engine {
         }
         // A peer's own requests are never forwarded. (On a leader, where nothing is forwarded, a
         // peer's write takes the checks a client's does, and a client's write no lookup.)
-        guard replication.isClustered, replication.role.isLeader || sessions[session.id]?.isPeer != true else {
-            handle(request, operation: operation, session: session, now: now, batch: &batch)
+        guard replication.isClustered, replication.role.isLeader || engine.sessions[session.id]?.isPeer != true else {
+            engine.handle(request, operation: operation, session: session, now: now, batch: &batch)
             return
         }
         let id = session.id
@@ -40,7 +40,7 @@ extension Engine {
             return
         }
         guard needsLeader else {
-            handle(request, operation: operation, session: session, now: now, batch: &batch)
+            engine.handle(request, operation: operation, session: session, now: now, batch: &batch)
             return
         }
         guard replication.role.isLeader else {
@@ -55,7 +55,7 @@ extension Engine {
             replication.inFlight[id, default: 0] += 1
             return
         }
-        handle(request, operation: operation, session: session, now: now, batch: &batch)
+        engine.handle(request, operation: operation, session: session, now: now, batch: &batch)
     }
 
     /// Whether this leader could prove its lease, asked once per engine turn
@@ -89,7 +89,7 @@ extension Engine {
         var line = Array(#"{"op":"forward","id":"f"#.utf8)
         line += String(forward).utf8
         JSONWriter.writeLiteral(#"","auth":"#, into: &line)
-        if let identity = sessions[session.id]?.identity {
+        if let identity = engine.sessions[session.id]?.identity {
             ReplicatedRecord.encode(identity, into: &line)
         } else {
             JSONWriter.writeLiteral("null", into: &line)
@@ -117,11 +117,11 @@ extension Engine {
 
     /// Answers, in order, the forwarded requests whose revisions this node has applied.
     func releaseAnsweredForwards(batch: inout Batch) {
-        while let first = replication.answeredForwards.first, first.rev <= database.rev {
+        while let first = replication.answeredForwards.first, first.rev <= engine.database.rev {
             replication.answeredForwards.removeFirst()
             var body = first.body
             if case .stored(_, let key, let rev) = body {
-                body = .stored(database.root.child(at: storedPath(first.request, key: key)), key: key, rev: rev)
+                body = .stored(engine.database.root.child(at: storedPath(first.request, key: key)), key: key, rev: rev)
             }
             batch.append(.response(first.request.id, body), for: first.session)
             finishedInFlight(first.session, batch: &batch)
@@ -155,7 +155,7 @@ extension Engine {
             let deferred = replication.deferred.removeValue(forKey: session.id)
         else { return }
         for (index, request) in deferred.enumerated() {
-            route(request, session: session, now: clock(), batch: &batch)
+            route(request, session: session, now: engine.clock(), batch: &batch)
             if (replication.inFlight[session.id] ?? 0) > 0, index + 1 < deferred.count {
                 replication.deferred[session.id, default: []].append(contentsOf: deferred[(index + 1)...])
                 return
@@ -180,7 +180,7 @@ extension Engine {
         }
         var body: ResponseBody
         if object["committed"] == .bool(false), let value = object["value"] {
-            var importer = NodeImporter(limits: database.limits, baseDepth: 0)
+            var importer = NodeImporter(limits: engine.database.limits, baseDepth: 0)
             body = .stale(current: (try? importer.importNode(value)) ?? .empty)
         } else if object["committed"] == .bool(true) {
             body = .transactionCommitted(rev: rev)
@@ -274,20 +274,20 @@ extension Engine {
         _ = stored
         let request = Request(id: id, operation: inner.operation, writeID: inner.writeID)
         // The peer session acts as the client for this one request.
-        let peerIdentity = sessions[peer.id]?.identity
-        sessions[peer.id]?.identity = decoded
-        defer { sessions[peer.id]?.identity = peerIdentity }
+        let peerIdentity = engine.sessions[peer.id]?.identity
+        engine.sessions[peer.id]?.identity = decoded
+        defer { engine.sessions[peer.id]?.identity = peerIdentity }
         if case .onDisconnect = inner.operation, let owner {
             let key = remoteOwnerKey(owner)
             let ownerLink = SessionLink(id: key, loop: peer.loop, receive: { _ in })
-            sessions[key] = sessions[key] ?? SessionState(link: ownerLink)
-            sessions[key]?.identity = decoded
+            engine.sessions[key] = engine.sessions[key] ?? SessionState(link: ownerLink)
+            engine.sessions[key]?.identity = decoded
             handleForwardedRegistration(request, owner: key, peer: peer, now: now, batch: &batch)
             return
         }
         if case .cluster(.failover(let target)) = inner.operation {
-            guard decoded?.isAdmin == true || rules == nil else {
-                batch.append(.response(id, .failure(adminOnly("failover"))), for: peer)
+            guard decoded?.isAdmin == true || engine.rules == nil else {
+                batch.append(.response(id, .failure(engine.adminOnly("failover"))), for: peer)
                 return
             }
             switchover(to: target, request: request, session: peer, now: now, batch: &batch)
@@ -298,7 +298,7 @@ extension Engine {
             return
         }
         if case .setRules = inner.operation {
-            handle(request, session: peer, now: now, batch: &batch)
+            engine.handle(request, session: peer, now: now, batch: &batch)
             return
         }
         if replication.syncReplicas > 0, replication.streams.count < replication.syncReplicas {
@@ -310,7 +310,7 @@ extension Engine {
             batch.append(.response(id, .failure(error)), for: peer)
             return
         }
-        handle(request, session: peer, now: now, batch: &batch)
+        engine.handle(request, session: peer, now: now, batch: &batch)
     }
 
     /// The leader's own key for a replica's client connection `owner` (`<node>/<session>`), under
@@ -327,13 +327,13 @@ extension Engine {
         _ request: Request, owner: UInt64, peer: SessionLink, now: Int64, batch: inout Batch
     ) {
         guard case .onDisconnect(let action) = request.operation else { return }
-        let identity = sessions[owner]?.identity
-        if let denial = onDisconnectDenial(action, identity: identity, now: now) {
+        let identity = engine.sessions[owner]?.identity
+        if let denial = engine.onDisconnectDenial(action, identity: identity, now: now) {
             batch.append(.response(request.id, .failure(denial)), for: peer)
             return
         }
         let connection = replication.remoteOwners.first { $0.value == owner }?.key
-        let change = register(action, session: owner, identity: identity, connection: connection)
+        let change = engine.register(action, session: owner, identity: identity, connection: connection)
         if change.isEmpty {
             batch.append(.response(request.id, .done), for: peer)
         } else {
@@ -350,8 +350,8 @@ extension Engine {
             return
         }
         guard let key = replication.remoteOwners.removeValue(forKey: owner) else { return }
-        sessions[key] = nil
-        runOnDisconnect(key, now: now, batch: &batch)
+        engine.sessions[key] = nil
+        engine.runOnDisconnect(key, now: now, batch: &batch)
     }
 
     /// Leader: the queues of a lost node's connections run (its lease expired).
@@ -359,14 +359,14 @@ extension Engine {
         let owners = replication.remoteOwners.filter { $0.key.hasPrefix(node + "/") }
         for (owner, key) in owners {
             replication.remoteOwners[owner] = nil
-            sessions[key] = nil
-            runOnDisconnect(key, now: now, batch: &batch)
+            engine.sessions[key] = nil
+            engine.runOnDisconnect(key, now: now, batch: &batch)
         }
     }
 
     /// Notes that `session` has an onDisconnect queue (so its end is reported to whichever node
     /// leads) and returns its name for the registrations, `<node>/<session>`; nil standalone.
-    func registeringConnection(_ session: UInt64) -> String? {
+    package func registeringConnection(_ session: UInt64) -> String? {
         guard replication.isClustered else { return nil }
         replication.registeredOwners.insert(session)
         return "\(replication.node)/\(session)"
@@ -377,9 +377,9 @@ extension Engine {
     /// connections end or their node is lost; every other queue (the old leader's clients, a
     /// lost node's, a standalone run's) runs now (docs/cluster.md, "onDisconnect across nodes").
     func runOrphanedQueues(now: Int64, batch: inout Batch) {
-        guard let storage else { return }
+        guard let storage = engine.storage else { return }
         let live = Set(clusterHooks?.liveMembers() ?? [])
-        let tracked = Set(onDisconnect.values.map(\.owner))
+        let tracked = Set(engine.onDisconnect.values.map(\.owner))
         var orphaned = 0
         for entries in storage.onDisconnect.queues {
             let queue = OnDisconnectQueue(recovered: entries)
@@ -389,19 +389,19 @@ extension Engine {
             {
                 let node = String(connection[..<slash])
                 if node == replication.node, replication.registeredOwners.contains(session) {
-                    onDisconnect[session] = queue
+                    engine.onDisconnect[session] = queue
                     continue
                 }
                 if node != replication.node, live.contains(node) {
-                    onDisconnect[remoteOwnerKey(connection)] = queue
+                    engine.onDisconnect[remoteOwnerKey(connection)] = queue
                     continue
                 }
             }
             orphaned += 1
-            run(queue, connection: queue.owner, now: now, batch: &batch)
+            engine.run(queue, connection: queue.owner, now: now, batch: &batch)
         }
         if orphaned > 0 {
-            logger.info(
+            engine.logger.info(
                 "ran the onDisconnect operations of connections no live node holds",
                 metadata: ["connections": "\(orphaned)"])
         }
@@ -484,13 +484,16 @@ extension Engine {
             return
         }
         guard !pending.released,
-            replication.streams.values.contains(where: { $0.node == pending.target && $0.ackedRev >= database.rev })
+            replication.streams.values.contains(where: {
+                $0.node == pending.target && $0.ackedRev >= engine.database.rev
+            })
         else { return }
         replication.switchover?.released = true
         let session = pending.session
         let id = pending.id
         let target = pending.target
-        hooks.resign(to: target) { [self] result in
+        let answerTo = self.engine
+        hooks.resign(to: target) { result in
             let body: ResponseBody
             switch result {
             case .success(let epoch):
@@ -501,7 +504,7 @@ extension Engine {
             case .failure(let error):
                 body = .failure(error)
             }
-            submit(.cluster(.answer(session, id, body)))
+            answerTo.submit(.cluster(.answer(session, id, body)))
         }
     }
 }
