@@ -120,6 +120,20 @@ final class ReplicationStreamTests: XCTestCase {
         XCTFail("\(path) on port \(port) is \(last), expected \(expected)")
     }
 
+    /// Waits until a read of `path` on `port` fails with `code` (what a node's stream brings,
+    /// the data and then the rules, takes a turn or two on a busy machine).
+    func waitForError(_ port: Int, _ path: String, _ code: String, timeout: Double = 10) throws {
+        let client = try TestClient(port: port)
+        let deadline = Date().addingTimeInterval(timeout)
+        var last: JSONValue = .null
+        while Date() < deadline {
+            last = try client.request(#"{"op":"get","path":"\#(path)"}"#)
+            if last["error"]?["code"] == .string(code) { return }
+            Thread.sleep(forTimeInterval: 0.02)
+        }
+        XCTFail("\(path) on port \(port) answers \(last), expected \(code)")
+    }
+
     func testReplicaStreamsTheLeadersWritesAndRaisesTheSameEvents() async throws {
         let leader = try await startNode("leader")
         let replica = try await startNode("replica")
@@ -397,7 +411,7 @@ final class ReplicationStreamTests: XCTestCase {
 
         let late = try await startNode("late")
         lead(leader, epoch: 2, followers: [replica, late])
-        try waitForValue(late.server.port, "/public", .null)
+        try waitForError(late.server.port, "/secret", "permission_denied")
         for node in [leader, replica, late] {
             let reader = try TestClient(port: node.server.port)
             let denied = try reader.request(#"{"op":"get","path":"/secret"}"#)
