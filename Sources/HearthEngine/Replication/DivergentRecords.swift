@@ -42,13 +42,3 @@ package enum DivergentRecords {
         return bytes
     }
 }
-
-extension Outbound {
-    /// Stream lines, snapshots and closes reach peers at once: they are how confirmation happens.
-    var goesUnheld: Bool {
-        switch self {
-        case .line, .computed, .close: return true
-        case .response, .event, .cancelled, .authRevoked: return false
-        }
-    }
-}

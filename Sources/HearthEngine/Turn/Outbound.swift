@@ -25,17 +25,13 @@ package enum Outbound: Sendable {
     case close
 }
 
-/// How the engine reaches a connection: its id and a function that hands a batch of output to
-/// the connection's own event loop.
-package struct SessionLink: Sendable {
-    package let id: UInt64
-    /// The connection's event loop: `receive` may only be called on it.
-    package let loop: any EventLoop
-    package let receive: @Sendable ([Outbound]) -> Void
-
-    package init(id: UInt64, loop: any EventLoop, receive: @escaping @Sendable ([Outbound]) -> Void) {
-        self.id = id
-        self.loop = loop
-        self.receive = receive
+extension Outbound {
+    /// Whether the release gate lets it through at once: stream lines, snapshots and closes
+    /// reach peers without waiting, since they are how confirmation happens.
+    var goesUnheld: Bool {
+        switch self {
+        case .line, .computed, .close: return true
+        case .response, .event, .cancelled, .authRevoked: return false
+        }
     }
 }
