@@ -7,7 +7,6 @@ public import Logging
 import NIOConcurrencyHelpers
 public import NIOCore
 import NIOPosix
-import NIOSSL
 
 /// The running database server: a TCP listener, its connections and the engine.
 ///
@@ -178,35 +177,17 @@ public final class HearthServer: Sendable {
         // the loop reads the others'.
         let clustered = cluster != nil || configuration.cluster != nil
         let gatherers = clustered ? SubmissionGatherers(loops: ioGroup, engine: engine) : nil
-        let bootstrap = ServerBootstrap(group: ioGroup)
-            .serverChannelOption(.backlog, value: 1024)
-            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-            .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
-            .childChannelOption(.autoRead, value: true)
-            .childChannelOption(.allowRemoteHalfClosure, value: true)
-            .childChannelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    let handler = ConnectionHandler(
-                        id: nextID.next(), engine: engine, gatherer: gatherers?.gatherer(for: channel.eventLoop),
-                        configuration: configuration, security: security, registry: registry,
-                        maxLineBytes: inboundLineLimit, logger: logger, clock: clock)
-                    if let tls {
-                        try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: tls.context))
-                        try channel.pipeline.syncOperations.addHandler(
-                            TLSHandshakeTimeout(
-                                seconds: security.limits.tlsHandshakeTimeoutSeconds, security: security,
-                                logger: logger))
-                    }
-                    try channel.pipeline.syncOperations.addHandler(handler)
-                }
-            }
+        let listenerContext = ListenerContext(
+            engine: engine, configuration: configuration, security: security, tls: tls, registry: registry,
+            connectionIDs: nextID, logger: logger, clock: clock)
         let listener: any Channel
         var httpListener: (any Channel)?
         do {
-            listener = try await bootstrap.bind(host: configuration.host, port: configuration.port).get()
+            listener = try await LineListener.bind(
+                on: ioGroup, context: listenerContext, gatherers: gatherers, maxLineBytes: inboundLineLimit)
         } catch {
             await stop(engine: engine, ioGroup: ioGroup, engineGroup: engineGroup)
-            throw ListenError.from(error, host: configuration.host, port: configuration.port)
+            throw error
         }
         if let httpPort = configuration.httpPort {
             let wellKnown = WellKnownEndpoints(
@@ -214,12 +195,8 @@ public final class HearthServer: Sendable {
                 linePort: listener.localAddress?.port)
             do {
                 httpListener = try await HTTPListener.bind(
-                    port: httpPort, on: ioGroup,
-                    context: HTTPListener.Context(
-                        engine: engine, configuration: configuration, security: security, tls: tls,
-                        registry: registry, connectionIDs: nextID,
-                        wellKnown: { path, loop in wellKnown.respond(to: path, on: loop) }, logger: logger,
-                        clock: clock))
+                    port: httpPort, on: ioGroup, context: listenerContext,
+                    wellKnown: { path, loop in wellKnown.respond(to: path, on: loop) })
             } catch {
                 try? await listener.close()
                 await stop(engine: engine, ioGroup: ioGroup, engineGroup: engineGroup)
