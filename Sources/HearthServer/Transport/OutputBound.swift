@@ -33,15 +33,16 @@ struct OutputBound {
 
     /// Whether a connection holding `holding` bytes is over the server's budget: it holds more
     /// than `BufferBudget.smallHolding`, its peer is not taking it (`stalled`), and the budget is
-    /// spent (asked last: it takes the budget's lock).
-    static func isOverBudget(holding: Int, stalled: Bool, budget: BufferBudget) -> Bool {
-        holding > BufferBudget.smallHolding && stalled && budget.isSpent
+    /// spent (asked last: it takes the budget's lock). `stalled` is evaluated only for a large
+    /// holding, as the right-hand side of `&&` is: a connection's every delivery asks this.
+    static func isOverBudget(holding: Int, stalled: @autoclosure () -> Bool, budget: BufferBudget) -> Bool {
+        holding > BufferBudget.smallHolding && stalled() && budget.isSpent
     }
 
     /// The verdict on `pending` unsent bytes against `limit` (with the allowance) and `budget`;
     /// over both, the budget is named.
-    func verdict(pending: Int, limit: Int, stalled: Bool, budget: BufferBudget) -> Verdict {
-        if Self.isOverBudget(holding: pending, stalled: stalled, budget: budget) { return .overBudget }
+    func verdict(pending: Int, limit: Int, stalled: @autoclosure () -> Bool, budget: BufferBudget) -> Verdict {
+        if Self.isOverBudget(holding: pending, stalled: stalled(), budget: budget) { return .overBudget }
         return pending > limit + allowance ? .overLimit : .within
     }
 }
