@@ -8,7 +8,6 @@ public import Logging
 import NIOConcurrencyHelpers
 public import NIOCore
 import NIOPosix
-import NIOSSL
 
 /// The running database server: a TCP listener, its connections and the engine.
 ///
@@ -183,35 +182,17 @@ public final class HearthServer: Sendable {
         // the loop reads the others'.
         let clustered = cluster != nil || configuration.cluster != nil
         let gatherers = clustered ? SubmissionGatherers(loops: ioGroup, engine: engine) : nil
-        let bootstrap = ServerBootstrap(group: ioGroup)
-            .serverChannelOption(.backlog, value: 1024)
-            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-            .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
-            .childChannelOption(.autoRead, value: true)
-            .childChannelOption(.allowRemoteHalfClosure, value: true)
-            .childChannelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    let handler = ConnectionHandler(
-                        id: nextID.next(), engine: engine, gatherer: gatherers?.gatherer(for: channel.eventLoop),
-                        configuration: configuration, security: security, registry: registry,
-                        maxLineBytes: inboundLineLimit, logger: logger, clock: clock)
-                    if let tls {
-                        try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: tls.context))
-                        try channel.pipeline.syncOperations.addHandler(
-                            TLSHandshakeTimeout(
-                                seconds: security.limits.tlsHandshakeTimeoutSeconds, security: security,
-                                logger: logger))
-                    }
-                    try channel.pipeline.syncOperations.addHandler(handler)
-                }
-            }
+        let listenerContext = ListenerContext(
+            engine: engine, configuration: configuration, security: security, tls: tls, registry: registry,
+            connectionIDs: nextID, logger: logger, clock: clock)
         let listener: any Channel
         var httpListener: (any Channel)?
         do {
-            listener = try await bootstrap.bind(host: configuration.host, port: configuration.port).get()
+            listener = try await LineListener.bind(
+                on: ioGroup, context: listenerContext, gatherers: gatherers, maxLineBytes: inboundLineLimit)
         } catch {
             await stop(engine: engine, ioGroup: ioGroup, engineGroup: engineGroup)
-            throw ListenError.from(error, host: configuration.host, port: configuration.port)
+            throw error
         }
         if let httpPort = configuration.httpPort {
             let wellKnown = WellKnownEndpoints(
@@ -219,12 +200,8 @@ public final class HearthServer: Sendable {
                 linePort: listener.localAddress?.port)
             do {
                 httpListener = try await HTTPListener.bind(
-                    port: httpPort, on: ioGroup,
-                    context: HTTPListener.Context(
-                        engine: engine, configuration: configuration, security: security, tls: tls,
-                        registry: registry, connectionIDs: nextID,
-                        wellKnown: { path, loop in wellKnown.respond(to: path, on: loop) }, logger: logger,
-                        clock: clock))
+                    port: httpPort, on: ioGroup, context: listenerContext,
+                    wellKnown: { path, loop in wellKnown.respond(to: path, on: loop) })
             } catch {
                 try? await listener.close()
                 await stop(engine: engine, ioGroup: ioGroup, engineGroup: engineGroup)
@@ -465,61 +442,4 @@ public final class HearthServer: Sendable {
 /// Whether `host` is a loopback address (`127.0.0.0/8`, `::1`, `localhost`).
 func isLoopback(_ host: String) -> Bool {
     host == "localhost" || host == "::1" || host == "[::1]" || host.hasPrefix("127.")
-}
-
-/// A thread-safe counter for connection ids.
-final class ManagedAtomicCounter: Sendable {
-    private let value = NIOLockedValueBox<UInt64>(0)
-
-    func next() -> UInt64 {
-        value.withLockedValue { v in
-            v += 1
-            return v
-        }
-    }
-}
-
-/// The live connections of both listeners, so that shutdown can reach each one on its own
-/// event loop.
-final class ConnectionRegistry: Sendable {
-    private struct Entry: Sendable {
-        let channel: any Channel
-        /// Runs on the channel's event loop.
-        let beginShutdown: @Sendable () -> Void
-        /// Sends a server line (line-protocol connections only); runs on the channel's loop.
-        let sendLine: (@Sendable ([UInt8]) -> Void)?
-    }
-
-    private let entries = NIOLockedValueBox<[UInt64: Entry]>([:])
-
-    var count: Int { entries.withLockedValue { $0.count } }
-
-    func add(
-        id: UInt64, channel: any Channel, beginShutdown: @escaping @Sendable () -> Void,
-        sendLine: (@Sendable ([UInt8]) -> Void)? = nil
-    ) {
-        entries.withLockedValue { $0[id] = Entry(channel: channel, beginShutdown: beginShutdown, sendLine: sendLine) }
-    }
-
-    /// Sends `line` to every connection that takes server lines, each on its own loop.
-    func broadcast(_ line: [UInt8]) {
-        let all = entries.withLockedValue { Array($0.values) }
-        for entry in all {
-            guard let send = entry.sendLine else { continue }
-            entry.channel.eventLoop.execute { send(line) }
-        }
-    }
-
-    func remove(id: UInt64) {
-        _ = entries.withLockedValue { $0.removeValue(forKey: id) }
-    }
-
-    /// Asks every connection to shut down; returns their close futures.
-    func beginShutdownOfAll() -> [EventLoopFuture<Void>] {
-        let all = entries.withLockedValue { Array($0.values) }
-        return all.map { entry in
-            entry.channel.eventLoop.execute { entry.beginShutdown() }
-            return entry.channel.closeFuture
-        }
-    }
 }

@@ -27,10 +27,9 @@ extension HTTPConnectionHandler {
             allowOrigin = value
         case .refused(let message):
             allowOrigin = ""
-            security.counters.limitHits.add(1)
-            security.noticeLog.notice(
-                logger, "cross-origin request refused",
-                metadata: ["peer": "\(remoteAddress)", "origin": "\(headers.origin ?? "-")"])
+            security.limitHit(
+                "cross-origin request refused", peer: remoteAddress, metadata: ["origin": "\(headers.origin ?? "-")"],
+                logger: logger)
             return RESTResponse.error(RESTError(.forbidden, message))
         }
         var declared = 0
@@ -77,7 +76,7 @@ extension HTTPConnectionHandler {
         if headers.expect != nil {
             var interim = context.channel.allocator.buffer(capacity: 32)
             interim.writeStaticString("HTTP/1.1 100 Continue\r\n\r\n")
-            progress.add(interim.readableBytes)
+            stallWatch.handed(interim.readableBytes)
             context.writeAndFlush(wrapOutboundOut(interim), promise: nil)
         }
         // A body that does not arrive with its head is timed from the end of the read
@@ -141,9 +140,8 @@ extension HTTPConnectionHandler {
             bodyTimer = nil
             guard case .receiving(let head, _, _) = state, let context = self.context else { return }
             if limits.isTooSlow(bodyWindowBytes) {
-                security.counters.limitHits.add(1)
-                security.noticeLog.notice(
-                    logger, "closing a connection whose request body stalled", metadata: ["peer": "\(remoteAddress)"])
+                security.limitHit(
+                    "closing a connection whose request body stalled", peer: remoteAddress, logger: logger)
                 let slow = RESTError(
                     .requestTimeout,
                     "the request body arrived slower than \(limits.minBodyBytesPerSecond) bytes a second (minBodyBytesPerSecond)"

@@ -44,7 +44,7 @@ extension HTTPConnectionHandler {
         if !keepAlive { buffer.writeStaticString("Connection: close\r\n") }
         buffer.writeStaticString("\r\n")
         if !isHead { buffer.writeBytes(response.body) }
-        progress.add(buffer.readableBytes)
+        stallWatch.handed(buffer.readableBytes)
         guard !keepAlive, closeWhenWritten else {
             context.writeAndFlush(wrapOutboundOut(buffer), promise: nil)
             return
@@ -104,7 +104,7 @@ extension HTTPConnectionHandler {
         state = .streaming(Stream(head: head, sub: sub))
         engine.metrics.streamOpened()
         streamCounted = true
-        progress.add(buffer.readableBytes)
+        stallWatch.handed(buffer.readableBytes)
         context.write(wrapOutboundOut(buffer), promise: nil)
         lastStreamWrite = .now()
         armKeepAlive(context: context)
@@ -114,37 +114,30 @@ extension HTTPConnectionHandler {
     func writeStreamBytes(_ bytes: inout ByteBuffer, context: ChannelHandlerContext) {
         let count = bytes.readableBytes
         // A reader too slow to keep its unsent output under the bound is cut (docs/REST.md,
-        // "Streaming (Server-Sent Events)"), and so is one holding much while the server's buffers are spent.
-        let overBudget =
-            outstandingBytes + count > BufferBudget.smallHolding && !context.channel.isWritable
-            && security.buffers.isSpent
-        // One event larger than 1 MiB (a large first value), sent when little else was waiting,
-        // may pass the bound by its own size: a large event is not a slow reader.
-        if count > ConnectionHandler.pauseBytes, outstandingBytes <= ConnectionHandler.pauseBytes {
-            streamAllowance = max(streamAllowance, count)
-        }
-        if outstandingBytes + count > configuration.maxOutboundBytes + streamAllowance || overBudget {
+        // "Streaming (Server-Sent Events)"), and so is one holding much while the server's buffers are spent. One
+        // large event (a large first value) may pass the bound by its own size: a large event is
+        // not a slow reader.
+        outputBound.noteOutput(count, queuedBefore: outstandingBytes)
+        let verdict = outputBound.verdict(
+            pending: outstandingBytes + count, limit: configuration.maxOutboundBytes,
+            stalled: !context.channel.isWritable, budget: security.buffers)
+        if verdict != .within {
             logger.warning(
                 "closing a slow event-stream reader",
-                metadata: [
-                    "pendingBytes": "\(outstandingBytes)",
-                    "reason": "\(overBudget ? "maxBufferedBytes" : "maxOutboundBytes")",
-                ])
-            state = .closed
-            charge.update(0, in: security.buffers)
-            context.close(promise: nil)
+                metadata: ["pendingBytes": "\(outstandingBytes)", "reason": "\(verdict.setting)"])
+            closeNow(context: context)
             return
         }
         outstandingBytes += count
         if outstandingBytes > BufferBudget.smallHolding || charge.bytes > 0 {
             charge.update(outstandingBytes, in: security.buffers)
         }
-        progress.add(count)
+        stallWatch.handed(count)
         lastStreamWrite = .now()
         let promise = context.eventLoop.makePromise(of: Void.self)
         promise.futureResult.assumeIsolated().whenComplete { [self] _ in
             outstandingBytes -= count
-            if outstandingBytes <= ConnectionHandler.pauseBytes { streamAllowance = 0 }
+            if outstandingBytes <= OutputBound.largeOutput { outputBound.endAllowance() }
             if charge.bytes > 0 { charge.update(outstandingBytes, in: security.buffers) }
         }
         if chunked {
@@ -169,7 +162,7 @@ extension HTTPConnectionHandler {
         state = .closed
         keepAliveTimer?.cancel()
         let last = context.channel.allocator.buffer(staticString: chunked ? "0\r\n\r\n" : "")
-        progress.add(last.readableBytes)
+        stallWatch.handed(last.readableBytes)
         context.writeAndFlush(wrapOutboundOut(last)).assumeIsolated().whenComplete { _ in
             context.close(promise: nil)
         }
@@ -220,8 +213,7 @@ extension HTTPConnectionHandler {
 
     func channelWritabilityChanged(context: ChannelHandlerContext) {
         if context.channel.isWritable {
-            stallTimer?.cancel()
-            stallTimer = nil
+            performStall(stallWatch.outputFlowing(), context: context)
             if case .streaming = state {} else { charge.update(0, in: security.buffers) }
             if blockedOnOutput {
                 blockedOnOutput = false
@@ -231,8 +223,7 @@ extension HTTPConnectionHandler {
             let buffered = context.unsentBytes
             if case .streaming = state {} else { charge.update(buffered, in: security.buffers) }
             if closeIfOverBudget(buffered: buffered, context: context) { return }
-            progress.restart(stillBuffered: buffered)
-            armStallTimer(context: context)
+            performStall(stallWatch.outputBlocked(stillBuffered: buffered), context: context)
         }
         context.fireChannelWritabilityChanged()
     }
@@ -240,38 +231,37 @@ extension HTTPConnectionHandler {
     /// While the server's buffers are spent, a connection whose peer is not taking a sizeable
     /// output is the one to let go. True when it closed the connection.
     func closeIfOverBudget(buffered: Int, context: ChannelHandlerContext) -> Bool {
-        guard buffered > BufferBudget.smallHolding, security.buffers.isSpent else { return false }
+        guard OutputBound.isOverBudget(holding: buffered, stalled: true, budget: security.buffers) else { return false }
         security.counters.limitHits.add(1)
         logger.warning(
             "closing a connection that does not read while the server's buffers are full",
             metadata: ["pendingBytes": "\(buffered)", "peer": "\(remoteAddress)"])
-        state = .closed
-        charge.update(0, in: security.buffers)
-        context.close(promise: nil)
+        closeNow(context: context)
         return true
     }
 
-    /// Checks every `writeStallTimeoutSeconds` while the channel is unwritable: a peer that took
-    /// nothing in that time is disconnected.
-    func armStallTimer(context: ChannelHandlerContext) {
-        guard stallTimer == nil else { return }
-        let timeout = TimeAmount.seconds(Int64(security.limits.writeStallTimeoutSeconds))
-        stallTimer = context.eventLoop.assumeIsolated().scheduleTask(in: timeout) { [self] in
-            stallTimer = nil
-            guard let context = self.context, !context.channel.isWritable else { return }
-            let buffered = context.unsentBytes
-            if closeIfOverBudget(buffered: buffered, context: context) { return }
-            if progress.moved(stillBuffered: buffered) {
-                armStallTimer(context: context)
-                return
-            }
-            security.counters.limitHits.add(1)
-            security.noticeLog.notice(
-                logger, "closing a connection whose peer stopped reading",
-                metadata: ["peer": "\(remoteAddress)", "pendingBytes": "\(buffered)"])
-            state = .closed
-            charge.update(0, in: security.buffers)
-            context.close(promise: nil)
-        }
+    /// The stall check (`StallWatch`): while the channel is not writable, a connection over the
+    /// server's budget is let go, and one whose peer took nothing since the last check closes.
+    func stallCheckDue() {
+        guard let context else { return }
+        let waits = !context.channel.isWritable
+        let buffered = waits ? context.unsentBytes : 0
+        let action = stallWatch.timerFired(stillBuffered: waits ? buffered : nil)
+        if waits, closeIfOverBudget(buffered: buffered, context: context) { return }
+        performStall(action, context: context)
+    }
+
+    func closeStalled(context: ChannelHandlerContext) {
+        security.limitHit(
+            "closing a connection whose peer stopped reading", peer: remoteAddress,
+            metadata: ["pendingBytes": "\(context.unsentBytes)"], logger: logger)
+        closeNow(context: context)
+    }
+
+    /// Closes the connection at once, and lets go of its share of the server's buffers.
+    func closeNow(context: ChannelHandlerContext) {
+        state = .closed
+        charge.update(0, in: security.buffers)
+        context.close(promise: nil)
     }
 }

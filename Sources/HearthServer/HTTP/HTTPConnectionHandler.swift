@@ -5,7 +5,6 @@ import HearthProtocol
 import Logging
 import NIOCore
 import NIOHTTP1
-import NIOSSL
 
 /// What the HTTP listener serves besides the database: `/.well-known/hearth/…` (health,
 /// metrics, stats), completing on the given loop; nil when the path is not one of them.
@@ -30,7 +29,9 @@ typealias WellKnownResponder =
 /// the credential (a caller who has not signed in may send only a small body).
 /// Responses are written as bytes (status line, headers, body in one buffer; a stream's events
 /// as chunks), which costs far less than NIOHTTP1's encoder for small answers.
-final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
+final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler, TransportConnection,
+    StallWatching
+{
     typealias InboundIn = HTTPServerRequestPart
     typealias OutboundIn = Never
     typealias OutboundOut = ByteBuffer
@@ -74,8 +75,9 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     @exclusivity(unchecked) var state = State.idle
     var context: ChannelHandlerContext?
     var sessionLink: SessionLink?
-    var remoteAddress = "?"
-    var admitted = false
+    /// Where the connection comes from, and whether it is counted under the connection limits.
+    var admission = ConnectionAdmission()
+    var remoteAddress: String { admission.remoteAddress }
     /// Why this connection may not be served (connection limits): its first request gets it.
     var refusal: String?
     @exclusivity(unchecked) var writeLimiter: WriteLimits?
@@ -91,7 +93,7 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     /// This connection's share of the server's `BufferBudget`.
     @exclusivity(unchecked) var charge = BufferCharge()
     /// Whether the peer takes the output, checked while the channel is unwritable.
-    @exclusivity(unchecked) var progress = OutputProgress()
+    @exclusivity(unchecked) var stallWatch = StallWatch()
     var stallTimer: Scheduled<Void>?
     /// Whether the next request waits until the channel is writable again: the peer has not yet
     /// taken the last answer.
@@ -113,8 +115,9 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     var keepAliveTimer: Scheduled<Void>?
     @exclusivity(unchecked) var lastStreamWrite = NIODeadline.now()
     @exclusivity(unchecked) var outstandingBytes = 0
-    /// What one large event may add above `maxOutboundBytes` while it is being sent.
-    @exclusivity(unchecked) var streamAllowance = 0
+    /// A stream's bound: `maxOutboundBytes` (with the allowance of one large event while it is
+    /// being sent) and the server's `BufferBudget`.
+    @exclusivity(unchecked) var outputBound = OutputBound()
     /// Parts of requests that arrived while an earlier one was being served.
     @exclusivity(unchecked) var queued = CircularBuffer<HTTPServerRequestPart>()
     @exclusivity(unchecked) var readPaused = false
@@ -151,30 +154,19 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
 
     // MARK: Lifecycle
 
-    func handlerAdded(context: ChannelHandlerContext) {
-        self.context = context
-        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
-        sessionLink = SessionLink(id: id, loop: context.eventLoop) { outputs in bound.value.receive(outputs) }
-    }
+    func handlerAdded(context: ChannelHandlerContext) { attach(to: context) }
 
-    func handlerRemoved(context: ChannelHandlerContext) {
-        self.context = nil
-        sessionLink = nil
-    }
+    func handlerRemoved(context: ChannelHandlerContext) { detach() }
 
     func channelActive(context: ChannelHandlerContext) {
-        remoteAddress = context.remoteAddress?.ipAddress ?? "?"
-        let local = isLoopback(remoteAddress) || remoteAddress == "?"
-        if let refused = security.connections.admit(remoteAddress, isLoopback: local, limits: security.limits) {
+        let admitted = admission.admit(context.remoteAddress, security: security)
+        if let refused = admitted.refusal {
             security.counters.limitHits.add(1)
             refusal = refused
-        } else {
-            admitted = true
         }
-        writeLimiter = WriteLimits(security: security, address: remoteAddress, isLoopback: local)
+        writeLimiter = admitted.writeLimits
         engine.metrics.connectionOpened(kind: .http)
-        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
-        registry.add(id: id, channel: context.channel) { bound.value.beginShutdown() }
+        register(in: registry, channel: context.channel)
         armIdleTimer(context: context, timeout: .seconds(Int64(security.limits.firstRequestTimeoutSeconds)))
         context.fireChannelActive()
     }
@@ -185,10 +177,7 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
         stallTimer?.cancel()
         bodyTimer?.cancel()
         charge.release(from: security.buffers)
-        if admitted {
-            admitted = false
-            security.connections.release(remoteAddress)
-        }
+        _ = admission.release(from: security)
         if streamCounted { engine.metrics.streamClosed() }
         state = .closed
         engine.metrics.connectionClosed(kind: .http)
@@ -215,13 +204,8 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
             } else {
                 answerAndClose(answer)
             }
-        case is NIOSSLError, is BoringSSLError:
-            security.noticeLog.notice(
-                logger, "TLS handshake failed (a plain-text client, or an untrusted certificate?)",
-                metadata: ["peer": "\(remoteAddress)", "error": "\(error)"])
-            context.close(promise: nil)
         default:
-            logger.debug("HTTP connection error", metadata: ["error": "\(error)"])
+            security.logConnectionError(error, peer: remoteAddress, message: "HTTP connection error", logger: logger)
             context.close(promise: nil)
         }
     }

@@ -41,12 +41,10 @@ extension ConnectionHandler {
     }
 
     /// One answer or event of `added` bytes, queued when `before` bytes waited in the outbox: when
-    /// it is larger than `pauseBytes` and little else waited, it may pass `maxOutboundBytes` by its
-    /// own size (`answerAllowance`).
+    /// it is large and little else waited, it may pass `maxOutboundBytes` by its own size
+    /// (`OutputBound.allowance`).
     func noteLargeOutput(_ added: Int, after before: Int) {
-        if added > Self.pauseBytes, before + waitingBytes <= Self.pauseBytes {
-            answerAllowance = max(answerAllowance, added)
-        }
+        outputBound.noteOutput(added, queuedBefore: before + waitingBytes)
     }
 
     /// Writes what the engine's output added, and resumes what waited for it.
@@ -64,8 +62,9 @@ extension ConnectionHandler {
         if closeWhenIdle, slots.isEmpty { closeOnceDrained(context: context) }
     }
 
-    /// Once this much waits to be sent, the engine's further output waits in `deferred`.
-    static let pauseBytes = 1 << 20
+    /// Once this much waits to be sent, the engine's further output waits in `deferred`: the size
+    /// of one large output (`OutputBound.largeOutput`).
+    static let pauseBytes = OutputBound.largeOutput
 
     /// Queues one output of the engine; true when it closed the connection.
     func deliver(_ output: Outbound, context: ChannelHandlerContext) -> Bool {
@@ -200,20 +199,21 @@ extension ConnectionHandler {
     /// after `slowConsumerGrace`, whichever comes first.
     func checkOutboxBound(context: ChannelHandlerContext) {
         guard !closing else { return }
-        // A peer replica receiving a snapshot may hold more; its stream is cut by the engine
-        // rather than here.
-        let limit = configuration.maxOutboundBytes * (isPeer ? 16 : 1) + answerAllowance
+        // A peer replica receiving a snapshot may hold more, and is not let go for the server's
+        // budget: its stream is cut by the engine rather than here.
+        let limit = configuration.maxOutboundBytes * (isPeer ? 16 : 1)
+        let writable = context.channel.isWritable
         let queued = waitingBytes + outbox.readableBytes + deferredBytes
-        let pending = queued + channelBufferedBytes(context, mattersAbove: limit - queued)
+        let pending =
+            queued
+            + channelBufferedBytes(context, writable: writable, mattersAbove: limit + outputBound.allowance - queued)
         if pending > BufferBudget.smallHolding || outputCharge.bytes > 0 {
             outputCharge.update(pending, in: security.buffers)
         }
-        // While the server's buffers are spent, a connection that holds much and whose peer is
-        // not taking it is let go.
-        let overBudget =
-            pending > BufferBudget.smallHolding && !isPeer && security.buffers.isSpent
-            && (!waiting.isEmpty || !context.channel.isWritable)
-        guard pending > limit || overBudget else { return }
+        let verdict = outputBound.verdict(
+            pending: pending, limit: limit, stalled: !isPeer && (!waiting.isEmpty || !writable),
+            budget: security.buffers)
+        guard verdict != .within else { return }
         closing = true
         outbox.clear()
         waiting.removeAll()
@@ -224,10 +224,10 @@ extension ConnectionHandler {
         logger.warning(
             "closing a slow consumer",
             metadata: [
-                "pendingBytes": "\(pending)", "reason": "\(overBudget ? "maxBufferedBytes" : "maxOutboundBytes")",
+                "pendingBytes": "\(pending)", "reason": "\(verdict.setting)",
             ])
         let error =
-            overBudget
+            verdict == .overBudget
             ? DatabaseError(
                 .slowConsumer,
                 "the connection did not read its output while the server's buffers were full (maxBufferedBytes)")
@@ -260,7 +260,7 @@ extension ConnectionHandler {
         var buffer = outbox
         outbox = spareOutbox.take() ?? context.channel.allocator.buffer(capacity: Swift.min(count, 64 * 1024))
         if waiting.isEmpty, context.channel.isWritable {
-            progress.add(count)
+            stallWatch.handed(count)
             // One trip down the pipeline for both (`write` then `flush` made two).
             context.writeAndFlush(wrapOutboundOut(buffer), promise: nil)
             // Written whole, the bytes are no longer the channel's: clearing allocates nothing. A
@@ -279,17 +279,17 @@ extension ConnectionHandler {
     static let spareOutboxCapacity = 4096
 
     func write(_ buffer: ByteBuffer, context: ChannelHandlerContext) {
-        progress.add(buffer.readableBytes)
+        stallWatch.handed(buffer.readableBytes)
         context.write(wrapOutboundOut(buffer), promise: nil)
     }
 
     /// The bytes the channel holds that have not reached the socket, when they may exceed
-    /// `threshold`. A writable channel holds less than its high water mark (64 KiB), so the exact
-    /// count, a slower query, is read only when the channel is not writable or the threshold is
-    /// below that mark; otherwise 0 stands for "not above the threshold".
-    func channelBufferedBytes(_ context: ChannelHandlerContext, mattersAbove threshold: Int) -> Int {
+    /// `threshold`. A `writable` channel holds less than its high water mark (64 KiB), so the
+    /// exact count, a slower query, is read only when the channel is not writable or the threshold
+    /// is below that mark; otherwise 0 stands for "not above the threshold".
+    func channelBufferedBytes(_ context: ChannelHandlerContext, writable: Bool, mattersAbove threshold: Int) -> Int {
         let highWaterMark = 64 * 1024
-        if context.channel.isWritable, threshold >= highWaterMark { return 0 }
+        if writable, threshold >= highWaterMark { return 0 }
         return context.unsentBytes
     }
 
@@ -315,40 +315,38 @@ extension ConnectionHandler {
                 }
             }
             if waiting.isEmpty {
-                stallTimer?.cancel()
-                stallTimer = nil
-                if deferred.isEmpty { answerAllowance = 0 }
+                performStall(stallWatch.outputFlowing(), context: context)
+                if deferred.isEmpty { outputBound.endAllowance() }
                 drainDeferred(context: context)
             }
         } else if !closing, slowConsumerClose == nil {
-            let buffered = channelBufferedBytes(context, mattersAbove: 0)
-            progress.restart(stillBuffered: buffered)
-            armStallTimer(context: context)
+            performStall(stallWatch.outputBlocked(stillBuffered: context.unsentBytes), context: context)
             checkOutboxBound(context: context)
         }
         context.fireChannelWritabilityChanged()
     }
 
-    /// Checks every `writeStallTimeoutSeconds` while the channel is unwritable: a peer that took
-    /// nothing in that time is disconnected.
-    func armStallTimer(context: ChannelHandlerContext) {
-        guard stallTimer == nil else { return }
-        let timeout = security.limits.writeStallTimeoutSeconds
-        stallTimer = context.eventLoop.assumeIsolated().scheduleTask(in: .seconds(Int64(timeout))) { [self] in
-            stallTimer = nil
-            guard let context = self.context, !closing, !context.channel.isWritable || !waiting.isEmpty else { return }
-            checkOutboxBound(context: context)
-            guard !closing else { return }
-            if progress.moved(stillBuffered: channelBufferedBytes(context, mattersAbove: 0)) {
-                armStallTimer(context: context)
-                return
-            }
-            limitHit(
-                "closing a connection whose peer stopped reading",
-                metadata: ["pendingBytes": "\(waitingBytes + deferredBytes)", "timeoutSeconds": "\(timeout)"])
-            closing = true
-            outputCharge.update(0, in: security.buffers)
-            context.close(promise: nil)
-        }
+    /// The stall check (`StallWatch`): while output waits (the channel is not writable, or
+    /// outboxes wait for it), a connection over its bounds closes as a slow consumer, and one
+    /// whose peer took nothing since the last check as a stalled one.
+    func stallCheckDue() {
+        guard let context else { return }
+        let waits = !closing && (!context.channel.isWritable || !waiting.isEmpty)
+        let action = stallWatch.timerFired(stillBuffered: waits ? context.unsentBytes : nil)
+        if waits { checkOutboxBound(context: context) }
+        guard !closing else { return }
+        performStall(action, context: context)
+    }
+
+    func closeStalled(context: ChannelHandlerContext) {
+        limitHit(
+            "closing a connection whose peer stopped reading",
+            metadata: [
+                "pendingBytes": "\(waitingBytes + deferredBytes)",
+                "timeoutSeconds": "\(security.limits.writeStallTimeoutSeconds)",
+            ])
+        closing = true
+        outputCharge.update(0, in: security.buffers)
+        context.close(promise: nil)
     }
 }

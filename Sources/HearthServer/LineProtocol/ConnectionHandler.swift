@@ -4,7 +4,6 @@ import HearthJSON
 import HearthProtocol
 import Logging
 import NIOCore
-import NIOSSL
 
 /// One client connection: decodes request lines, hands them to the engine, and writes
 /// responses in request order and events as they come, within a bounded outbox.
@@ -19,7 +18,7 @@ import NIOSSL
 /// connection stops reading requests. A peer that takes nothing for `writeStallTimeoutSeconds`
 /// is disconnected, and one whose events pile up past `maxOutboundBytes`, or past its share
 /// while the server's `BufferBudget` is spent, is closed as a slow consumer.
-final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
+final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler, TransportConnection, StallWatching {
     typealias InboundIn = ByteBuffer
     typealias OutboundIn = Never
     typealias OutboundOut = ByteBuffer
@@ -82,10 +81,10 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
     /// Reused encoding buffer for responses.
     @exclusivity(unchecked) var scratch: [UInt8] = []
     @exclusivity(unchecked) var sessionLink: SessionLink?
+    /// Where the connection comes from, and whether it is counted under the connection limits.
+    var admission = ConnectionAdmission()
     /// The remote IP address (without port), for per-address limits and logs.
-    var remoteAddress = "?"
-    /// Counted in `security.connections` (so released at close).
-    var admitted = false
+    var remoteAddress: String { admission.remoteAddress }
     @exclusivity(unchecked) var writeLimiter: WriteLimits?
     /// Authenticated with the cluster secret (a peer node).
     @exclusivity(unchecked) var isPeer = false
@@ -100,15 +99,14 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
     @exclusivity(unchecked) var deferred = CircularBuffer<Outbound>()
     /// The bytes of the encoded events in `deferred`.
     @exclusivity(unchecked) var deferredBytes = 0
-    /// One answer or event larger than `pauseBytes`, sent when little else was waiting, may take
-    /// the connection past `maxOutboundBytes` by its own size: a large answer is not a slow
-    /// consumer. Cleared once the peer has taken it.
-    @exclusivity(unchecked) var answerAllowance = 0
+    /// `maxOutboundBytes` and the server's `BufferBudget`, with the allowance of one large answer
+    /// or event (cleared once the peer has taken it).
+    @exclusivity(unchecked) var outputBound = OutputBound()
     /// This connection's share of the server's `BufferBudget`: output, and an unfinished line.
     @exclusivity(unchecked) var outputCharge = BufferCharge()
     @exclusivity(unchecked) var inputCharge = BufferCharge()
     /// Whether the peer takes the output, checked while the channel is unwritable.
-    @exclusivity(unchecked) var progress = OutputProgress()
+    @exclusivity(unchecked) var stallWatch = StallWatch()
     var stallTimer: Scheduled<Void>?
     /// Retries `deferred` answers held back while the server's buffers were spent.
     var budgetRetry: Scheduled<Void>?
@@ -141,31 +139,19 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
 
     // MARK: Lifecycle
 
-    func handlerAdded(context: ChannelHandlerContext) {
-        self.context = context
-        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
-        let loop = context.eventLoop
-        sessionLink = SessionLink(id: id, loop: loop) { outputs in bound.value.receive(outputs) }
-    }
+    func handlerAdded(context: ChannelHandlerContext) { attach(to: context) }
 
-    func handlerRemoved(context: ChannelHandlerContext) {
-        // Breaks the cycle handler → link → handler.
-        self.context = nil
-        sessionLink = nil
-    }
+    func handlerRemoved(context: ChannelHandlerContext) { detach() }
 
     func channelActive(context: ChannelHandlerContext) {
         logger.debug("connected", metadata: ["peer": "\(context.remoteAddress.map { "\($0)" } ?? "?")"])
-        remoteAddress = context.remoteAddress?.ipAddress ?? "?"
-        // A peer without an IP address (a Unix socket) counts as local.
-        let local = isLoopback(remoteAddress) || remoteAddress == "?"
-        if let refusal = security.connections.admit(remoteAddress, isLoopback: local, limits: security.limits) {
+        let admitted = admission.admit(context.remoteAddress, security: security)
+        if let refusal = admitted.refusal {
             limitHit("connection refused", metadata: ["reason": "\(refusal)"])
             refuse(DatabaseError(.overloaded, refusal), context: context)
             return
         }
-        admitted = true
-        writeLimiter = WriteLimits(security: security, address: remoteAddress, isLoopback: local)
+        writeLimiter = admitted.writeLimits
         engine.metrics.connectionOpened(kind: .tcp)
         let hello = ResponseEncoder.hello(
             server: configuration.serverName, serverTime: clock(), connection: String(id),
@@ -173,9 +159,7 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
         send(hello, context: context)
         flushOutbox(context: context)
         let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
-        registry.add(
-            id: id, channel: context.channel, beginShutdown: { bound.value.beginShutdown() },
-            sendLine: { line in bound.value.sendServerLine(line) })
+        register(in: registry, channel: context.channel) { line in bound.value.sendServerLine(line) }
         let firstRequest = security.limits.firstRequestTimeoutSeconds
         firstRequestDeadline = context.eventLoop.assumeIsolated().scheduleTask(in: .seconds(Int64(firstRequest))) {
             [self] in
@@ -208,9 +192,7 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func limitHit(_ message: Logger.Message, metadata: Logger.Metadata) {
-        security.counters.limitHits.add(1)
-        security.noticeLog.notice(
-            logger, message, metadata: metadata.merging(["peer": "\(remoteAddress)"]) { a, _ in a })
+        security.limitHit(message, peer: remoteAddress, metadata: metadata, logger: logger)
     }
 
     func channelInactive(context: ChannelHandlerContext) {
@@ -223,11 +205,7 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
         outputCharge.release(from: security.buffers)
         inputCharge.release(from: security.buffers)
         deferred.removeAll()
-        if admitted {
-            admitted = false
-            security.connections.release(remoteAddress)
-            engine.metrics.connectionClosed(kind: .tcp)
-        }
+        if admission.release(from: security) { engine.metrics.connectionClosed(kind: .tcp) }
         closing = true
         submitBatch(then: .disconnected(sessionID: id))
         registry.remove(id: id)
@@ -248,13 +226,7 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        if error is NIOSSLError || error is BoringSSLError {
-            security.noticeLog.notice(
-                logger, "TLS handshake failed (a plain-text client, or an untrusted certificate?)",
-                metadata: ["peer": "\(remoteAddress)", "error": "\(error)"])
-        } else {
-            logger.debug("connection error", metadata: ["error": "\(error)"])
-        }
+        security.logConnectionError(error, peer: remoteAddress, message: "connection error", logger: logger)
         context.close(promise: nil)
     }
 
