@@ -1,4 +1,5 @@
 import ExtrasBase64
+import HearthCluster
 import HearthCore
 import HearthJSON
 import HearthProtocol
@@ -32,7 +33,7 @@ extension Engine {
                 metadata: [
                     "leader": "\(link.leader)", "mode": "\(mode)", "fromRev": "\(database.rev)", "leaderRev": "\(rev)",
                 ])
-            publishPosition(state: mode == "snapshot" || rev > database.rev ? "catching_up" : "streaming")
+            publishPosition(state: mode == "snapshot" || rev > database.rev ? .catchingUp : .streaming)
         case .diverged(let keepRev):
             moveDivergentRecords(after: keepRev)
             replication.forceSnapshot = true
@@ -57,7 +58,7 @@ extension Engine {
             }
         case .heartbeat(let confirmedRev):
             confirmations.advance(to: confirmedRev, now: clock())
-            if replication.role != .standalone, database.rev >= confirmedRev { publishPosition(state: "streaming") }
+            if replication.role != .standalone, database.rev >= confirmedRev { publishPosition(state: .streaming) }
         case .rules(let document):
             adoptRules(document, now: now, batch: &batch)
         case .forwardAnswer(let forward, let members):
@@ -195,10 +196,10 @@ extension Engine {
 
     /// A replica that has every record the leader had when the stream started is streaming.
     private func noteCaughtUp() {
-        if replication.memberState != "streaming", replication.incomingSnapshot == nil,
+        if replication.memberState != .streaming, replication.incomingSnapshot == nil,
             database.rev >= replication.catchUpTo
         {
-            publishPosition(state: "streaming")
+            publishPosition(state: .streaming)
         }
     }
 
