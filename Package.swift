@@ -74,7 +74,8 @@ let package = Package(
         .target(
             name: "HearthEngine",
             dependencies: [
-                "HearthCore", "HearthJSON", "HearthProtocol", "HearthStorage",
+                // HearthCluster: the member types (`MemberInfo`, `MemberState`) the cluster seam speaks.
+                "HearthCore", "HearthJSON", "HearthProtocol", "HearthStorage", "HearthCluster",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
@@ -151,7 +152,8 @@ let package = Package(
         .testTarget(
             name: "HearthEngineTests",
             dependencies: [
-                "HearthEngine", "HearthCore", "HearthJSON", "HearthProtocol", "HearthStorage", "HearthTestSupport",
+                "HearthEngine", "HearthCluster", "HearthCore", "HearthJSON", "HearthProtocol", "HearthStorage",
+                "HearthTestSupport",
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
@@ -162,8 +164,7 @@ let package = Package(
             name: "HearthServerTests",
             dependencies: [
                 "HearthServer", "HearthEngine", "HearthCore", "HearthJSON", "HearthProtocol", "HearthStorage",
-                "HearthAuth",
-                "HearthTestSupport",
+                "HearthAuth", "HearthCluster", "HearthTestSupport",
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),

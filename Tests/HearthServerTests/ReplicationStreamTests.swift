@@ -1,4 +1,5 @@
 import Foundation
+import HearthCluster
 import HearthCore
 import HearthJSON
 import HearthStorage
@@ -24,8 +25,8 @@ final class FixedMembership: ClusterMembership, @unchecked Sendable {
             return left > 0
         }
     }
-    func publish(state: String, rev: UInt64, lastEpoch: UInt64, confirmedRev: UInt64?, confirmedSeen: UInt64) {}
-    func members() -> [JSONValue] { [] }
+    func publish(state: MemberState, rev: UInt64, lastEpoch: UInt64, confirmedRev: UInt64?, confirmedSeen: UInt64) {}
+    func members() -> [MemberInfo] { [] }
     func leader() -> (node: String, tcp: String, epoch: UInt64)? { state.withLockedValue { $0.leader } }
     func resign(to target: String, done: @escaping @Sendable (Result<UInt64, DatabaseError>) -> Void) {
         done(.failure(DatabaseError(.unavailable, "fixed membership")))

@@ -1,3 +1,4 @@
+import HearthCluster
 import HearthCore
 import HearthJSON
 import HearthStorage
@@ -18,9 +19,9 @@ package protocol ClusterHooks: AnyObject, Sendable {
         id: UInt64, leader: String, fromRev: UInt64, history: EpochHistory, firstLines: [[UInt8]]
     ) -> any LeaderLink
     /// The engine's position changed (role, rev, confirmed rev): published to the member key.
-    func positionChanged(role: EngineRole, rev: UInt64, lastEpoch: UInt64, confirmedRev: UInt64, state: String)
+    func positionChanged(role: EngineRole, rev: UInt64, lastEpoch: UInt64, confirmedRev: UInt64, state: MemberState)
     /// The members as the coordinator last saw them, for `clusterStatus`.
-    func members() -> [JSONValue]
+    func members() -> [MemberInfo]
     /// True while no live member may lead without losing an acknowledged write.
     var noEligibleLeader: Bool { get }
     /// Sends `line` to every line-protocol connection of this node (not to peers).

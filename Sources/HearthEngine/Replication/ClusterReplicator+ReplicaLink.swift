@@ -1,4 +1,5 @@
 import ExtrasBase64
+import HearthCluster
 import HearthCore
 import HearthJSON
 import HearthProtocol
@@ -33,7 +34,7 @@ extension ClusterReplicator {
                     "leader": "\(link.leader)", "mode": "\(mode)", "fromRev": "\(engine.database.rev)",
                     "leaderRev": "\(rev)",
                 ])
-            publishPosition(state: mode == "snapshot" || rev > engine.database.rev ? "catching_up" : "streaming")
+            publishPosition(state: mode == "snapshot" || rev > engine.database.rev ? .catchingUp : .streaming)
         case .diverged(let keepRev):
             moveDivergentRecords(after: keepRev)
             replication.forceSnapshot = true
@@ -59,7 +60,7 @@ extension ClusterReplicator {
         case .heartbeat(let confirmedRev):
             engine.confirmations.advance(to: confirmedRev, now: engine.clock())
             if replication.role != .standalone, engine.database.rev >= confirmedRev {
-                publishPosition(state: "streaming")
+                publishPosition(state: .streaming)
             }
         case .rules(let document):
             adoptRules(document, now: now, batch: &batch)
@@ -198,10 +199,10 @@ extension ClusterReplicator {
 
     /// A replica that has every record the leader had when the stream started is streaming.
     private func noteCaughtUp() {
-        if replication.memberState != "streaming", replication.incomingSnapshot == nil,
+        if replication.memberState != .streaming, replication.incomingSnapshot == nil,
             engine.database.rev >= replication.catchUpTo
         {
-            publishPosition(state: "streaming")
+            publishPosition(state: .streaming)
         }
     }
 

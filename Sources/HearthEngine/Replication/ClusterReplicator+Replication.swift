@@ -83,11 +83,13 @@ extension ClusterReplicator {
                 members.append(JSONMember("noEligibleLeader", .bool(true)))
                 cluster = .object(members)
             }
+            let streams = replication.role.isLeader ? Array(replication.streams.values) : []
+            let entries = MemberStatus.entries(hooks.members(), streams: streams, rev: engine.database.rev, now: now)
             respond(
                 .members([
                     JSONMember("ok", .bool(true)),
                     JSONMember("cluster", cluster),
-                    JSONMember("members", .array(hooks.members().map { withStreamLag($0, now: now) })),
+                    JSONMember("members", .array(entries)),
                 ]))
         case .failover(let target):
             guard identity?.isAdmin == true || engine.rules == nil || isPeer else {
@@ -119,19 +121,5 @@ extension ClusterReplicator {
             default: break
             }
         }
-    }
-
-    /// On the leader, a member that streams from it shows its lag as the leader sees it: the
-    /// revisions it has not acknowledged (`lagRevs`) and for how long the oldest of them has
-    /// waited (`lagMs`).
-    private func withStreamLag(_ member: JSONValue, now: Int64) -> JSONValue {
-        guard replication.role.isLeader, case .object(var fields) = member,
-            let stream = replication.streams.values.first(where: { .string($0.node) == member["node"] })
-        else { return member }
-        fields.removeAll { $0.key == "lagRevs" || $0.key == "lagMs" }
-        let behind = engine.database.rev - min(engine.database.rev, stream.ackedRev)
-        fields.append(JSONMember("lagRevs", .int(Int64(clamping: behind))))
-        fields.append(JSONMember("lagMs", .int(behind == 0 ? 0 : max(0, now - stream.ackedAt))))
-        return .object(fields)
     }
 }

@@ -1,4 +1,5 @@
 import ExtrasBase64
+import HearthCluster
 import HearthCore
 import HearthJSON
 import HearthProtocol
@@ -49,7 +50,7 @@ extension ClusterReplicator {
             "cluster role changed",
             metadata: ["from": "\(previous.name)", "to": "\(role.name)", "epoch": "\(role.epoch)"])
         publishPosition(
-            state: role.isLeader ? "leader" : role == .candidate(epoch: role.epoch) ? "candidate" : "catching_up")
+            state: role.isLeader ? .leader : role == .candidate(epoch: role.epoch) ? .candidate : .catchingUp)
         broadcastClusterEvent(batch: &batch)
     }
 
@@ -162,7 +163,7 @@ extension ClusterReplicator {
         }
     }
 
-    package func publishPosition(state: String) {
+    package func publishPosition(state: MemberState) {
         replication.memberState = state
         // The tick calls this every 100 ms: only a change is published.
         let position = PublishedPosition(

@@ -24,7 +24,7 @@ extension Engine {
         confirmations.configure(syncReplicas: syncReplicas)
         confirmations.reset(confirmedRev: database.rev)
         joined.adoptStoredHistory()
-        joined.publishPosition(state: "candidate")
+        joined.publishPosition(state: .candidate)
         let metrics = ClusterMetrics(registry: self.metrics.registry)
         self.metrics.cluster.withLockedValue { $0 = metrics }
         joined.replication.metrics = metrics

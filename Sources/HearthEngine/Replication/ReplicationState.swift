@@ -1,3 +1,4 @@
+import HearthCluster
 import HearthCore
 import HearthJSON
 import HearthProtocol
@@ -49,7 +50,7 @@ package enum EngineRole: Sendable, Equatable {
 package struct PublishedPosition: Equatable {
     let role: EngineRole
     let rev: UInt64
-    let state: String
+    let state: MemberState
     let confirmedRev: UInt64
 }
 
@@ -142,8 +143,8 @@ package struct ReplicationState {
     /// A batch was fenced after its append: no write is taken until the role changes (the log
     /// is ahead of memory until then).
     var fencedUntilRoleChange = false
-    /// This node's state as its member key shows it (`streaming`, `catching_up`, …).
-    var memberState = "candidate"
+    /// This node's state as its member key shows it (`streaming`, `catchingUp`, …).
+    var memberState = MemberState.candidate
     /// What was last published to the member key and `hello`.
     var published: PublishedPosition?
     /// Leader: a `failover` in progress.

@@ -1,3 +1,4 @@
+import HearthCluster
 import HearthCore
 import HearthEngine
 import HearthJSON
@@ -14,9 +15,9 @@ protocol ClusterMembership: AnyObject, Sendable {
     func hasLeadershipProof() -> Bool
     /// Publishes this node's position and state in its member key (`confirmedRev` on a leader);
     /// `confirmedSeen` is the leader's confirmed revision as this node last heard it.
-    func publish(state: String, rev: UInt64, lastEpoch: UInt64, confirmedRev: UInt64?, confirmedSeen: UInt64)
-    /// Every member as last seen (the member keys' JSON objects).
-    func members() -> [JSONValue]
+    func publish(state: MemberState, rev: UInt64, lastEpoch: UInt64, confirmedRev: UInt64?, confirmedSeen: UInt64)
+    /// Every member as last seen in its member key.
+    func members() -> [MemberInfo]
     /// The current leader's node name, advertised address and epoch (nil: none known).
     func leader() -> (node: String, tcp: String, epoch: UInt64)?
     /// Releases leadership so that `target` takes it; hears the new epoch.
@@ -123,13 +124,13 @@ final class ClusterNode: ClusterHooks, @unchecked Sendable {
         }
     }
 
-    func positionChanged(role: EngineRole, rev: UInt64, lastEpoch: UInt64, confirmedRev: UInt64, state: String) {
+    func positionChanged(role: EngineRole, rev: UInt64, lastEpoch: UInt64, confirmedRev: UInt64, state: MemberState) {
         membership.publish(
             state: state, rev: rev, lastEpoch: lastEpoch, confirmedRev: role.isLeader ? confirmedRev : nil,
             confirmedSeen: confirmedRev)
     }
 
-    func members() -> [JSONValue] { membership.members() }
+    func members() -> [MemberInfo] { membership.members() }
 
     var noEligibleLeader: Bool { membership.noEligibleLeader }
 
@@ -138,7 +139,7 @@ final class ClusterNode: ClusterHooks, @unchecked Sendable {
     /// How `broadcast` reaches the connections (set by the server once it has its registry).
     let broadcaster = NIOLockedValueBox<(@Sendable ([UInt8]) -> Void)?>(nil)
 
-    func liveMembers() -> [String] { membership.members().compactMap { $0["node"]?.stringValue } }
+    func liveMembers() -> [String] { membership.members().map(\.node) }
 
     func clusterObject(role: EngineRole, rev: UInt64) -> JSONValue {
         let leader = membership.leader()
@@ -157,8 +158,8 @@ final class ClusterNode: ClusterHooks, @unchecked Sendable {
 
     func bestReplica(excluding node: String) -> String? {
         membership.members()
-            .filter { $0["node"]?.stringValue != node && $0["state"]?.stringValue == "streaming" }
-            .max { ($0["rev"]?.int64Value ?? 0) < ($1["rev"]?.int64Value ?? 0) }?["node"]?.stringValue
+            .filter { $0.node != node && $0.state == .streaming }
+            .max { $0.rev < $1.rev }?.node
     }
 }
 

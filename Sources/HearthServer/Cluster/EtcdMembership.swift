@@ -1,7 +1,6 @@
 import HearthCluster
 import HearthCore
 import HearthEngine
-import HearthJSON
 import Logging
 import NIOConcurrencyHelpers
 
@@ -87,29 +86,17 @@ final class EtcdMembership: ClusterMembership, Sendable {
     func hasLeadershipProof() -> Bool { coordinator.hasLeadershipProof() }
 
     func publish(
-        state memberState: String, rev: UInt64, lastEpoch: UInt64, confirmedRev: UInt64?, confirmedSeen: UInt64
+        state memberState: MemberState, rev: UInt64, lastEpoch: UInt64, confirmedRev: UInt64?, confirmedSeen: UInt64
     ) {
         state.withLockedValue { state in
             state.position.rev = rev
             state.position.lastEpoch = lastEpoch
             state.position.confirmedRevSeen = max(state.position.confirmedRevSeen, confirmedSeen)
         }
-        if let memberState = MemberState(rawValue: memberState) {
-            coordinator.publish(state: memberState, confirmedRev: confirmedRev)
-        }
+        coordinator.publish(state: memberState, confirmedRev: confirmedRev)
     }
 
-    func members() -> [JSONValue] {
-        let view = coordinator.view
-        let leaderRev = view.members.first { $0.role == .leader }?.rev
-        return view.members.map { member in
-            guard case .object(var fields) = member.json else { return member.json }
-            if let leaderRev {
-                fields.append(JSONMember("lagRevs", .int(Int64(clamping: leaderRev &- min(leaderRev, member.rev)))))
-            }
-            return .object(fields)
-        }
-    }
+    func members() -> [MemberInfo] { coordinator.view.members }
 
     var noEligibleLeader: Bool { coordinator.view.noEligibleLeader }
 
