@@ -173,7 +173,10 @@ final class HearthdProcess {
         if !environment.isEmpty {
             process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         }
-        process.arguments = ["--port", "0", "--data-dir", dataDir, "--fsync", "always", "--log-level", "info"] + extra
+        // The HTTP listener on a free port too (its default, 9080, may be another test's).
+        let http = extra.contains("--http-port") ? [] : ["--http-port", "0"]
+        process.arguments =
+            ["--port", "0", "--data-dir", dataDir, "--fsync", "always", "--log-level", "info"] + http + extra
         let stderr = Pipe()
         process.standardError = stderr
         process.standardOutput = FileHandle.nullDevice
