@@ -3,7 +3,7 @@ import HearthProtocol
 
 /// What the engine keeps about one connection: who it is, and what each of its subscriptions
 /// needs for its read check to be repeated (docs/security.md, "Where the rules are checked").
-package struct SessionState {
+struct SessionState {
     var link: SessionLink
     /// nil: unauthenticated.
     var identity: AuthContext?
@@ -20,13 +20,13 @@ package struct SessionState {
 }
 
 /// What a subscription's read check needs: its location and its query as the rules see it.
-package struct ReadGrant {
+struct ReadGrant {
     let path: Path
     let query: RuleQuery?
 }
 
 /// One subscription of one connection.
-package struct SubscriptionID: Hashable {
+struct SubscriptionID: Hashable {
     let session: UInt64
     let sub: Int
 }

@@ -3,7 +3,7 @@ import HearthStorage
 
 /// A batch the log has written but not yet fsynced (`fsync: always`, the fsync deferred to the
 /// storage's sync thread): how to undo it should that fsync fail.
-package struct UndurableBatch {
+struct UndurableBatch {
     /// The batch's last revision.
     let lastRev: UInt64
     /// Puts the tree back as of the batch's start (`undo.rev`).

@@ -4,7 +4,7 @@ import HearthCore
 /// takes it once at the end of the turn (`publish`) and it starts again from zero.
 ///
 /// The engine keeps one tally for its whole life, so a turn allocates nothing for it.
-package struct EngineTally {
+struct EngineTally {
     /// Requests handled this turn, by `OperationLabel.rawValue`.
     var requests = [Int](repeating: 0, count: OperationLabel.allCases.count)
     /// Requests answered with an error this turn (rare: a small array, not a dictionary).

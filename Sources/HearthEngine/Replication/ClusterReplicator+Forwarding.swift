@@ -510,7 +510,7 @@ extension ClusterReplicator {
 }
 
 /// A `failover` waiting for its target to catch up.
-package struct PendingSwitchover {
+struct PendingSwitchover {
     let target: String
     let session: SessionLink
     let id: RequestID

@@ -17,7 +17,7 @@ package final class ClusterReplicator: Replicator {
     /// The cluster node this engine belongs to; nil while a configured cluster has none yet.
     let clusterHooks: (any ClusterHooks)?
     /// Roles, streams, the link, forwarded and held requests (`ReplicationState`).
-    @exclusivity(unchecked) package var replication = ReplicationState()
+    @exclusivity(unchecked) var replication = ReplicationState()
     /// The recent records a leader streams to replicas that reconnect (each record is appended
     /// on its own: one access each).
     @exclusivity(unchecked) var retained: RetainedLog

@@ -4,7 +4,7 @@ import NIOConcurrencyHelpers
 /// A replica's acknowledgements that wait for its log's deferred fsync (Engine+Durability): the
 /// sync thread sends each once the log has its records durably, while the engine goes on
 /// applying them and logging the next ones.
-package final class DeferredAcks: Sendable {
+final class DeferredAcks: Sendable {
     private struct State {
         /// Acknowledgements to send, by revision, oldest first.
         var waiting: [(rev: UInt64, link: any LeaderLink)] = []

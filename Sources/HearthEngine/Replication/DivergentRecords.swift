@@ -8,7 +8,7 @@ import NIOCore
 
 /// The `divergent-<epoch>-<firstRev>.json` file (docs/cluster.md, "A node that comes back"): each record as the request
 /// that re-applies it.
-package enum DivergentRecords {
+enum DivergentRecords {
     static func encode(epoch: UInt64, writes: [CommittedWrite], complete: Bool) -> [UInt8] {
         var records: [JSONValue] = []
         for write in writes {

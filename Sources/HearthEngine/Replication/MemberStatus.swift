@@ -3,14 +3,14 @@ import HearthJSON
 
 /// The `members` array of `clusterStatus` (docs/PROTOCOL.md): each member's key as the coordinator
 /// last saw it (`MemberInfo.json`), followed by how far the member is behind.
-package enum MemberStatus {
+enum MemberStatus {
     /// One entry per member, in the coordinator's order.
     ///
     /// A member is `lagRevs` revisions behind the rev the leader last published. On the leader
     /// (`streams` non-empty), a member that streams from it shows its lag as the leader sees it
     /// instead: the revisions it has not acknowledged (`lagRevs`) and for how long the oldest of
     /// them has waited (`lagMs`). `rev` is this node's last rev; `now` in ms.
-    package static func entries(
+    static func entries(
         _ members: [MemberInfo], streams: some Collection<ReplicaStream>, rev: UInt64, now: Int64
     ) -> [JSONValue] {
         let leaderRev = members.first { $0.role == .leader }?.rev

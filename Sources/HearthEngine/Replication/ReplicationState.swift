@@ -47,7 +47,7 @@ package enum EngineRole: Sendable, Equatable {
 }
 
 /// A node's position as last published (role, revision, member state, confirmed revision).
-package struct PublishedPosition: Equatable {
+struct PublishedPosition: Equatable {
     let role: EngineRole
     let rev: UInt64
     let state: MemberState
@@ -55,7 +55,7 @@ package struct PublishedPosition: Equatable {
 }
 
 /// One replica following this leader over a peer connection.
-package struct ReplicaStream {
+struct ReplicaStream {
     let session: SessionLink
     let node: String
     /// The last revision it acknowledged as durable.
@@ -67,7 +67,7 @@ package struct ReplicaStream {
 }
 
 /// A client request a replica forwarded to its leader, waiting for the answer.
-package struct ForwardedRequest {
+struct ForwardedRequest {
     let session: SessionLink
     let request: Request
     /// When it was first sent (ms): it fails with `unavailable` after `syncTimeoutMs`.
@@ -76,15 +76,15 @@ package struct ForwardedRequest {
 
 /// The engine's replication state (engine thread only). Empty, and never consulted on a hot
 /// path, on a standalone server.
-package struct ReplicationState {
-    package var role: EngineRole = .standalone
+struct ReplicationState {
+    var role: EngineRole = .standalone
     /// This node's name in the cluster.
-    package var node = ""
+    var node = ""
     /// The settings that shape acknowledgements.
-    package var syncReplicas = 0
-    package var syncTimeoutMs = Int64(Self.defaultSyncTimeoutMs)
+    var syncReplicas = 0
+    var syncTimeoutMs = Int64(Self.defaultSyncTimeoutMs)
     /// The epochs this node's log went through.
-    package var history = EpochHistory()
+    var history = EpochHistory()
     /// Leader: the confirmed revision (`Engine.confirmations`) the replicas last heard.
     var announcedConfirmedRev: UInt64 = 0
     /// Leader: the confirmed revision advanced since the replicas last heard it. The next records
@@ -118,7 +118,7 @@ package struct ReplicationState {
     /// Forwarded requests of each session not answered yet.
     var inFlight: [UInt64: Int] = [:]
     /// The peer connection to the leader (replica), set by the cluster node.
-    package var link: (any LeaderLink)?
+    var link: (any LeaderLink)?
     /// Replica: when the leader was last heard from, and when the link was opened (ms).
     var lastHeard: Int64 = 0
     var linkOpenedAt: Int64 = 0
@@ -156,7 +156,7 @@ package struct ReplicationState {
     var bytesStreamed: UInt64 = 0
     /// Time writes spent waiting for replicas (ms, in total).
     var syncWaitMs: Int64 = 0
-    package var metrics: ClusterMetrics?
+    var metrics: ClusterMetrics?
 
     /// How long a write waits for replicas (or a leader) when nothing says otherwise.
     package static let defaultSyncTimeoutMs = 5000

@@ -6,7 +6,7 @@
 /// the written nodes, which would keep old values alive and, being shared, make later writes
 /// below them copy instead of changing the tree in place. They become `wal` lines only when a
 /// replica catches up.
-package struct RetainedLog {
+struct RetainedLog {
     /// A record's payload with its revision (an onDisconnect record carries the revision of the
     /// write before it) and the epoch it was written in.
     struct Entry {

@@ -17,7 +17,7 @@ import HearthCore
 /// the log hold a copy of every key it wrote.
 ///
 /// Empty after a restart: it holds only revisions this process made.
-package struct ChangeLog {
+struct ChangeLog {
     struct Entry {
         let rev: UInt64
         /// Where, and what was there before the write.

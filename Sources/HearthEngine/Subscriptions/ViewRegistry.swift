@@ -8,7 +8,7 @@ import NIOCore
 /// One view per (location, canonical query), shared by all of its subscriptions; one index per
 /// (location, order), shared by the views that read it and kept for as long as any does (or
 /// forever, for indexes the rules declare).
-package final class ViewRegistry {
+final class ViewRegistry {
     /// One subscription of one connection.
     struct Subscriber {
         let session: SessionLink

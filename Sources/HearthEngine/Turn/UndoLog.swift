@@ -9,7 +9,7 @@ import HearthCore
 /// replaced, or the old ancestor whose shape it changed), which no later write changes. A write
 /// applied to a copy hands over the tree as it was before it, which it held anyway; from then on
 /// nothing more is kept, since restoring that tree undoes every later write too.
-package struct UndoLog {
+struct UndoLog {
     /// The revision of the last commit: the one a rollback returns to.
     private(set) var rev: UInt64
     /// The undo points of the writes applied in place before `tree` was taken, oldest first.
