@@ -56,7 +56,7 @@ package final class Engine: @unchecked Sendable {
     var storageFailure: StorageError?
     package let logger: Logger
     let clock: @Sendable () -> Int64
-    /// Counts and timings for the metrics and stats endpoints (Observability/).
+    /// Counts and timings for the metrics and stats endpoints (Metrics/).
     package let metrics: ServerMetrics
     /// This turn's counts, handed to `metrics` at its end.
     @exclusivity(unchecked) var tally = EngineTally()

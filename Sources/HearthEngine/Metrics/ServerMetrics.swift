@@ -29,7 +29,7 @@ public final class ServerMetrics: Sendable {
 
     /// The registry every metric of this server lives in.
     public let registry: PrometheusCollectorRegistry
-    /// A cluster node's own metrics (Cluster/ClusterMetrics); nil standalone.
+    /// A cluster node's own metrics (Replication/ClusterMetrics); nil standalone.
     package let cluster = NIOLockedValueBox<ClusterMetrics?>(nil)
 
     /// A swift-metrics factory over `registry`, for code that wants swift-metrics' types

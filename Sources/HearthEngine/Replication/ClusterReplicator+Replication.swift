@@ -19,7 +19,7 @@ package enum ClusterInput: Sendable {
     case answer(SessionLink, RequestID, ResponseBody)
     /// Members whose lease expired: a leader runs their clients' onDisconnect queues.
     case membersLost([String])
-    /// A leader's confirmation that no records carried within `Engine.confirmationDelay`.
+    /// A leader's confirmation that no records carried within `ClusterReplicator.confirmationDelay`.
     case confirm
 }
 

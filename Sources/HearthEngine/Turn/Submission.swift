@@ -19,7 +19,7 @@ package enum Submission: Sendable {
     case identityExpired(sessionID: UInt64, generation: UInt64)
     /// New rules from outside the protocol (SIGHUP): take effect between two turns.
     case replaceRules(RuleSet, EventLoopPromise<Void>)
-    /// Replication and election (Cluster/).
+    /// Replication and election (`ClusterReplicator`).
     case cluster(ClusterInput)
 
     /// How many requests (or replicated records) a connection hands the engine at once while it
