@@ -47,7 +47,7 @@ extension ClusterReplicator {
             forward(request, session: session, now: now, batch: &batch)
             return
         }
-        guard hasLeadershipProofThisTurn(), replication.switchover == nil else {
+        guard hasLeadershipProofThisTurn(), replication.leader.switchover == nil else {
             batch.append(.response(request.id, .failure(DatabaseError(.unavailable, "not the leader"))), for: session)
             return
         }
@@ -61,9 +61,9 @@ extension ClusterReplicator {
     /// Whether this leader could prove its lease, asked once per engine turn
     /// (`ReplicationState.turnLeadershipProof`).
     private func hasLeadershipProofThisTurn() -> Bool {
-        if let proof = replication.turnLeadershipProof { return proof }
+        if let proof = replication.leader.turnLeadershipProof { return proof }
         let proof = clusterHooks?.hasLeadershipProof() ?? true
-        replication.turnLeadershipProof = proof
+        replication.leader.turnLeadershipProof = proof
         return proof
     }
 
@@ -78,14 +78,14 @@ extension ClusterReplicator {
             return
         }
         replication.inFlight[session.id, default: 0] += 1
-        if case .onDisconnect = request.operation { replication.registeredOwners.insert(session.id) }
-        guard let link = replication.link else {
-            replication.unsent.append((session, request, now))
+        if case .onDisconnect = request.operation { replication.replica.registeredOwners.insert(session.id) }
+        guard let link = replication.replica.link else {
+            replication.replica.unsent.append((session, request, now))
             return
         }
-        let forward = replication.nextForwardID
-        replication.nextForwardID += 1
-        replication.forwarded[forward] = ForwardedRequest(session: session, request: request, sentAt: now)
+        let forward = replication.replica.nextForwardID
+        replication.replica.nextForwardID += 1
+        replication.replica.forwarded[forward] = ForwardedRequest(session: session, request: request, sentAt: now)
         var line = Array(#"{"op":"forward","id":"f"#.utf8)
         line += String(forward).utf8
         JSONWriter.writeLiteral(#"","auth":"#, into: &line)
@@ -106,19 +106,19 @@ extension ClusterReplicator {
     /// The leader answered forwarded request `forward`: the answer waits until this node applied
     /// its revision.
     func forwardAnswered(_ forward: UInt64, members: [JSONMember], now: Int64, batch: inout Batch) {
-        guard let forwarded = replication.forwarded.removeValue(forKey: forward) else { return }
+        guard let forwarded = replication.replica.forwarded.removeValue(forKey: forward) else { return }
         let object = JSONValue.object(members)
         var rev: UInt64 = 0
         if object["ok"] == .bool(true), let value = object["rev"]?.int64Value, value > 0 { rev = UInt64(value) }
         let body = relayedBody(object, request: forwarded.request, rev: rev)
-        replication.answeredForwards.append((rev, forwarded.session, forwarded.request, body))
+        replication.replica.answeredForwards.append((rev, forwarded.session, forwarded.request, body))
         releaseAnsweredForwards(batch: &batch)
     }
 
     /// Answers, in order, the forwarded requests whose revisions this node has applied.
     func releaseAnsweredForwards(batch: inout Batch) {
-        while let first = replication.answeredForwards.first, first.rev <= engine.database.rev {
-            replication.answeredForwards.removeFirst()
+        while let first = replication.replica.answeredForwards.first, first.rev <= engine.database.rev {
+            replication.replica.answeredForwards.removeFirst()
             var body = first.body
             if case .stored(_, let key, let rev) = body {
                 body = .stored(engine.database.root.child(at: storedPath(first.request, key: key)), key: key, rev: rev)
@@ -199,17 +199,17 @@ extension ClusterReplicator {
     /// the leader's write-id window recognises a write it already has) or fail with "outcome
     /// unknown" (docs/cluster.md, "Writes on a replica").
     func linkLost(now: Int64, batch: inout Batch) {
-        let lost = replication.forwarded.sorted { $0.key < $1.key }.map(\.value)
-        replication.forwarded = [:]
+        let lost = replication.replica.forwarded.sorted { $0.key < $1.key }.map(\.value)
+        replication.replica.forwarded = [:]
         for forwarded in lost {
             if forwarded.request.writeID != nil || !forwarded.request.operation.writesData {
-                replication.unsent.append((forwarded.session, forwarded.request, forwarded.sentAt))
+                replication.replica.unsent.append((forwarded.session, forwarded.request, forwarded.sentAt))
             } else {
                 let error = DatabaseError(
                     .unavailable,
                     "outcome unknown: the connection to the leader was lost before it answered (send writes with a wid to have them retried safely)"
                 )
-                replication.answeredForwards.append((0, forwarded.session, forwarded.request, .failure(error)))
+                replication.replica.answeredForwards.append((0, forwarded.session, forwarded.request, .failure(error)))
             }
         }
         releaseAnsweredForwards(batch: &batch)
@@ -218,8 +218,8 @@ extension ClusterReplicator {
     /// This node now leads: requests held or lost on the way to the old leader run here.
     func retakeForwards(now: Int64, batch: inout Batch) {
         linkLost(now: now, batch: &batch)
-        let unsent = replication.unsent
-        replication.unsent = []
+        let unsent = replication.replica.unsent
+        replication.replica.unsent = []
         for entry in unsent {
             decrementInFlight(entry.session)
             route(entry.request, session: entry.session, now: now, batch: &batch)
@@ -229,29 +229,30 @@ extension ClusterReplicator {
 
     /// Sends held requests once a link exists; fails those older than `syncTimeoutMs`.
     func expireForwards(now: Int64, batch: inout Batch) {
-        if let link = replication.link, !replication.unsent.isEmpty, link.isReady {
-            let unsent = replication.unsent
-            replication.unsent = []
+        if let link = replication.replica.link, !replication.replica.unsent.isEmpty, link.isReady {
+            let unsent = replication.replica.unsent
+            replication.replica.unsent = []
             for entry in unsent {
                 decrementInFlight(entry.session)
                 forward(entry.request, session: entry.session, now: now, batch: &batch)
             }
         }
         var kept: [(session: SessionLink, request: Request, since: Int64)] = []
-        for entry in replication.unsent {
+        for entry in replication.replica.unsent {
             if now - entry.since >= replication.syncTimeoutMs {
                 let error = DatabaseError(
                     .unavailable, "no leader: none was reachable within \(replication.syncTimeoutMs) ms")
-                replication.answeredForwards.append((0, entry.session, entry.request, .failure(error)))
+                replication.replica.answeredForwards.append((0, entry.session, entry.request, .failure(error)))
             } else {
                 kept.append(entry)
             }
         }
-        replication.unsent = kept
-        for (id, forwarded) in replication.forwarded where now - forwarded.sentAt >= 2 * replication.syncTimeoutMs {
-            replication.forwarded[id] = nil
+        replication.replica.unsent = kept
+        for (id, forwarded) in replication.replica.forwarded
+        where now - forwarded.sentAt >= 2 * replication.syncTimeoutMs {
+            replication.replica.forwarded[id] = nil
             let error = DatabaseError(.unavailable, "outcome unknown: the leader did not answer in time")
-            replication.answeredForwards.append((0, forwarded.session, forwarded.request, .failure(error)))
+            replication.replica.answeredForwards.append((0, forwarded.session, forwarded.request, .failure(error)))
         }
         releaseAnsweredForwards(batch: &batch)
     }
@@ -293,7 +294,7 @@ extension ClusterReplicator {
             switchover(to: target, request: request, session: peer, now: now, batch: &batch)
             return
         }
-        guard hasLeadershipProofThisTurn(), replication.switchover == nil else {
+        guard hasLeadershipProofThisTurn(), replication.leader.switchover == nil else {
             batch.append(.response(id, .failure(DatabaseError(.unavailable, "not the leader"))), for: peer)
             return
         }
@@ -301,11 +302,11 @@ extension ClusterReplicator {
             engine.handle(request, session: peer, now: now, batch: &batch)
             return
         }
-        if replication.syncReplicas > 0, replication.streams.count < replication.syncReplicas {
+        if replication.syncReplicas > 0, replication.leader.streams.count < replication.syncReplicas {
             // Not applied; the client's node answers at once rather than after a wait here.
             let error = DatabaseError(
                 .unavailable,
-                "not enough replicas: \(replication.streams.count) of the \(replication.syncReplicas) required are streaming; the write was not applied"
+                "not enough replicas: \(replication.leader.streams.count) of the \(replication.syncReplicas) required are streaming; the write was not applied"
             )
             batch.append(.response(id, .failure(error)), for: peer)
             return
@@ -316,10 +317,10 @@ extension ClusterReplicator {
     /// The leader's own key for a replica's client connection `owner` (`<node>/<session>`), under
     /// which its onDisconnect queue is kept.
     func remoteOwnerKey(_ owner: String) -> UInt64 {
-        if let key = replication.remoteOwners[owner] { return key }
-        replication.nextRemoteOwner += 1
-        let key = (UInt64(1) << 62) + replication.nextRemoteOwner
-        replication.remoteOwners[owner] = key
+        if let key = replication.leader.remoteOwners[owner] { return key }
+        replication.leader.nextRemoteOwner += 1
+        let key = (UInt64(1) << 62) + replication.leader.nextRemoteOwner
+        replication.leader.remoteOwners[owner] = key
         return key
     }
 
@@ -332,7 +333,7 @@ extension ClusterReplicator {
             batch.append(.response(request.id, .failure(denial)), for: peer)
             return
         }
-        let connection = replication.remoteOwners.first { $0.value == owner }?.key
+        let connection = replication.leader.remoteOwners.first { $0.value == owner }?.key
         let change = engine.register(action, session: owner, identity: identity, connection: connection)
         if change.isEmpty {
             batch.append(.response(request.id, .done), for: peer)
@@ -349,16 +350,16 @@ extension ClusterReplicator {
             runQueues(ofNode: String(owner.dropLast(2)), now: now, batch: &batch)
             return
         }
-        guard let key = replication.remoteOwners.removeValue(forKey: owner) else { return }
+        guard let key = replication.leader.remoteOwners.removeValue(forKey: owner) else { return }
         engine.sessions[key] = nil
         engine.runOnDisconnect(key, now: now, batch: &batch)
     }
 
     /// Leader: the queues of a lost node's connections run (its lease expired).
     func runQueues(ofNode node: String, now: Int64, batch: inout Batch) {
-        let owners = replication.remoteOwners.filter { $0.key.hasPrefix(node + "/") }
+        let owners = replication.leader.remoteOwners.filter { $0.key.hasPrefix(node + "/") }
         for (owner, key) in owners {
-            replication.remoteOwners[owner] = nil
+            replication.leader.remoteOwners[owner] = nil
             engine.sessions[key] = nil
             engine.runOnDisconnect(key, now: now, batch: &batch)
         }
@@ -368,7 +369,7 @@ extension ClusterReplicator {
     /// leads) and returns its name for the registrations, `<node>/<session>`; nil standalone.
     package func registeringConnection(_ session: UInt64) -> String? {
         guard replication.isClustered else { return nil }
-        replication.registeredOwners.insert(session)
+        replication.replica.registeredOwners.insert(session)
         return "\(replication.node)/\(session)"
     }
 
@@ -388,7 +389,7 @@ extension ClusterReplicator {
                 let session = UInt64(connection[connection.index(after: slash)...])
             {
                 let node = String(connection[..<slash])
-                if node == replication.node, replication.registeredOwners.contains(session) {
+                if node == replication.node, replication.replica.registeredOwners.contains(session) {
                     engine.onDisconnect[session] = queue
                     continue
                 }
@@ -413,14 +414,14 @@ extension ClusterReplicator {
         forgetStream(sessionID)
         replication.deferred[sessionID] = nil
         replication.inFlight[sessionID] = nil
-        if replication.registeredOwners.remove(sessionID) != nil { forwardDisconnect(sessionID) }
+        if replication.replica.registeredOwners.remove(sessionID) != nil { forwardDisconnect(sessionID) }
     }
 
     /// Replica: a client connection ended; the leader runs its queue.
     private func forwardDisconnect(_ sessionID: UInt64) {
         let owner = "\(replication.node)/\(sessionID)"
-        guard let link = replication.link, replication.linkStarted else {
-            replication.pendingDisconnects.append(owner)  // told once a leader takes the link
+        guard let link = replication.replica.link, replication.replica.linkStarted else {
+            replication.replica.pendingDisconnects.append(owner)  // told once a leader takes the link
             return
         }
         link.send(Self.disconnectedLine(owner))
@@ -459,21 +460,21 @@ extension ClusterReplicator {
                 for: session)
             return
         }
-        guard replication.streams.values.contains(where: { $0.node == chosen }) else {
+        guard replication.leader.streams.values.contains(where: { $0.node == chosen }) else {
             batch.append(
                 .response(request.id, .failure(DatabaseError(.notFound, "\(chosen) is not a streaming replica"))),
                 for: session)
             return
         }
-        replication.switchover = PendingSwitchover(target: chosen, session: session, id: request.id, since: now)
+        replication.leader.switchover = PendingSwitchover(target: chosen, session: session, id: request.id, since: now)
         checkSwitchover(now: now, batch: &batch)
     }
 
     /// Hands over once the target acknowledged every record; fails after `syncTimeoutMs`.
     func checkSwitchover(now: Int64, batch: inout Batch) {
-        guard let pending = replication.switchover, let hooks = clusterHooks else { return }
+        guard let pending = replication.leader.switchover, let hooks = clusterHooks else { return }
         if now - pending.since >= replication.syncTimeoutMs {
-            replication.switchover = nil
+            replication.leader.switchover = nil
             batch.append(
                 .response(
                     pending.id,
@@ -484,11 +485,11 @@ extension ClusterReplicator {
             return
         }
         guard !pending.released,
-            replication.streams.values.contains(where: {
+            replication.leader.streams.values.contains(where: {
                 $0.node == pending.target && $0.ackedRev >= engine.database.rev
             })
         else { return }
-        replication.switchover?.released = true
+        replication.leader.switchover?.released = true
         let session = pending.session
         let id = pending.id
         let target = pending.target

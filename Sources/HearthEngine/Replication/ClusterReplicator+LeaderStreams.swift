@@ -77,7 +77,7 @@ extension ClusterReplicator {
         var state = engine.sessions[session.id] ?? SessionState(link: session)
         state.isPeer = true
         engine.sessions[session.id] = state
-        replication.streams[session.id] = ReplicaStream(
+        replication.leader.streams[session.id] = ReplicaStream(
             session: session, node: node, ackedRev: fromRev, ackedAt: now, sentAt: now)
         engine.confirmations.streamStarted(session.id, ackedRev: fromRev)
         engine.logger.info(
@@ -151,7 +151,7 @@ extension ClusterReplicator {
     /// batch. Nil when nothing was sent.
     func streamBeforeSync(_ records: [EncodedRecord], batch: Batch) -> StreamedEarly? {
         guard case .leader(let epoch) = replication.role, replication.syncReplicas > 0 else { return nil }
-        let ready = replication.streams.values.filter { !batch.hasOutputs(for: $0.session.id) }
+        let ready = replication.leader.streams.values.filter { !batch.hasOutputs(for: $0.session.id) }
         guard !ready.isEmpty else { return nil }
         let lines = streamLines(records, epoch: epoch)
         engine.deliver(ready.map { ($0.session, [Outbound.line(lines)]) })
@@ -172,14 +172,14 @@ extension ClusterReplicator {
             // Before the lines are made: they carry it.
             if replication.syncReplicas == 0 { engine.confirmations.reset(confirmedRev: engine.database.rev) }
             retain(records, endingAt: engine.database.rev) { _ in epoch }
-            let lines = replication.streams.isEmpty ? [] : streamed?.lines ?? streamLines(records, epoch: epoch)
-            for (id, stream) in replication.streams {
+            let lines = replication.leader.streams.isEmpty ? [] : streamed?.lines ?? streamLines(records, epoch: epoch)
+            for (id, stream) in replication.leader.streams {
                 if streamed?.sessions.contains(id) != true { batch.append(.line(lines), for: stream.session) }
-                replication.bytesStreamed += UInt64(lines.count)
-                replication.streams[id]?.sentAt = now
+                replication.leader.bytesStreamed += UInt64(lines.count)
+                replication.leader.streams[id]?.sentAt = now
             }
-            replication.recordsStreamed += UInt64(records.count * replication.streams.count)
-            replication.confirmationUnsent = false
+            replication.leader.recordsStreamed += UInt64(records.count * replication.leader.streams.count)
+            replication.leader.confirmationUnsent = false
         case .replica, .candidate:
             // Records of a replica come from its leader; retained so that it can serve streams
             // if it is elected.
@@ -207,7 +207,7 @@ extension ClusterReplicator {
     /// stream.
     private func streamLines(_ records: [EncodedRecord], epoch: UInt64) -> [UInt8] {
         let confirmed = engine.releasedRev
-        replication.announcedConfirmedRev = max(replication.announcedConfirmedRev, confirmed)
+        replication.leader.announcedConfirmedRev = max(replication.leader.announcedConfirmedRev, confirmed)
         return WalLineWriter.lines(end: WalLineWriter.end(confirmedRev: confirmed)) { line in
             forEachRevision(of: records, endingAt: engine.database.rev) { payload, isWrite, rev in
                 line(payload, isWrite, rev, epoch)
@@ -224,15 +224,15 @@ extension ClusterReplicator {
     /// Ends every stream (its replica reconnects and compares histories): records were sent
     /// before a fsync that then did not count.
     func endStreams(batch: inout Batch) {
-        for stream in replication.streams.values { batch.append(.close, for: stream.session) }
-        replication.streams = [:]
+        for stream in replication.leader.streams.values { batch.append(.close, for: stream.session) }
+        replication.leader.streams = [:]
         engine.confirmations.endStreams()
     }
 
     /// Replica: tells the leader that everything up to `rev` is in this node's log; after an
     /// append that deferred its fsync, once the fsync is done (`DeferredAcks`).
     func sendAck(_ rev: UInt64, deferred: Bool) {
-        guard let link = replication.link else { return }
+        guard let link = replication.replica.link else { return }
         if deferred {
             deferredAcks.send(rev, on: link)
         } else {
@@ -245,7 +245,7 @@ extension ClusterReplicator {
         // Cleared before the gate is read: one recorded after the read sets it again.
         guard engine.acknowledgementsUnseen.exchange(false, ordering: .acquiringAndReleasing) else { return }
         for (session, rev) in engine.confirmations.streamAcknowledgements {
-            guard let stream = replication.streams[session], rev > stream.ackedRev else { continue }
+            guard let stream = replication.leader.streams[session], rev > stream.ackedRev else { continue }
             replicaAcked(session: session, rev: rev, now: now, batch: &batch)
         }
     }
@@ -254,28 +254,30 @@ extension ClusterReplicator {
     /// (`ConfirmationGate.acknowledged`); the engine keeps the stream's position, and tells the
     /// replicas the new confirmed revision.
     private func replicaAcked(session: UInt64, rev: UInt64, now: Int64, batch: inout Batch) {
-        guard var stream = replication.streams[session] else { return }
+        guard var stream = replication.leader.streams[session] else { return }
         stream.ackedRev = max(stream.ackedRev, rev)
         stream.ackedAt = now
-        replication.streams[session] = stream
-        if replication.switchover != nil { checkSwitchover(now: now, batch: &batch) }
+        replication.leader.streams[session] = stream
+        if replication.leader.switchover != nil { checkSwitchover(now: now, batch: &batch) }
         guard replication.syncReplicas > 0, replication.role.isLeader else { return }
-        if engine.releasedRev > replication.announcedConfirmedRev { replication.confirmationUnsent = true }
+        if engine.releasedRev > replication.leader.announcedConfirmedRev {
+            replication.leader.confirmationUnsent = true
+        }
     }
 
     /// The log made more of a leader's batches durable (Engine+Durability): a confirmation the
     /// replicas have not heard goes in the next records, or a heartbeat.
     package func releasedRevMayHaveRisen() {
-        guard replication.role.isLeader, engine.releasedRev > replication.announcedConfirmedRev else { return }
-        replication.confirmationUnsent = true
+        guard replication.role.isLeader, engine.releasedRev > replication.leader.announcedConfirmedRev else { return }
+        replication.leader.confirmationUnsent = true
         confirmSoon(inboxIsEmpty: !engine.hasQueuedWork)
     }
 
     /// At the end of a leader's turn, after its last commit: the heartbeat a `.confirm` asked
     /// for, unless the turn's records carried the confirmation.
     func sendDueHeartbeat(now: Int64, batch: inout Batch) {
-        replication.heartbeatDue = false
-        if replication.confirmationUnsent { sendHeartbeats(now: now, batch: &batch) }
+        replication.leader.heartbeatDue = false
+        if replication.leader.confirmationUnsent { sendHeartbeats(now: now, batch: &batch) }
     }
 
     /// How long a leader's advanced `confirmedRev` waits for records to carry it before a
@@ -288,8 +290,10 @@ extension ClusterReplicator {
     /// `confirmationDelay`, unless records carry it first. Nothing is scheduled while more work
     /// is already queued (its records, if any, will carry it, or its turn schedules it).
     func confirmSoon(inboxIsEmpty: Bool) {
-        guard replication.confirmationUnsent, inboxIsEmpty, !replication.confirmationScheduled else { return }
-        replication.confirmationScheduled = true
+        guard replication.leader.confirmationUnsent, inboxIsEmpty, !replication.leader.confirmationScheduled else {
+            return
+        }
+        replication.leader.confirmationScheduled = true
         let engine = self.engine
         engine.loop.scheduleTask(in: Self.confirmationDelay) { engine.submit(.cluster(.confirm)) }
     }
@@ -300,19 +304,19 @@ extension ClusterReplicator {
         JSONWriter.writeLiteral(#","confirmedRev":"#, into: &line)
         let confirmed = engine.releasedRev
         JSONWriter.writeInt(Int64(clamping: confirmed), into: &line)
-        replication.announcedConfirmedRev = max(replication.announcedConfirmedRev, confirmed)
+        replication.leader.announcedConfirmedRev = max(replication.leader.announcedConfirmedRev, confirmed)
         JSONWriter.writeLiteral("}\n", into: &line)
-        for (id, stream) in replication.streams {
+        for (id, stream) in replication.leader.streams {
             batch.append(.line(line), for: stream.session)
-            replication.streams[id]?.sentAt = now
+            replication.leader.streams[id]?.sentAt = now
         }
-        replication.confirmationUnsent = false
+        replication.leader.confirmationUnsent = false
     }
 
     /// A peer session ended: its stream, if it had one, goes.
     func forgetStream(_ session: UInt64) {
         engine.confirmations.streamEnded(session)
-        if let stream = replication.streams.removeValue(forKey: session) {
+        if let stream = replication.leader.streams.removeValue(forKey: session) {
             engine.logger.info("a replica stopped streaming", metadata: ["replica": "\(stream.node)"])
         }
     }

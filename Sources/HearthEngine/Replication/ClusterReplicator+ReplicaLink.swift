@@ -13,7 +13,7 @@ extension ClusterReplicator {
     func handleLink(
         _ link: any LeaderLink, _ message: LinkMessage, advanced: inout UInt64, now: Int64, batch: inout Batch
     ) {
-        replication.lastHeard = now
+        replication.replica.lastHeard = now
         switch message {
         case .started(let mode, let rev, _, let history, let origin):
             // The records this node keeps agree with the leader's up to here, so the leader's
@@ -22,12 +22,12 @@ extension ClusterReplicator {
                 leaderHistory.origin = origin ?? replication.history.origin
                 adoptHistory(leaderHistory)
             }
-            if mode == "snapshot" { replication.incomingSnapshot = (rev, []) }
-            replication.linkStarted = true
-            replication.announcedRestart = true
-            replication.catchUpTo = rev
-            for owner in replication.pendingDisconnects { link.send(Self.disconnectedLine(owner)) }
-            replication.pendingDisconnects = []
+            if mode == "snapshot" { replication.replica.incomingSnapshot = (rev, []) }
+            replication.replica.linkStarted = true
+            replication.replica.announcedRestart = true
+            replication.replica.catchUpTo = rev
+            for owner in replication.replica.pendingDisconnects { link.send(Self.disconnectedLine(owner)) }
+            replication.replica.pendingDisconnects = []
             engine.logger.info(
                 "replicating from the leader",
                 metadata: [
@@ -37,7 +37,7 @@ extension ClusterReplicator {
             publishPosition(state: mode == "snapshot" || rev > engine.database.rev ? .catchingUp : .streaming)
         case .diverged(let keepRev):
             moveDivergentRecords(after: keepRev)
-            replication.forceSnapshot = true
+            replication.replica.forceSnapshot = true
             link.close()
         case .refused(let reason):
             engine.logger.error(
@@ -45,15 +45,15 @@ extension ClusterReplicator {
             link.close()
         case .records(let run):
             for index in 0..<run.count {
-                guard link.id == replication.link?.id else { return }  // as for each message
+                guard link.id == replication.replica.link?.id else { return }  // as for each message
                 handleRecord(index, of: run, link: link, advanced: &advanced, now: now, batch: &batch)
             }
         case .snapshotChunk(let rev, let data, let done):
-            guard var incoming = replication.incomingSnapshot, incoming.rev == rev else { return }
+            guard var incoming = replication.replica.incomingSnapshot, incoming.rev == rev else { return }
             if let data, let bytes = try? Base64.decode(string: data) { incoming.bytes += bytes }
-            replication.incomingSnapshot = incoming
+            replication.replica.incomingSnapshot = incoming
             if done {
-                replication.incomingSnapshot = nil
+                replication.replica.incomingSnapshot = nil
                 installSnapshot(incoming.bytes, rev: rev, now: now, batch: &batch)
                 noteCaughtUp()
             }
@@ -69,9 +69,9 @@ extension ClusterReplicator {
         case .goaway:
             link.close()
         case .closed:
-            replication.linkStarted = false
-            replication.link = nil
-            replication.incomingSnapshot = nil
+            replication.replica.linkStarted = false
+            replication.replica.link = nil
+            replication.replica.incomingSnapshot = nil
             linkLost(now: now, batch: &batch)
         }
     }
@@ -81,8 +81,8 @@ extension ClusterReplicator {
         _ index: Int, of run: LinkRecords, link: any LeaderLink, advanced: inout UInt64, now: Int64, batch: inout Batch
     ) {
         let record = run.records[index]
-        let loggedAhead = replication.recordsLoggedAhead > 0
-        if loggedAhead { replication.recordsLoggedAhead -= 1 }
+        let loggedAhead = replication.replica.recordsLoggedAhead > 0
+        if loggedAhead { replication.replica.recordsLoggedAhead -= 1 }
         if record.isWrite, let write = run.writes[index] {
             guard record.rev == engine.database.rev + 1 else {
                 if record.rev > engine.database.rev + 1 {
@@ -98,7 +98,7 @@ extension ClusterReplicator {
             guard let decoded = try? ReplicatedRecord.decodeChange(Array(run.payload(at: index))) else { return }
             batch.record(decoded)
         }
-        if loggedAhead, replication.recordsLoggedAhead == 0 {
+        if loggedAhead, replication.replica.recordsLoggedAhead == 0 {
             // Every record logged ahead is applied: nothing of this turn is left to log, nor to
             // undo unless their fsync (deferred) fails.
             engine.committed(&batch, durableLater: engine.defersFsync)
@@ -133,9 +133,9 @@ extension ClusterReplicator {
     /// else. When the log fails, nothing is logged ahead, and the records go the way of any batch
     /// the log refuses.
     func logAhead(_ batches: [[Submission]]) {
-        assert(replication.recordsLoggedAhead == 0, "records logged ahead in an earlier turn were not applied")
+        assert(replication.replica.recordsLoggedAhead == 0, "records logged ahead in an earlier turn were not applied")
         guard case .replica = replication.role, let storage = engine.storage, engine.storageFailure == nil,
-            replication.incomingSnapshot == nil, let current = replication.link?.id
+            replication.replica.incomingSnapshot == nil, let current = replication.replica.link?.id
         else { return }
         var records: [EncodedRecord] = []
         var rev = engine.database.rev
@@ -164,7 +164,7 @@ extension ClusterReplicator {
             engine.storageFailed(error)
             return
         }
-        replication.recordsLoggedAhead = records.count
+        replication.replica.recordsLoggedAhead = records.count
         retain(records, endingAt: rev) { replication.history.epoch(of: $0) }
         sendAck(rev, deferred: deferring)
     }
@@ -199,8 +199,8 @@ extension ClusterReplicator {
 
     /// A replica that has every record the leader had when the stream started is streaming.
     private func noteCaughtUp() {
-        if replication.memberState != .streaming, replication.incomingSnapshot == nil,
-            engine.database.rev >= replication.catchUpTo
+        if replication.memberState != .streaming, replication.replica.incomingSnapshot == nil,
+            engine.database.rev >= replication.replica.catchUpTo
         {
             publishPosition(state: .streaming)
         }
@@ -237,7 +237,7 @@ extension ClusterReplicator {
             sendAck(rev, deferred: false)
         } catch {
             engine.logger.error("could not install the leader's snapshot", metadata: ["error": "\(error)"])
-            replication.link?.close()
+            replication.replica.link?.close()
         }
     }
 

@@ -35,7 +35,7 @@ extension ClusterReplicator {
             // of a run carry the same one, and advancing takes the gate's lock).
             var advanced: UInt64 = 0
             for message in messages {
-                guard link.id == replication.link?.id else { return }  // an earlier link's last words
+                guard link.id == replication.replica.link?.id else { return }  // an earlier link's last words
                 handleLink(link, message, advanced: &advanced, now: now, batch: &batch)
             }
         case .tick:
@@ -43,8 +43,8 @@ extension ClusterReplicator {
         case .answer(let session, let id, let body):
             batch.append(.response(id, body), for: session)
         case .confirm:
-            replication.confirmationScheduled = false
-            replication.heartbeatDue = true
+            replication.leader.confirmationScheduled = false
+            replication.leader.heartbeatDue = true
         case .membersLost(let nodes):
             guard replication.role.isLeader else { return }
             for node in nodes {
@@ -83,7 +83,7 @@ extension ClusterReplicator {
                 members.append(JSONMember("noEligibleLeader", .bool(true)))
                 cluster = .object(members)
             }
-            let streams = replication.role.isLeader ? Array(replication.streams.values) : []
+            let streams = replication.role.isLeader ? Array(replication.leader.streams.values) : []
             let entries = MemberStatus.entries(hooks.members(), streams: streams, rev: engine.database.rev, now: now)
             respond(
                 .members([

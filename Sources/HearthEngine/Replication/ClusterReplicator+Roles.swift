@@ -15,13 +15,13 @@ extension ClusterReplicator {
         guard role != previous else { return }
         if batch.hasUncommittedRecords { engine.commit(&batch) }
         replication.role = role
-        replication.turnLeadershipProof = nil
+        replication.leader.turnLeadershipProof = nil
         engine.setLeads(role.isLeader)
-        replication.fencedUntilRoleChange = false
+        replication.leader.fencedUntilRoleChange = false
         switch role {
         case .leader(let epoch):
-            replication.link?.close()
-            replication.link = nil
+            replication.replica.link?.close()
+            replication.replica.link = nil
             reconcileWithLog(now: now, batch: &batch)
             var history = replication.history
             history.begin(epoch: epoch, firstRev: engine.database.rev + 1)
@@ -34,7 +34,7 @@ extension ClusterReplicator {
             runOrphanedQueues(now: now, batch: &batch)
         case .replica(let leader, _):
             stepDown(from: previous, batch: &batch)
-            if let leader, replication.link?.leader != leader {
+            if let leader, replication.replica.link?.leader != leader {
                 dropLink(now: now, batch: &batch)
                 connectLink(to: leader)
             } else if leader == nil {
@@ -58,17 +58,17 @@ extension ClusterReplicator {
     /// `unavailable` (their writes may or may not survive: the new leader decides).
     private func stepDown(from previous: EngineRole, batch: inout Batch) {
         guard previous.isLeader else { return }
-        for stream in replication.streams.values {
+        for stream in replication.leader.streams.values {
             batch.append(.close, for: stream.session)
         }
-        replication.streams = [:]
+        replication.leader.streams = [:]
         engine.confirmations.endStreams()
-        for waiting in replication.waitingForReplicas {
+        for waiting in replication.leader.waitingForReplicas {
             batch.append(
                 .response(waiting.request.id, .failure(DatabaseError(.unavailable, "not the leader"))),
                 for: waiting.session)
         }
-        replication.waitingForReplicas = []
+        replication.leader.waitingForReplicas = []
         engine.confirmations.failAll(
             DatabaseError(
                 .unavailable, "outcome unknown: the leader stepped down before the write was confirmed"))
@@ -77,7 +77,7 @@ extension ClusterReplicator {
     /// A leader that cannot prove its lease (docs/cluster.md, "Election and fencing").
     package var isFenced: Bool {
         guard replication.role.isLeader, let hooks = clusterHooks else { return false }
-        return replication.fencedUntilRoleChange || !hooks.hasLeadershipProof()
+        return replication.leader.fencedUntilRoleChange || !hooks.hasLeadershipProof()
     }
 
     /// The log may hold records the in-memory state dropped (a batch refused after the proof of
@@ -97,28 +97,28 @@ extension ClusterReplicator {
     /// earlier link's), so what was in flight on it is settled here: sent again on the next link,
     /// or answered "outcome unknown".
     private func dropLink(now: Int64, batch: inout Batch) {
-        guard let link = replication.link else { return }
+        guard let link = replication.replica.link else { return }
         link.close()
-        replication.link = nil
-        replication.linkStarted = false
-        replication.incomingSnapshot = nil
+        replication.replica.link = nil
+        replication.replica.linkStarted = false
+        replication.replica.incomingSnapshot = nil
         linkLost(now: now, batch: &batch)
     }
 
     func connectLink(to leader: String) {
         guard let hooks = clusterHooks else { return }
-        replication.nextLinkID += 1
+        replication.replica.nextLinkID += 1
         // The log's position: a batch fenced after its append is in the log, not in memory, and
         // the leader's answer (diverged) moves it aside.
-        let fromRev = replication.forceSnapshot ? 0 : max(engine.database.rev, engine.storage?.lastRev ?? 0)
-        let history = replication.forceSnapshot ? EpochHistory() : replication.history
-        replication.forceSnapshot = false
+        let fromRev = replication.replica.forceSnapshot ? 0 : max(engine.database.rev, engine.storage?.lastRev ?? 0)
+        let history = replication.replica.forceSnapshot ? EpochHistory() : replication.history
+        replication.replica.forceSnapshot = false
         // The first link of this run tells the leader that the connections of any earlier run of
         // this node are gone (their onDisconnect queues run), before anything this run sends.
-        let first = replication.announcedRestart ? [] : [Self.disconnectedLine("\(replication.node)/*")]
-        replication.link = hooks.openLink(
-            id: replication.nextLinkID, leader: leader, fromRev: fromRev, history: history, firstLines: first)
-        replication.linkOpenedAt = engine.clock()
+        let first = replication.replica.announcedRestart ? [] : [Self.disconnectedLine("\(replication.node)/*")]
+        replication.replica.link = hooks.openLink(
+            id: replication.replica.nextLinkID, leader: leader, fromRev: fromRev, history: history, firstLines: first)
+        replication.replica.linkOpenedAt = engine.clock()
     }
 
     func clusterTick(now: Int64, batch: inout Batch) {
@@ -135,27 +135,29 @@ extension ClusterReplicator {
         }
         replication.metrics?.update(
             role: replication.role, confirmedRev: engine.releasedRev,
-            lags: replication.streams.values.map { stream in
+            lags: replication.leader.streams.values.map { stream in
                 ClusterMetrics.Lag(
                     node: stream.node, revs: engine.database.rev - min(engine.database.rev, stream.ackedRev),
                     ms: stream.ackedRev >= engine.database.rev ? 0 : now - stream.ackedAt)
-            }, recordsStreamed: replication.recordsStreamed, bytesStreamed: replication.bytesStreamed,
-            syncWaitMs: replication.syncWaitMs + engine.confirmations.waitedMs, streaming: replication.linkStarted)
+            }, recordsStreamed: replication.leader.recordsStreamed, bytesStreamed: replication.leader.bytesStreamed,
+            syncWaitMs: replication.leader.syncWaitMs + engine.confirmations.waitedMs,
+            streaming: replication.replica.linkStarted)
         switch replication.role {
         case .leader:
-            if replication.streams.values.contains(where: { now - $0.sentAt >= 1000 }) {
+            if replication.leader.streams.values.contains(where: { now - $0.sentAt >= 1000 }) {
                 sendHeartbeats(now: now, batch: &batch)
             }
             expireWaitingForReplicas(now: now, batch: &batch)
             checkSwitchover(now: now, batch: &batch)
         case .replica(let leader?, _):
-            if replication.link == nil, now - replication.linkOpenedAt >= 500 {
+            if replication.replica.link == nil, now - replication.replica.linkOpenedAt >= 500 {
                 connectLink(to: leader)
-            } else if replication.link != nil, now - replication.lastHeard > 5000, now - replication.linkOpenedAt > 5000
+            } else if replication.replica.link != nil, now - replication.replica.lastHeard > 5000,
+                now - replication.replica.linkOpenedAt > 5000
             {
                 engine.logger.warning(
                     "nothing from the leader for 5 s; reconnecting", metadata: ["leader": "\(leader)"])
-                replication.link?.close()
+                replication.replica.link?.close()
             }
             expireForwards(now: now, batch: &batch)
         default:

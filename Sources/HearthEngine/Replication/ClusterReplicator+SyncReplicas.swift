@@ -12,20 +12,23 @@ extension ClusterReplicator {
     /// (unapplied) for them, up to `syncTimeoutMs`.
     func needsReplicasFirst(_ request: Request, session: SessionLink, now: Int64) -> Bool {
         guard replication.syncReplicas > 0, replication.role.isLeader,
-            replication.streams.count < replication.syncReplicas || !replication.waitingForReplicas.isEmpty
+            replication.leader.streams.count < replication.syncReplicas
+                || !replication.leader.waitingForReplicas.isEmpty
         else { return false }
-        replication.waitingForReplicas.append((session, request, now))
+        replication.leader.waitingForReplicas.append((session, request, now))
         return true
     }
 
     func flushWaitingForReplicas(now: Int64, batch: inout Batch) {
-        guard replication.streams.count >= replication.syncReplicas, !replication.waitingForReplicas.isEmpty else {
+        guard replication.leader.streams.count >= replication.syncReplicas,
+            !replication.leader.waitingForReplicas.isEmpty
+        else {
             return
         }
-        let waiting = replication.waitingForReplicas
-        replication.waitingForReplicas = []
+        let waiting = replication.leader.waitingForReplicas
+        replication.leader.waitingForReplicas = []
         for entry in waiting {
-            replication.syncWaitMs += max(0, now - entry.since)
+            replication.leader.syncWaitMs += max(0, now - entry.since)
             decrementInFlight(entry.session)
             route(entry.request, session: entry.session, now: now, batch: &batch)
             runDeferredIfIdle(entry.session, batch: &batch)
@@ -34,11 +37,11 @@ extension ClusterReplicator {
 
     func expireWaitingForReplicas(now: Int64, batch: inout Batch) {
         flushWaitingForReplicas(now: now, batch: &batch)
-        while let first = replication.waitingForReplicas.first, now - first.since >= replication.syncTimeoutMs {
-            replication.waitingForReplicas.removeFirst()
+        while let first = replication.leader.waitingForReplicas.first, now - first.since >= replication.syncTimeoutMs {
+            replication.leader.waitingForReplicas.removeFirst()
             let error = DatabaseError(
                 .unavailable,
-                "not enough replicas: \(replication.streams.count) of the \(replication.syncReplicas) required are streaming; the write was not applied"
+                "not enough replicas: \(replication.leader.streams.count) of the \(replication.syncReplicas) required are streaming; the write was not applied"
             )
             batch.append(.response(first.request.id, .failure(error)), for: first.session)
             finishedInFlight(first.session, batch: &batch)

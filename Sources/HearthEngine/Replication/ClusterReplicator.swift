@@ -43,7 +43,7 @@ package final class ClusterReplicator: Replicator {
     // MARK: Replicator
 
     package func turnStarts(_ batches: [[Submission]], now: Int64, batch: inout Batch) {
-        replication.turnLeadershipProof = nil
+        replication.leader.turnLeadershipProof = nil
         takeAcknowledgements(now: now, batch: &batch)
         logAhead(batches)
     }
@@ -55,8 +55,8 @@ package final class ClusterReplicator: Replicator {
     package func sessionEnded(_ sessionID: UInt64) { clusterSessionEnded(sessionID) }
 
     package func turnEnds(inboxIsEmpty: Bool, now: Int64, batch: inout Batch) {
-        if replication.heartbeatDue { sendDueHeartbeat(now: now, batch: &batch) }
-        if replication.confirmationUnsent { confirmSoon(inboxIsEmpty: inboxIsEmpty) }
+        if replication.leader.heartbeatDue { sendDueHeartbeat(now: now, batch: &batch) }
+        if replication.leader.confirmationUnsent { confirmSoon(inboxIsEmpty: inboxIsEmpty) }
     }
 
     /// A leader under `syncReplicas ≥ 1` that defers its fsyncs streams a long turn's records in
@@ -93,7 +93,7 @@ package final class ClusterReplicator: Replicator {
     }
 
     package func loggedWhileFenced(streamed: StreamedEarly?, batch: inout Batch) {
-        replication.fencedUntilRoleChange = true  // the log is now ahead of memory
+        replication.leader.fencedUntilRoleChange = true  // the log is now ahead of memory
         if streamed != nil { endStreams(batch: &batch) }
     }
 
@@ -113,13 +113,13 @@ package final class ClusterReplicator: Replicator {
     package func durable(upTo rev: UInt64) { deferredAcks.durable(upTo: rev) }
 
     package func rulesInstalled(batch: inout Batch) {
-        if replication.role.isLeader { sendRules(to: replication.streams.values.map(\.session), batch: &batch) }
+        if replication.role.isLeader { sendRules(to: replication.leader.streams.values.map(\.session), batch: &batch) }
     }
 
     package var runsOnDisconnectQueues: Bool { replication.role.appliesWrites }
 
     /// Closes the link to the leader (shutdown).
-    package func closeLink() { replication.link?.close() }
+    package func closeLink() { replication.replica.link?.close() }
 }
 
 /// A leader's records sent to its replicas before its own fsync: their lines (one buffer),
