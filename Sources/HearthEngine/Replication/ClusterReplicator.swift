@@ -110,8 +110,6 @@ package final class ClusterReplicator: Replicator {
         if replication.role.isLeader { endStreams(batch: &batch) }
     }
 
-    package func durable(upTo rev: UInt64) { deferredAcks.durable(upTo: rev) }
-
     package func rulesInstalled(batch: inout Batch) {
         if replication.role.isLeader { sendRules(to: replication.leader.streams.values.map(\.session), batch: &batch) }
     }

@@ -46,8 +46,6 @@ package protocol Replicator: AnyObject {
     var holdsOutputs: Bool { get }
     /// A failed fsync lost batches that may have been streamed or acknowledged already.
     func logLost(batch: inout Batch)
-    /// The storage made the log durable up to `rev`. Any thread (the storage's sync thread).
-    func durable(upTo rev: UInt64)
     /// The log made more of a leader's batches durable: the replicas hear the confirmed revision
     /// in the next records, or in a heartbeat.
     func releasedRevMayHaveRisen()
