@@ -20,7 +20,7 @@ public struct Key: Sendable, Hashable, Comparable, CustomStringConvertible {
         self.prefix = text.withUTF8 { Key.orderPrefix(of: $0) }
     }
 
-    /// Wraps bytes already known to be `string`'s UTF-8 (no second pass over the text).
+    /// Wraps bytes already known to be `string`'s UTF-8 (the text is not read again).
     package init(_ string: String, utf8 bytes: UnsafeBufferPointer<UInt8>) {
         self.string = string
         self.prefix = Key.orderPrefix(of: bytes)

@@ -22,9 +22,8 @@ package final class Engine: @unchecked Sendable {
     let inbox = NIOLockedValueBox(Inbox())
     // The state every write touches is `@exclusivity(unchecked)`: only the engine's thread
     // touches it, and no access to it calls code that could reach it again, so the runtime's
-    // dynamic exclusivity check (two runtime calls per access, with the connections' and the
-    // view registry's about 8 % of a pipelined write's instructions) is left out. The compiler's
-    // static checks still apply.
+    // dynamic exclusivity check (two runtime calls per access, on every write) is left out. The
+    // compiler's static checks still apply.
     @exclusivity(unchecked) package var database: Database
     var onDisconnect: [UInt64: OnDisconnectQueue] = [:]
     /// The id the next onDisconnect registration takes (unique for the life of the data

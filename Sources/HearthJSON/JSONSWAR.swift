@@ -20,7 +20,7 @@ enum _JSONSWAR {
     /// The index of the first byte of `base[i..<count]` that a string's parser or writer must
     /// look at (`"`, `\`, below 0x20 or at least 0x80), eight bytes at a time: a word that holds
     /// one gives its place at once. Where fewer than eight bytes are left, the first of them (the
-    /// caller looks at those one by one: gathering them into a word cost more, measured).
+    /// caller looks at those one by one: gathering so few into a word costs more than it saves).
     @inlinable @inline(__always)
     static func skipPlainASCII(_ base: UnsafeRawPointer, from i: Int, count: Int) -> Int {
         var i = i

@@ -23,8 +23,8 @@ public enum JSONWriter {
     }
 
     /// Appends the bytes of a literal that is already JSON text (`","ok":true,"rev":`), with one
-    /// copy. (Appending a `String`'s `utf8` view takes the generic sequence path: about 170
-    /// instructions for a short literal.)
+    /// copy. (Appending a `String`'s `utf8` view would take the generic sequence path, a byte at
+    /// a time.)
     @inlinable
     public static func writeLiteral(_ text: StaticString, into buffer: inout [UInt8]) {
         buffer.append(contentsOf: UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))

@@ -30,8 +30,8 @@ public enum RawLineFrame {
 /// discarded. After a too-long line, everything else is discarded.
 ///
 /// Whole lines are handed on as slices of the buffer they arrived in; only a line split across
-/// reads is gathered into a buffer of its own. (NIO's generic `ByteToMessageHandler` costs
-/// several thousand instructions per line; this costs a byte search.) A value, so that a
+/// reads is gathered into a buffer of its own, so framing a line costs a byte search and no
+/// copy. A value, so that a
 /// handler may frame its own input (the server's connections do, which saves a pipeline hop per
 /// line) or use `LineFrameDecoder`.
 public struct LineFramer: Sendable {
@@ -62,7 +62,7 @@ public struct LineFramer: Sendable {
 
     /// As `frames(in:_:)`, with each line handed over as its bytes, valid only during the call:
     /// the handler reads them without a `ByteBuffer` per line (reading a buffer's bytes costs a
-    /// dynamic exclusivity check each time, some 90 instructions).
+    /// dynamic exclusivity check each time).
     public mutating func rawFrames(in buffer: ByteBuffer, _ body: (RawLineFrame) -> Void) {
         split(buffer) { frame, _, _ in body(frame) }
     }

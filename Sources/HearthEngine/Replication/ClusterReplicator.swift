@@ -67,8 +67,8 @@ package final class ClusterReplicator: Replicator {
         return Self.streamSliceRecords
     }
 
-    /// Records per slice of a replication stream: of 64, 128, 256, 384, 512 and no slices, 256
-    /// gave a 2-node cluster its best pipelined rate.
+    /// Records per slice of a replication stream: large enough that a slice's fsync is shared by
+    /// many writes, small enough that replicas start on a long turn's records early.
     static let streamSliceRecords = 256
 
     /// A leader under `syncReplicas ≥ 1` defers (its replicas show nothing before its

@@ -5,8 +5,8 @@ import NIOCore
 extension Engine {
     /// A replica's acknowledgement, recorded in the gate by the connection that read it, on
     /// that connection's event loop `ioLoop`. The engine takes it at the start of its next turn
-    /// (`takeAcknowledgements`) rather than in a turn of its own: at 50 connections, half a
-    /// leader's turns were an acknowledgement alone. When no turn takes it within
+    /// (`takeAcknowledgements`) rather than in a turn of its own, so that a busy leader does not
+    /// spend whole turns on acknowledgements alone. When no turn takes it within
     /// `confirmationDelay` (the leader is idle), the connection asks for one, which tells the
     /// replicas the new `confirmedRev`.
     package func acknowledgementArrived(on ioLoop: any EventLoop) {

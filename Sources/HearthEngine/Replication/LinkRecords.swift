@@ -4,8 +4,8 @@ import HearthCore
 /// record's fields, its decoded write, and one buffer holding every payload.
 ///
 /// Kept as arrays rather than a message per record: the engine reads the records twice (to log
-/// them ahead, then to apply them), and copying a message out of an array for each read retained
-/// and released every part of it (about 650 instructions per record, callgrind).
+/// them ahead, then to apply them), and copying a message out of an array for each read would
+/// retain and release every part of it.
 package struct LinkRecords: Sendable {
     /// A record's fields (plain values: reading one retains nothing).
     package struct Record: Sendable {

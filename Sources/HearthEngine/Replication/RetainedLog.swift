@@ -19,8 +19,8 @@ struct RetainedLog {
     }
 
     /// A ring: grows to `capacity`, then each new entry takes the place of the oldest (at
-    /// `oldest`). An entry replaced in place costs an assignment; NIO's `CircularBuffer` (an
-    /// append and a `popFirst`) cost about 220 instructions per record more (callgrind).
+    /// `oldest`). An entry replaced in place costs an assignment, where a queue would append one
+    /// and pop another for every record.
     private var ring: [Entry] = []
     private var oldest = 0
     let capacity: Int

@@ -26,8 +26,8 @@ struct ChangeLog {
 
     let capacity: Int
     /// Oldest first from `head`; grows as writes come, up to `capacity` entries. The slots
-    /// before `head` are dropped entries (emptied), reclaimed once they are half the array. (NIO's
-    /// `CircularBuffer` cost about 130 instructions per write more, counted with callgrind.)
+    /// before `head` are dropped entries (emptied), reclaimed once they are half the array: a
+    /// drop empties a slot rather than moving the others.
     private var entries: [Entry] = []
     private var head = 0
     /// The replaced nodes the entries hold (each entry at least 1).

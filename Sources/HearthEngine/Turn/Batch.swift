@@ -34,8 +34,8 @@ package struct Batch {
     var barriers: [EventLoopPromise<Void>] = []
 
     /// A batch starting at revision `rev`, the last one committed, with room for `expected`
-    /// (the last turn's size: at 50 connections, growing each array from empty cost the engine's
-    /// turn about 600 instructions per write in reallocations, callgrind).
+    /// (the last turn's size), so that a turn's arrays do not grow from empty, reallocating as
+    /// they go.
     init(rev: UInt64, expected: Size = Size()) {
         undo = UndoLog(rev: rev)
         guard expected.connections > 0 else { return }

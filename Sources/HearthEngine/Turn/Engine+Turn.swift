@@ -47,9 +47,9 @@ extension Engine {
     }
 
     /// Lets go of a long turn's submissions on the event loop of the connection that sent the
-    /// first of them rather than here: freeing their requests (which that loop allocated) cost
-    /// the engine's thread, the bound of a pipelined connection, about 800 instructions a write
-    /// (callgrind). A short turn's go here, where a task would cost more than it saves.
+    /// first of them rather than here: freeing their requests (which that loop allocated) is work
+    /// the engine's thread, the bound of a pipelined connection, need not do. A short turn's go
+    /// here, where a task would cost more than it saves.
     private func release(_ batches: consuming [[Submission]], submissions: Int) {
         guard submissions >= Self.releasedElsewhereFrom else { return }
         switch batches.first?.first {
