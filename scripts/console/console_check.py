@@ -24,13 +24,12 @@ import tempfile
 import time
 import urllib.request
 
-from selenium import webdriver
-from selenium.common.exceptions import StaleElementReferenceException, TimeoutException
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
-from selenium.webdriver.support.ui import Select, WebDriverWait
+from selenium.webdriver.support.ui import Select
+
+from browser import check, start_chromium, wait_until
 
 
 class LineClient:
@@ -72,11 +71,6 @@ class LineClient:
         assert answer.get("ok"), answer
 
 
-def check(condition, message):
-    if not condition:
-        raise AssertionError(message)
-
-
 def main():
     http_port, tcp_port, admin, shots = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
     os.makedirs(shots, exist_ok=True)
@@ -99,16 +93,9 @@ def main():
     downloads = os.path.join(scratch, "downloads")
     os.makedirs(downloads)
 
-    options = webdriver.ChromeOptions()
-    options.binary_location = os.environ.get("CHROMIUM", "/usr/bin/chromium")
-    for argument in ["--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
-                     "--window-size=1280,800", "--force-device-scale-factor=1"]:
-        options.add_argument(argument)
-    options.add_experimental_option("prefs", {
+    driver = start_chromium(["--force-device-scale-factor=1"], prefs={
         "download.default_directory": downloads, "download.prompt_for_download": False,
         "download.directory_upgrade": True, "safebrowsing.enabled": False})
-    service = Service(os.environ.get("CHROMEDRIVER", "/usr/bin/chromedriver"))
-    driver = webdriver.Chrome(service=service, options=options)
     driver.execute_cdp_cmd("Browser.setDownloadBehavior", {"behavior": "allow", "downloadPath": downloads})
     driver.set_window_size(1280, 800)
     # Screenshots of exactly 1280x800, whatever the headless window's decorations.
@@ -116,14 +103,7 @@ def main():
                            {"width": 1280, "height": 800, "deviceScaleFactor": 1, "mobile": False})
 
     def wait(condition, timeout=10, what="condition"):
-        try:
-            # The server tab re-renders its numbers every second: an element found just before a
-            # re-render is stale by the time it is read, so such a read is simply tried again.
-            return WebDriverWait(
-                driver, timeout, poll_frequency=0.02, ignored_exceptions=(StaleElementReferenceException,)
-            ).until(lambda d: condition())
-        except TimeoutException:
-            raise AssertionError("timed out waiting for " + what)
+        return wait_until(driver, condition, timeout, what)
 
     def find(selector):
         found = driver.find_elements(By.CSS_SELECTOR, selector)

@@ -12,23 +12,15 @@ live; and that a query on the root is stopped with the reason when the server cl
 stream before its first event, or goes live. Prints "ok" last.
 """
 import json
-import os
 import sys
 import threading
 import time
 import urllib.request
 
-from selenium import webdriver
-from selenium.common.exceptions import StaleElementReferenceException, TimeoutException
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
-from selenium.webdriver.support.ui import WebDriverWait
 
-
-def check(condition, message):
-    if not condition:
-        raise AssertionError(message)
+from browser import check, start_chromium, wait_until
 
 
 def main():
@@ -47,21 +39,10 @@ def main():
             seen["max"] = max(seen["max"], streams())
             time.sleep(0.05)
 
-    options = webdriver.ChromeOptions()
-    options.binary_location = os.environ.get("CHROMIUM", "/usr/bin/chromium")
-    for argument in ["--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
-                     "--window-size=1280,800"]:
-        options.add_argument(argument)
-    driver = webdriver.Chrome(service=Service(os.environ.get("CHROMEDRIVER", "/usr/bin/chromedriver")),
-                              options=options)
+    driver = start_chromium()
 
     def wait(condition, timeout=10, what="condition"):
-        try:
-            return WebDriverWait(
-                driver, timeout, poll_frequency=0.02, ignored_exceptions=(StaleElementReferenceException,)
-            ).until(lambda d: condition())
-        except TimeoutException:
-            raise AssertionError("timed out waiting for " + what + "; the page says: " + live().text)
+        return wait_until(driver, condition, timeout, what, page=lambda: live().text)
 
     def find(selector):
         found = driver.find_elements(By.CSS_SELECTOR, selector)
