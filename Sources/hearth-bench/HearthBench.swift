@@ -12,6 +12,7 @@ struct HearthBench: AsyncParsableCommand {
             WritesScenario.self, PipelinedScenario.self, FanoutScenario.self, LatencyScenario.self,
             IdleScenario.self, MemoryScenario.self, ViewsScenario.self, QueryIndexScenario.self,
             WriteWidthScenario.self, RestartScenario.self, HandshakesScenario.self, SubscribesScenario.self,
-            RulesScenario.self, ResumeScenario.self, LeanScenario.self, NIOFloorScenario.self,
+            RulesScenario.self, ResumeScenario.self, LeanScenario.self, NIOFloorScenario.self, DatabasesScenario.self,
+            IdleDatabasesScenario.self,
         ])
 }

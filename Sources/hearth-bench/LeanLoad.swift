@@ -12,6 +12,8 @@ struct LeanLoad {
     struct Result {
         let requests: Int
         let seconds: Double
+        /// Answers per connection, in the order of the connections.
+        let perConnection: [Int]
         var perSecond: Double { Double(requests) / seconds }
     }
 
@@ -40,6 +42,9 @@ struct LeanLoad {
     let request: (Int) -> [UInt8]
     /// Lines the server sends on its own when a connection opens (Hearth's hello: 1).
     let greetingLines: Int
+    /// The line connection `c` sends first and waits for, before the timed run (Hearth's `use`):
+    /// its answer must say `"ok":true`. Nil: none.
+    var opening: ((Int) -> [UInt8])? = nil
 
     func run() throws -> Result {
         var pool: [Connection] = []
@@ -51,7 +56,13 @@ struct LeanLoad {
             burst.reserveCapacity(one.count * window)
             for _ in 0..<window { burst.append(contentsOf: one) }
             pool.append(Connection(fd: fd, burst: burst, skipLines: greetingLines))
+            if let opening {
+                try open(fd: fd, with: opening(c))
+                pool[c].skipLines = 0
+            }
+            _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
         }
+        var answeredBy = [Int](repeating: 0, count: connections)
         var polled = pool.map { pollfd(fd: $0.fd, events: Int16(POLLIN), revents: 0) }
         var issued = 0
         var answered = 0
@@ -86,6 +97,7 @@ struct LeanLoad {
                 lines -= skipped
                 pool[c].inFlight -= lines
                 answered += lines
+                answeredBy[c] += lines
                 // As redis-benchmark -P: the next window goes once the whole last one is answered.
                 let n = min(window, count - issued)
                 if n > 0, pool[c].inFlight == 0, pool[c].unsent == 0 {
@@ -95,7 +107,32 @@ struct LeanLoad {
             }
         }
         let elapsed = Double(monotonicNanoseconds() - start) / 1e9
-        return Result(requests: answered, seconds: elapsed)
+        return Result(requests: answered, seconds: elapsed, perConnection: answeredBy)
+    }
+
+    /// Sends `line` on the blocking socket `fd` and reads until its answer (after the greeting
+    /// lines), which must say `"ok":true`; gives up after 30 s without data.
+    private func open(fd: Int32, with line: [UInt8]) throws {
+        var timeout = timeval(tv_sec: 30, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var sent = 0
+        while sent < line.count {
+            let wrote = line.withUnsafeBytes { bytes -> Int in
+                guard let base = bytes.baseAddress else { return 0 }
+                return write(fd, base + sent, bytes.count - sent)
+            }
+            guard wrote > 0 else { throw Failure(description: "write failed: errno \(errno)") }
+            sent += wrote
+        }
+        var received: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while received.reduce(0, { $0 + ($1 == 0x0A ? 1 : 0) }) < greetingLines + 1 {
+            let got = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            guard got > 0 else { throw Failure(description: "no answer to the opening line (errno \(errno))") }
+            received += buffer[0..<got]
+        }
+        let answer = received.split(separator: 0x0A).last.map { String(decoding: $0, as: UTF8.self) } ?? ""
+        guard answer.contains(#""ok":true"#) else { throw Failure(description: "the opening line failed: \(answer)") }
     }
 
     private func connect() throws -> Int32 {
@@ -119,7 +156,6 @@ struct LeanLoad {
         }
         var one: Int32 = 1
         setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
-        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
         return fd
     }
 
