@@ -113,6 +113,7 @@ extension HearthError.Code {
     public static var unauthenticated: Self { .server(.unauthenticated) }
     public static var writeIDExpired: Self { .server(.writeIDExpired) }
     public static var diverged: Self { .server(.diverged) }
+    public static var quotaExceeded: Self { .server(.quotaExceeded) }
 }
 
 /// The client's own codes by name (`error.code == .connectionRefused`).

@@ -32,6 +32,8 @@ public struct DatabaseError: Error, Sendable, Equatable, CustomStringConvertible
         case writeIDExpired = "write_id_expired"
         /// A replica's log forked from its leader's (docs/cluster.md, "A node that comes back").
         case diverged = "diverged"
+        /// A write to a database that holds more than its `maxBytes` quota; removes still pass.
+        case quotaExceeded = "quota_exceeded"
     }
 
     public let code: Code

@@ -51,6 +51,9 @@ package final class Engine: @unchecked Sendable {
     let allocator = ByteBufferAllocator()
     /// The write-ahead log; nil keeps the data in memory only.
     package let storage: Storage?
+    /// The database's quota of bytes on disk (log and snapshot): over it, writes other than
+    /// removes are refused with `quota_exceeded`. Set before the first request; nil: none.
+    package var storedBytesLimit: Int64?
     /// Set when the log failed: writes are refused with `unavailable` until a restart.
     var storageFailure: StorageError?
     package let logger: Logger

@@ -95,6 +95,21 @@ public indirect enum Operation: Sendable {
     case simulate(identity: AuthContext?, operation: Operation)
     /// Replication, forwarding and the operator's cluster requests (`ClusterRequest`).
     case cluster(ClusterRequest)
+    /// A connection's choice of database, or an admin's database lifecycle request: answered by
+    /// the server, which holds the databases, never by one database's engine.
+    case database(DatabaseRequest)
+}
+
+/// `use`, `listDatabases`, `createDatabase`, `databaseInfo` and `deleteDatabase`
+/// (docs/PROTOCOL.md, "Databases"). Names are checked by the server, which knows the rule.
+public enum DatabaseRequest: Sendable, Equatable {
+    /// The connection's database, chosen by its first request.
+    case use(String)
+    case list
+    case create(String)
+    case info(String)
+    /// `purge`: remove the data rather than moving it into the trash.
+    case delete(String, purge: Bool)
 }
 
 /// The steps of authentication. The wire's `auth` decodes to `.token`; the connection verifies it

@@ -271,10 +271,26 @@ public struct RequestDecoder: Sendable {
                 )
             }
             return .simulate(identity: identity, operation: operation)
+        case "use":
+            return .database(.use(try databaseName(fields)))
+        case "listDatabases":
+            return .database(.list)
+        case "createDatabase":
+            return .database(.create(try databaseName(fields)))
+        case "databaseInfo":
+            return .database(.info(try databaseName(fields)))
+        case "deleteDatabase":
+            return .database(.delete(try databaseName(fields), purge: try fields.bool(.purge) ?? false))
         default:
             if let cluster = try clusterOperation(name, fields) { return cluster }
             throw DatabaseError(.unknownOp, "unknown op \"\(name)\"")
         }
+    }
+
+    /// The `db` of a database request.
+    func databaseName(_ fields: Fields) throws(DatabaseError) -> String {
+        guard let name = try fields.string(.db) else { throw DatabaseError(.badRequest, "missing field \"db\"") }
+        return name
     }
 
     /// Compiles the `rules` of a `setRules`: the whole rules document as the file holds it, as

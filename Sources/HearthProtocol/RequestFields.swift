@@ -8,6 +8,7 @@ enum RequestField: String, CaseIterable, Sendable {
     case token, rules, request
     case identity = "as"
     case node, fromRev, history, origin, rev, auth, stored, owner, to
+    case db, purge
 
     /// The field whose name is `utf8`, if any. Every name but `expectHash` has at most 8 bytes:
     /// they are matched by length, then as one integer (the bytes little-endian, as the
@@ -24,6 +25,7 @@ enum RequestField: String, CaseIterable, Sendable {
         switch name.count {
         case 2:
             switch packed {
+            case 0x6264: self = .db  // "db"
             case 0x6469: self = .id  // "id"
             case 0x6f74: self = .to  // "to"
             case 0x706f: self = .op  // "op"
@@ -48,6 +50,7 @@ enum RequestField: String, CaseIterable, Sendable {
         case 5:
             switch packed {
             case 0x65_636e_6973: self = .since  // "since"
+            case 0x65_6772_7570: self = .purge  // "purge"
             case 0x65_6863_6163: self = .cache  // "cache"
             case 0x65_756c_6176: self = .value  // "value"
             case 0x6e_656b_6f74: self = .token  // "token"

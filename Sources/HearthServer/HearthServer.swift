@@ -20,7 +20,10 @@ public final class HearthServer: Sendable {
     public let localAddress: SocketAddress
     /// The HTTP API's bound address; nil when the listener is off.
     public let httpAddress: SocketAddress?
-    let engine: Engine
+    /// The daemon's databases (Databases/).
+    let databases: DatabaseRegistry
+    /// The default database's engine.
+    var engine: Engine { databases.defaultDatabase.engine }
     let security: SecurityState
     private let tls: TLSSetup?
     private let ioGroup: MultiThreadedEventLoopGroup
@@ -50,7 +53,8 @@ public final class HearthServer: Sendable {
     public var metrics: ServerMetrics { engine.metrics }
 
     private init(
-        configuration: ServerConfiguration, localAddress: SocketAddress, engine: Engine, security: SecurityState,
+        configuration: ServerConfiguration, localAddress: SocketAddress, databases: DatabaseRegistry,
+        security: SecurityState,
         tls: TLSSetup?, ioGroup: MultiThreadedEventLoopGroup, engineGroup: MultiThreadedEventLoopGroup,
         listener: any Channel, httpListener: (any Channel)?, registry: ConnectionRegistry, logger: Logger
     ) {
@@ -58,7 +62,7 @@ public final class HearthServer: Sendable {
         self.localAddress = localAddress
         self.httpAddress = httpListener?.localAddress
         self.httpListener = httpListener
-        self.engine = engine
+        self.databases = databases
         self.security = security
         self.tls = tls
         self.ioGroup = ioGroup
@@ -103,55 +107,42 @@ public final class HearthServer: Sendable {
             limits: configuration.protection, verifier: verifier, open: rules == nil,
             helloWarning: reachable ? openWarning : nil, clusterSecret: cluster?.secret ?? configuration.clusterSecret)
         warnIfDescriptorsRunOutFirst(configuration.protection, logger: logger)
-        var options = StorageOptions.default
-        options.fsync = configuration.fsync
-        options.compactionMinBytes = configuration.compactionMinBytes
-        options.compactionRatio = configuration.compactionRatio
         // A taken port is reported now, not after a recovery that may take long.
         try ListenError.probe(host: configuration.host, port: configuration.port)
         if let httpPort = configuration.httpPort { try ListenError.probe(host: configuration.host, port: httpPort) }
-        let recoveryLog = RecoveryLog(logger: logger, directory: configuration.dataDirectory)
-        let (storage, recovered) = try Storage.open(
-            directory: configuration.dataDirectory, options: options, fileSystem: fileSystem, logger: logger,
-            progress: recoveryLog.update)
-        logger.info(
-            "recovered the database",
-            metadata: [
-                "rev": "\(recovered.rev)", "dataDir": "\(configuration.dataDirectory)",
-                "onDisconnect": "\(storage.onDisconnect.count)",
-            ])
-        // The server's own metrics (never the global MetricsSystem: a process may run many servers).
-        let metrics = ServerMetrics(storage: storage, counters: security.counters, clock: clock)
-        storage.fsyncObserver = { metrics.fsync(duration: $0) }
-        let engineGroup = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-        // One thread per core, the engine's counting as one: a thread more than the cores only
-        // adds context switches.
+        let clustered = cluster != nil || configuration.cluster != nil
+        // The engines' threads: different databases' writes run on different cores. One
+        // database's engine uses one of them, beside the I/O threads.
+        let engineGroup = MultiThreadedEventLoopGroup(
+            numberOfThreads: configuration.databases.engineThreads ?? max(2, System.coreCount))
+        // One I/O thread per core, one engine's counting as one: a thread more than the cores
+        // only adds context switches.
         let ioGroup = MultiThreadedEventLoopGroup(numberOfThreads: max(1, System.coreCount - 1))
-        let engine = Engine(
-            loop: engineGroup.next(),
-            database: Database(root: recovered.root, rev: recovered.rev, limits: configuration.limits),
-            storage: storage, rules: rules, indexRules: IndexRules(), rulesStore: rulesStore,
-            access: security.access,
-            maxSubscriptionsPerConnection: configuration.protection.maxSubscriptionsPerConnection,
-            strictIndexes: configuration.strictIndexes, logger: logger, clock: clock,
-            metrics: metrics,
-            writeIDs: WriteIDWindow(
-                recovered: storage.takeRecoveredWriteIDs(), capacity: configuration.writeIdWindow,
-                retentionSeconds: configuration.writeIdRetentionSeconds, now: clock()),
-            changeLogRevisions: configuration.changeLogRevisions)
-        // The onDisconnect operations the log kept belong to connections of the previous run,
-        // which are all gone: they run now, before anyone can connect.
-        // In a cluster they may belong to other nodes' live connections: the leader decides.
-        if cluster == nil, configuration.cluster == nil {
-            try await engine.loop.submit { engine.runOrphanedOnDisconnect(storage.onDisconnect.queues) }.get()
-        }
-        if configuration.fsync == .everysec {
-            engine.loop.scheduleRepeatedTask(initialDelay: .seconds(1), delay: .seconds(1)) { _ in engine.syncIfDue() }
-        }
+        let engineLoops = Array(engineGroup.makeIterator())
+        let databaseContext = HostedDatabase.Context(
+            configuration: configuration, access: security.access, fileSystem: fileSystem, logger: logger,
+            clock: clock,
+            counters: { [defaultName = configuration.databases.defaultName, security] name in
+                name.text == defaultName ? security.counters : SecurityCounters()
+            })
+        let defaultName = try DatabaseName(configuration.databases.defaultName)
+        // In a cluster, the previous run's onDisconnect operations may belong to other nodes'
+        // live connections: the leader decides.
+        let defaultDatabase = try HostedDatabase.open(
+            name: defaultName, directory: configuration.dataDirectory, loop: engineLoops[0], context: databaseContext,
+            rules: rules, rulesStore: rulesStore, runsOrphans: !clustered)
+        let engine = defaultDatabase.engine
+        let databases = DatabaseRegistry(
+            layout: DatabaseLayout(dataDirectory: configuration.dataDirectory, defaultName: defaultName.text),
+            settings: configuration.databases, defaultDatabase: defaultDatabase, engineLoops: engineLoops,
+            context: databaseContext,
+            createsOnFirstUse: configuration.databases.createsOnFirstUse(host: configuration.host),
+            clustered: clustered)
+        databases.startIdleTimer()
         _ = MemoryTrimmer.fixAllocatorThresholds
         let trimmer = MemoryTrimmer()
         engine.loop.scheduleRepeatedTask(initialDelay: .milliseconds(500), delay: .milliseconds(500)) { _ in
-            trimmer.tick(writes: metrics.writesApplied)
+            trimmer.tick(writes: databases.openEngines.reduce(0) { $0 + $1.engine.metrics.writesApplied })
         }
         var clusterNode: ClusterNode?
         let maxPeerLine = max(64 << 20, configuration.maxMessageBytes * 4)
@@ -180,10 +171,9 @@ public final class HearthServer: Sendable {
         // Gathered on a clustered node only, where each engine turn costs a replica round trip.
         // Standalone, the engine does better starting on the first connection's requests while
         // the loop reads the others'.
-        let clustered = cluster != nil || configuration.cluster != nil
         let gatherers = clustered ? SubmissionGatherers(loops: ioGroup, engine: engine) : nil
         let listenerContext = ListenerContext(
-            engine: engine, configuration: configuration, security: security, tls: tls, registry: registry,
+            databases: databases, configuration: configuration, security: security, tls: tls, registry: registry,
             connectionIDs: nextID, logger: logger, clock: clock)
         let listener: any Channel
         var httpListener: (any Channel)?
@@ -191,7 +181,7 @@ public final class HearthServer: Sendable {
             listener = try await LineListener.bind(
                 on: ioGroup, context: listenerContext, gatherers: gatherers, maxLineBytes: inboundLineLimit)
         } catch {
-            await stop(engine: engine, ioGroup: ioGroup, engineGroup: engineGroup)
+            await stop(databases: databases, ioGroup: ioGroup, engineGroup: engineGroup)
             throw error
         }
         if let httpPort = configuration.httpPort {
@@ -204,7 +194,7 @@ public final class HearthServer: Sendable {
                     wellKnown: { path, loop in wellKnown.respond(to: path, on: loop) })
             } catch {
                 try? await listener.close()
-                await stop(engine: engine, ioGroup: ioGroup, engineGroup: engineGroup)
+                await stop(databases: databases, ioGroup: ioGroup, engineGroup: engineGroup)
                 throw error
             }
             if let address = httpListener?.localAddress {
@@ -217,7 +207,7 @@ public final class HearthServer: Sendable {
             throw DatabaseError(.internal, "the listening socket has no local address")
         }
         let server = HearthServer(
-            configuration: configuration, localAddress: address, engine: engine, security: security, tls: tls,
+            configuration: configuration, localAddress: address, databases: databases, security: security, tls: tls,
             ioGroup: ioGroup, engineGroup: engineGroup, listener: listener, httpListener: httpListener,
             registry: registry, logger: logger)
         if clusterNode == nil, configuration.cluster != nil {
@@ -266,9 +256,10 @@ public final class HearthServer: Sendable {
 
     /// Undoes a start that could not open its listeners.
     private static func stop(
-        engine: Engine, ioGroup: MultiThreadedEventLoopGroup, engineGroup: MultiThreadedEventLoopGroup
+        databases: DatabaseRegistry, ioGroup: MultiThreadedEventLoopGroup, engineGroup: MultiThreadedEventLoopGroup
     ) async {
-        try? await engine.loop.submit { engine.closeStorage() }.get()
+        await databases.closeAll()
+        await databases.defaultDatabase.close()
         try? await ioGroup.shutdownGracefully()
         try? await engineGroup.shutdownGracefully()
     }
@@ -425,7 +416,8 @@ public final class HearthServer: Sendable {
         if let state = try? await engine.snapshot().get() {
             finalState.withLockedValue { $0 = state }
         }
-        try? await engine.loop.submit { self.engine.closeStorage() }.get()
+        await databases.closeAll()
+        await databases.defaultDatabase.close()
         try? await ioGroup.shutdownGracefully()
         try? await engineGroup.shutdownGracefully()
         logger.info("stopped")

@@ -37,7 +37,8 @@ extension ServerConfiguration {
             ("HEARTH_DATA_DIR", "dataDir"),
             ("HEARTH_FSYNC", "fsync"), ("HEARTH_LOG_LEVEL", "logLevel"), ("HEARTH_RULES_FILE", "rulesFile"),
             ("HEARTH_TLS_CERTIFICATE", "tlsCertificate"), ("HEARTH_TLS_KEY", "tlsKey"),
-            ("HEARTH_TLS_CLIENT_CA", "tlsClientCA"),
+            ("HEARTH_TLS_CLIENT_CA", "tlsClientCA"), ("HEARTH_DEFAULT_DATABASE", "defaultDatabase"),
+            ("HEARTH_AUTO_CREATE_DATABASES", "autoCreateDatabases"), ("HEARTH_MAX_DATABASES", "maxDatabases"),
         ]
         for (variable, setting) in names {
             if let text = environment[variable] {
@@ -68,8 +69,14 @@ extension ServerConfiguration {
     public mutating func apply(setting: String, text: String, source: String) throws(ConfigurationError) {
         let value: JSONValue
         switch setting {
-        case "host", "dataDir", "fsync", "logLevel", "rulesFile", "tlsCertificate", "tlsKey", "tlsClientCA":
+        case "host", "dataDir", "fsync", "logLevel", "rulesFile", "tlsCertificate", "tlsKey", "tlsClientCA",
+            "defaultDatabase", "databaseDomains":
             value = .string(text)
+        case "autoCreateDatabases":
+            guard ["0", "1", "true", "false"].contains(text) else {
+                throw ConfigurationError("\(source): must be 1, 0, true or false, not \"\(text)\"")
+            }
+            value = .bool(text == "1" || text == "true")
         case "httpPort" where text == "off":
             value = .string(text)
         default:
@@ -116,6 +123,19 @@ extension ServerConfiguration {
         }
         switch setting {
         case "cluster": try applyCluster(value, source: source)
+        case "defaultDatabase":
+            let name = try string()
+            guard DatabaseName.isValid(name) else {
+                throw ConfigurationError("\(source): \"defaultDatabase\": \"\(name)\" is invalid: \(DatabaseName.rule)")
+            }
+            databases.defaultName = name
+        case "autoCreateDatabases": databases.autoCreate = try bool()
+        case "maxDatabases": databases.maxDatabases = try integer(1...1_000_000)
+        case "idleDatabaseSeconds": databases.idleCloseSeconds = try integer(0...31_536_000)
+        case "deletedDatabaseRetentionHours": databases.trashRetentionHours = try integer(0...87_600)
+        case "databaseDomains": databases.domains = try strings().map { $0.lowercased() }
+        case "engineThreads": databases.engineThreads = try integer(1...256)
+        case "databases": try applyDatabases(value, source: source)
         case "host": host = try string()
         case "port": port = try integer(0...65535)
         case "httpPort":
@@ -215,6 +235,10 @@ extension ServerConfiguration {
                 tlsKey = resolve(tlsKey)
                 tlsClientCA = resolve(tlsClientCA)
                 tokens.jwtPublicKeyFiles = tokens.jwtPublicKeyFiles.compactMap { resolve($0) }
+                for (name, var settings) in databases.perDatabase {
+                    settings.rulesFile = resolve(settings.rulesFile)
+                    databases.perDatabase[name] = settings
+                }
             }
         }
         guard let bytes = readWholeFile(path) else {

@@ -76,6 +76,9 @@ public struct ServerConfiguration: Sendable, Equatable {
     /// How long a rendering of `/.well-known/hearth/metrics` is served to every scraper before
     /// the next one (`metricsCacheMilliseconds`; 0 renders each scrape).
     public var metricsCacheMilliseconds = 1000
+    /// Several databases in one daemon: the default one's name, creation on first use, limits,
+    /// idle closing, the trash and each database's own settings (Databases/).
+    public var databases = DatabaseSettings()
     /// The name and version sent in `hello`.
     public var serverName = "hearthd/\(hearthVersion)"
     /// Replicas and failover on etcd (`cluster`, docs/cluster.md); nil: a standalone server.

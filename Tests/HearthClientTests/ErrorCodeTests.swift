@@ -31,6 +31,7 @@ final class ErrorCodeTests: XCTestCase {
         case .unauthenticated: return .unauthenticated
         case .writeIDExpired: return .writeIDExpired
         case .diverged: return .diverged
+        case .quotaExceeded: return .quotaExceeded
         }
     }
 

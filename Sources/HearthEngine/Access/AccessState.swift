@@ -19,6 +19,8 @@ package final class AccessState: Sendable {
 
 /// Counts of what security turned away, for metrics and tests.
 package final class SecurityCounters: Sendable {
+    package init() {}
+
     package let denials = Counter()
     package let failedAuths = Counter()
     package let limitHits = Counter()

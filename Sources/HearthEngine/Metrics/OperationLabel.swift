@@ -5,7 +5,7 @@ import HearthProtocol
 /// rate limit). A small closed set, so that each label value has its counter made once, up front.
 public enum OperationLabel: Int, Sendable, CaseIterable {
     case get, set, update, remove, setPriority, transaction, push, subscribe, stream, unsubscribe
-    case onDisconnect, ping, auth, unauth, setRules, getRules, simulate, cluster, rejected
+    case onDisconnect, ping, auth, unauth, setRules, getRules, simulate, cluster, database, rejected
 
     /// The request's operation as the wire names it.
     init(_ operation: HearthProtocol.Operation) {
@@ -28,6 +28,7 @@ public enum OperationLabel: Int, Sendable, CaseIterable {
         case .getRules: self = .getRules
         case .simulate: self = .simulate
         case .cluster: self = .cluster
+        case .database: self = .database
         }
     }
 
@@ -52,6 +53,7 @@ public enum OperationLabel: Int, Sendable, CaseIterable {
         case .getRules: return "getRules"
         case .simulate: return "simulate"
         case .cluster: return "cluster"
+        case .database: return "database"
         case .rejected: return "rejected"
         }
     }

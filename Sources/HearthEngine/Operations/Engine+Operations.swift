@@ -26,6 +26,16 @@ extension Engine {
             respond(.failure(unavailable), to: reply, batch: &batch)
             return
         }
+        if let limit = storedBytesLimit, operation.writesData, !operation.isRemove, let storage,
+            storage.walBytes + storage.snapshotBytes > limit
+        {
+            let error = DatabaseError(
+                .quotaExceeded,
+                "the database holds more than its quota of \(limit) bytes on disk (maxBytes); remove data before writing more"
+            )
+            respond(.failure(error), to: reply, batch: &batch)
+            return
+        }
         if let id = request.writeID, let answer = rememberedAnswer(for: id, now: now) {
             // Not applied again; a duplicate's answer waits, like the write's, for the log.
             if case .failure = answer {
@@ -72,6 +82,12 @@ extension Engine {
             batch.append(
                 .response(reply.id, .failure(DatabaseError(.badRequest, "this server is not part of a cluster"))),
                 for: session)
+        case .database:
+            // The transports answer these (they hold the databases); one reaching an engine is
+            // out of place, e.g. a `use` forwarded by a replica.
+            respond(
+                .failure(DatabaseError(.badRequest, "use must be the connection's first request")), to: reply,
+                batch: &batch)
         }
     }
 
@@ -110,6 +126,12 @@ extension HearthProtocol.Operation {
         case .write, .push: return true
         default: return false
         }
+    }
+
+    /// Whether the operation is a `remove` (which a database over its quota still takes).
+    var isRemove: Bool {
+        if case .write(_, kind: .remove) = self { return true }
+        return false
     }
 
     /// Whether the operation changes the connection's onDisconnect queue (which the log keeps).

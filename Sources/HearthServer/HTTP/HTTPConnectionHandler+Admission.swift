@@ -55,7 +55,12 @@ extension HTTPConnectionHandler {
             if let credential {
                 // Verified now, before a large body is read, rather than after.
                 if declared > limit || chunked {
-                    switch security.authenticate(credential, from: remoteAddress, now: clock(), logger: logger) {
+                    let database = try? parser.database(QueryParameters(query), headers: headers)
+                    let secrets = configuration.databases.settings(for: database ?? configuration.databases.defaultName)
+                        .adminSecrets
+                    switch security.authenticate(
+                        credential, from: remoteAddress, now: clock(), logger: logger, databaseSecrets: secrets)
+                    {
                     case .success(let identity): preverified = (credential, identity)
                     case .failure(let error):
                         let refused = RESTRender.failure(error, call: RESTCall(action: .getRules))

@@ -62,7 +62,15 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     // The state every request touches is `@exclusivity(unchecked)`: only the channel's event loop
     // touches it, and no access calls code that could reach it again (as in `ConnectionHandler`).
     let id: UInt64
-    let engine: Engine
+    /// The engine of the database the connection's session is on (`onDatabase`).
+    @exclusivity(unchecked) var engine: Engine
+    let databases: DatabaseRegistry
+    /// The connection's hold on that database; nil before its first request.
+    var lease: DatabaseRegistry.Lease?
+    /// The database's name as the requests gave it; nil: the default database.
+    var boundDatabase: String?
+    /// The metrics the connection was counted in when it opened.
+    let connectionMetrics: ServerMetrics
     let configuration: ServerConfiguration
     let security: SecurityState
     let parser: RESTRequestParser
@@ -133,17 +141,20 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     static let lingerTime = TimeAmount.seconds(2)
 
     init(
-        id: UInt64, engine: Engine, configuration: ServerConfiguration, security: SecurityState,
+        id: UInt64, databases: DatabaseRegistry, configuration: ServerConfiguration, security: SecurityState,
         wellKnown: @escaping WellKnownResponder, origins: OriginPolicy, registry: ConnectionRegistry,
         logger: Logger, clock: @escaping @Sendable () -> Int64
     ) {
         self.origins = origins
         self.idleTimeout = .seconds(Int64(security.limits.firstRequestTimeoutSeconds))
         self.id = id
-        self.engine = engine
+        self.databases = databases
+        self.engine = databases.defaultDatabase.engine
+        self.connectionMetrics = engine.metrics
         self.configuration = configuration
         self.security = security
-        self.parser = RESTRequestParser(decoder: RequestDecoder(limits: configuration.limits))
+        self.parser = RESTRequestParser(
+            decoder: RequestDecoder(limits: configuration.limits), databaseDomains: configuration.databases.domains)
         self.wellKnown = wellKnown
         self.registry = registry
         var logger = logger
@@ -165,7 +176,7 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
             refusal = refused
         }
         writeLimiter = admitted.writeLimits
-        engine.metrics.connectionOpened(kind: .http)
+        connectionMetrics.connectionOpened(kind: .http)
         register(in: registry, channel: context.channel)
         armIdleTimer(context: context, timeout: .seconds(Int64(security.limits.firstRequestTimeoutSeconds)))
         context.fireChannelActive()
@@ -180,8 +191,10 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
         _ = admission.release(from: security)
         if streamCounted { engine.metrics.streamClosed() }
         state = .closed
-        engine.metrics.connectionClosed(kind: .http)
+        connectionMetrics.connectionClosed(kind: .http)
         engine.submit(.disconnected(sessionID: id))
+        lease?.release()
+        lease = nil
         registry.remove(id: id)
         context.fireChannelInactive()
     }
@@ -385,6 +398,8 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
                         context: context)
                 }
             }
+        case .databases(let request):
+            serveDatabases(request, call: call, head: head, context: context)
         case .getRules:
             submit(.getRules, call: call, head: head, context: context)
         case .setRules(let operation), .simulate(let operation), .read(let operation, _, _, _),
@@ -413,6 +428,15 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     /// Hands the call's operation to the engine, preceded by an identity change when the
     /// request's credential differs from the one the engine's session holds.
     func submit(
+        _ operation: HearthProtocol.Operation, call: RESTCall, head: HTTPRequestHead, context: ChannelHandlerContext
+    ) {
+        onDatabase(of: call, head: head, context: context) { [self] in
+            submitOnDatabase(operation, call: call, head: head, context: context)
+        }
+    }
+
+    /// `submit`, once the session is on the call's database.
+    func submitOnDatabase(
         _ operation: HearthProtocol.Operation, call: RESTCall, head: HTTPRequestHead, context: ChannelHandlerContext
     ) {
         guard let sessionLink else { return }
@@ -482,7 +506,11 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
         if let (checked, verified) = preverified.take(), checked == credential {
             identity = verified
         } else {
-            switch security.authenticate(credential, from: remoteAddress, now: clock(), logger: logger) {
+            switch security.authenticate(
+                credential, from: remoteAddress, now: clock(), logger: logger,
+                databaseSecrets: configuration.databases.settings(for: call.database ?? databases.defaultName.text)
+                    .adminSecrets)
+            {
             case .failure(let error): return .failure(RESTRender.failure(error, call: call))
             case .success(let verified): identity = verified
             }

@@ -24,7 +24,8 @@ enum HTTPListener {
                 ByteToMessageHandler(HTTPRequestDecoder(leftOverBytesStrategy: .dropBytes, limitConfiguration: limits)))
             try pipeline.addHandler(
                 HTTPConnectionHandler(
-                    id: context.connectionIDs.next(), engine: context.engine, configuration: context.configuration,
+                    id: context.connectionIDs.next(), databases: context.databases,
+                    configuration: context.configuration,
                     security: context.security, wellKnown: wellKnown, origins: origins, registry: context.registry,
                     logger: context.logger, clock: context.clock))
         }

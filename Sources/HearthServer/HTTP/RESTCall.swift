@@ -27,6 +27,8 @@ final class RESTCall {
         case stream(Operation, path: Path, query: QuerySpec?)
         /// PUT, POST, PATCH or DELETE, conditional or not.
         case write(Operation, method: HTTPMethod, path: Path)
+        /// `/.well-known/hearth/databases…`: an admin's database lifecycle request.
+        case databases(DatabaseRequest)
     }
 
     enum Print { case normal, pretty, silent }
@@ -48,6 +50,8 @@ final class RESTCall {
     var credential: String?
     /// `auth_variable_override` (honoured for admin callers only); `.null` means unauthenticated.
     var authOverride: JSONValue?
+    /// The database the request addresses (`?ns=` or the host); nil: the default database.
+    var database: String?
     /// HEAD: the answer of a GET without its body.
     var isHead = false
 

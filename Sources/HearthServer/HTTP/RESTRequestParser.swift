@@ -6,12 +6,72 @@ import NIOHTTP1
 /// Turns an HTTP request into a `RESTCall`, or the error to answer.
 struct RESTRequestParser {
     let decoder: RequestDecoder
+    /// Host names under which `<name>.<domain>` names a database (`databaseDomains`).
+    var databaseDomains: [String] = []
     var limits: Limits { decoder.limits }
 
     static let allowedMethods = "GET, PUT, POST, PATCH, DELETE, OPTIONS, HEAD"
+    /// The databases' admin endpoints (docs/REST.md, "Databases").
+    static let databasesPath = "/.well-known/hearth/databases"
+
+    /// The lifecycle request of `GET /.well-known/hearth/databases[/<name>]`,
+    /// `PUT …/<name>` and `DELETE …/<name>[?purge=true]`.
+    static func databaseRequest(
+        _ method: HTTPMethod, _ rawPath: Substring, _ parameters: QueryParameters
+    ) throws(RESTError) -> DatabaseRequest {
+        let rest = rawPath.dropFirst(databasesPath.count).drop { $0 == "/" }
+        if rest.isEmpty {
+            guard method == .GET else {
+                throw RESTError(
+                    .methodNotAllowed, "the list of databases is read with GET", headers: [("Allow", "GET")])
+            }
+            return .list
+        }
+        let name = String(rest)
+        switch method {
+        case .GET: return .info(name)
+        case .PUT, .POST: return .create(name)
+        case .DELETE:
+            switch parameters["purge"]?.decoded {
+            case nil, "false"?: return .delete(name, purge: false)
+            case "true"?: return .delete(name, purge: true)
+            case let other?: throw .badRequest("purge must be true or false, not \"\(other)\"")
+            }
+        default:
+            throw RESTError(
+                .methodNotAllowed, "a database is read (GET), created (PUT) or deleted (DELETE)",
+                headers: [("Allow", "GET, PUT, DELETE")])
+        }
+    }
     static let notFound = RESTError(.notFound, "Not Found: a location is /<path>.json")
 
     func parse(head: HTTPRequestHead, headers: RequestHeaders, body: [UInt8]) throws(RESTError) -> RESTCall {
+        let call = try parseAction(head: head, headers: headers, body: body)
+        let (_, rawQuery) = Self.split(uri: head.uri)
+        call.database = try database(QueryParameters(rawQuery), headers: headers)
+        return call
+    }
+
+    /// The database a request addresses: `?ns=<name>`, or the first label of a host
+    /// `<name>.<domain>` for one of the `databaseDomains`; nil: the default database. Both given
+    /// and different: 400.
+    func database(_ parameters: QueryParameters, headers: RequestHeaders) throws(RESTError) -> String? {
+        let fromQuery = parameters["ns"]?.decoded
+        var fromHost: String?
+        if var host = headers.host?.lowercased() {
+            if let colon = host.lastIndex(of: ":"), !host.hasSuffix("]") { host = String(host[..<colon]) }
+            for domain in databaseDomains where host.hasSuffix("." + domain) {
+                let label = host.dropLast(domain.count + 1)
+                if !label.isEmpty, !label.contains(".") { fromHost = String(label) }
+            }
+        }
+        if let fromQuery, let fromHost, fromQuery != fromHost {
+            throw .badRequest("the request names two databases: ns=\(fromQuery) and the host's \(fromHost)")
+        }
+        return fromQuery ?? fromHost
+    }
+
+    func parseAction(head: HTTPRequestHead, headers: RequestHeaders, body: [UInt8]) throws(RESTError) -> RESTCall {
         let (rawPath, rawQuery) = Self.split(uri: head.uri)
         guard rawPath.hasPrefix("/") || (head.method == .OPTIONS && rawPath == "*") else {
             throw .badRequest("the request target must be a path starting with / (or an absolute http URL)")
@@ -20,6 +80,11 @@ struct RESTRequestParser {
         if head.method == .OPTIONS {
             return RESTCall(
                 action: .preflight(requestedHeaders: headers.accessControlRequestHeaders))
+        }
+        if rawPath == Self.databasesPath || rawPath.hasPrefix(Self.databasesPath + "/") {
+            let call = RESTCall(action: .databases(try Self.databaseRequest(head.method, rawPath, parameters)))
+            call.credential = Self.credential(parameters, headers: headers)
+            return call
         }
         if rawPath.hasPrefix("/.well-known/hearth/") {
             guard head.method == .GET || head.method == .HEAD else {

@@ -47,6 +47,7 @@ enum RESTRender {
         case .unavailable: return RESTError(.serviceUnavailable, error.message)
         case .internal: return RESTError(.internalServerError, error.message)
         case .notFound: return RESTError(.notFound, error.message)
+        case .quotaExceeded: return RESTError(.insufficientStorage, error.message)
         case .indexNotDefined:
             guard let (order, path) = call.queryLocation, let name = order.indexName else {
                 return .badRequest(error.message)

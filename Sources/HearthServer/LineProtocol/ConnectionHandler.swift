@@ -25,11 +25,28 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler, Tr
 
     enum Slot {
         case awaitingEngine
+        /// A database request the connection answers itself (`use`, the admins' lifecycle
+        /// requests); always the last slot, since the lines after it wait (`heldLines`).
+        case awaitingServer
         case ready([UInt8])
     }
 
     let id: UInt64
-    let engine: Engine
+    /// The engine of the connection's database: the default one's, or the one `use` chose.
+    @exclusivity(unchecked) var engine: Engine
+    let databases: DatabaseRegistry
+    /// The connection's hold on the database `use` chose (nil: the default database).
+    var lease: DatabaseRegistry.Lease?
+    /// The metrics the connection was counted in when it opened.
+    let connectionMetrics: ServerMetrics
+    /// Request lines decoded so far (`use` must be the first).
+    @exclusivity(unchecked) var linesDecoded = 0
+    /// Lines read while a database request is being answered: they wait for its answer (a `use`
+    /// decides which engine they go to), then are handled in order.
+    @exclusivity(unchecked) var heldLines: CircularBuffer<[UInt8]> = []
+    @exclusivity(unchecked) var holdingLines = false
+    /// Signed in with a server-wide admin credential (database lifecycle requests need one).
+    @exclusivity(unchecked) var serverAdmin = false
     /// Hands the engine this loop's submissions together (nil: straight to the engine).
     let gatherer: SubmissionGatherer?
     /// Whether the server is a cluster node (its decoder may keep request text to forward).
@@ -118,13 +135,15 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler, Tr
 
     /// `maxLineBytes`: the longest line framed (longer ones are answered `too_large`).
     init(
-        id: UInt64, engine: Engine, gatherer: SubmissionGatherer?, configuration: ServerConfiguration,
+        id: UInt64, databases: DatabaseRegistry, gatherer: SubmissionGatherer?, configuration: ServerConfiguration,
         security: SecurityState, registry: ConnectionRegistry, maxLineBytes: Int, logger: Logger,
         clock: @escaping @Sendable () -> Int64
     ) {
         self.id = id
         self.framer = LineFramer(maxLength: maxLineBytes)
-        self.engine = engine
+        self.databases = databases
+        self.engine = databases.defaultDatabase.engine
+        self.connectionMetrics = engine.metrics
         self.gatherer = gatherer
         self.configuration = configuration
         self.security = security
@@ -152,7 +171,7 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler, Tr
             return
         }
         writeLimiter = admitted.writeLimits
-        engine.metrics.connectionOpened(kind: .tcp)
+        connectionMetrics.connectionOpened(kind: .tcp)
         let hello = ResponseEncoder.hello(
             server: configuration.serverName, serverTime: clock(), connection: String(id),
             warning: security.helloWarning, cluster: engine.clusterObject())
@@ -205,9 +224,12 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler, Tr
         outputCharge.release(from: security.buffers)
         inputCharge.release(from: security.buffers)
         deferred.removeAll()
-        if admission.release(from: security) { engine.metrics.connectionClosed(kind: .tcp) }
+        if admission.release(from: security) { connectionMetrics.connectionClosed(kind: .tcp) }
         closing = true
+        heldLines.removeAll()
         submitBatch(then: .disconnected(sessionID: id))
+        lease?.release()
+        lease = nil
         registry.remove(id: id)
         logger.debug("disconnected")
         context.fireChannelInactive()
@@ -317,6 +339,13 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler, Tr
 
     func received(_ frame: RawLineFrame, context: ChannelHandlerContext) {
         guard !closing, !closeWhenIdle else { return }
+        if holdingLines {
+            switch frame {
+            case .line(let line): heldLines.append(Array(line))
+            case .tooLarge: refuseTooLarge(context: context)
+            }
+            return
+        }
         switch frame {
         case .tooLarge:
             refuseTooLarge(context: context)
@@ -339,8 +368,13 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler, Tr
                 firstRequestDeadline = nil
             }
             let result = decoder.decode(line, reusing: &parseWorkspace, paths: paths)
+            linesDecoded &+= 1
             switch result.flatMap(admit) {
             case .success(let request):
+                if case .database(let databaseRequest) = request.operation {
+                    answer(databaseRequest, id: request.id, context: context)
+                    return
+                }
                 if case .cluster(.replicaAck(let rev)) = request.operation {
                     // A replica's acknowledgement gets no answer, so it takes no slot. What it
                     // confirms is released here, without waiting for the engine's turn; the
@@ -394,15 +428,26 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler, Tr
             authDeadline = nil
             return .success(Request(id: request.id, operation: .auth(.peer)))
         case .auth(.token(let token)):
-            switch security.authenticate(token, from: remoteAddress, now: clock(), logger: logger) {
+            let databaseSecrets = configuration.databases.settings(
+                for: lease?.database.name.text ?? configuration.databases.defaultName
+            ).adminSecrets
+            let databaseAdmin = SecurityState.isOneOf(databaseSecrets, token)
+            switch security.authenticate(
+                token, from: remoteAddress, now: clock(), logger: logger, databaseSecrets: databaseSecrets)
+            {
             case .success(let identity):
                 authDeadline?.cancel()
                 authDeadline = nil
                 signedIn = true
+                serverAdmin = identity.isAdmin && !databaseAdmin
                 return .success(Request(id: request.id, operation: .auth(.verified(identity))))
             case .failure(let error):
+                serverAdmin = false
                 return .success(Request(id: request.id, operation: .auth(.refused(error))))
             }
+        case .auth(.signOut):
+            serverAdmin = false
+            return .success(request)
         case .write, .push:
             if let refusal = writeLimiter?.take() {
                 security.noticeLog.notice(logger, "write rate limit", metadata: ["peer": "\(remoteAddress)"])
@@ -450,6 +495,7 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler, Tr
         // close a reset, which discards the `slow_consumer` event still in the socket buffer.
         if slowConsumerClose == nil,
             waitingForEngine >= configuration.maxPipelinedRequests || !waiting.isEmpty || !deferred.isEmpty
+                || holdingLines
         {
             readPaused = true
         } else {
@@ -458,7 +504,9 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler, Tr
     }
 
     func resumeReadingIfNeeded(context: ChannelHandlerContext) {
-        if readPaused, waitingForEngine < configuration.maxPipelinedRequests / 2, waiting.isEmpty, deferred.isEmpty {
+        if readPaused, waitingForEngine < configuration.maxPipelinedRequests / 2, waiting.isEmpty, deferred.isEmpty,
+            !holdingLines
+        {
             readPaused = false
             context.read()
         }

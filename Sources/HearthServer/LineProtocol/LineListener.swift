@@ -15,7 +15,7 @@ enum LineListener {
         let bootstrap = context.bootstrap(on: group) { channel in
             try channel.pipeline.syncOperations.addHandler(
                 ConnectionHandler(
-                    id: context.connectionIDs.next(), engine: context.engine,
+                    id: context.connectionIDs.next(), databases: context.databases,
                     gatherer: gatherers?.gatherer(for: channel.eventLoop), configuration: context.configuration,
                     security: context.security, registry: context.registry, maxLineBytes: maxLineBytes,
                     logger: context.logger, clock: context.clock))

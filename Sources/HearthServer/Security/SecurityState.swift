@@ -47,6 +47,15 @@ final class SecurityState: Sendable {
 
     func setOpen(_ open: Bool) { access.setOpen(open) }
 
+    /// Whether `token` is one of `secrets`, compared in constant time.
+    static func isOneOf(_ secrets: [String], _ token: String) -> Bool {
+        guard !secrets.isEmpty else { return false }
+        let bytes = Array(token.utf8)
+        var found = false
+        for secret in secrets where ConstantTime.equals(bytes, Array(secret.utf8)) { found = true }
+        return found
+    }
+
     /// Whether `token` is the cluster secret (compared in constant time).
     func isClusterSecret(_ token: String) -> Bool {
         guard let clusterSecret else { return false }
@@ -79,9 +88,12 @@ extension SecurityState {
     /// a long admin secret) is verified and accepted; anything else is refused with
     /// `overloaded`, so one guesser behind a shared address does not lock out everyone else
     /// there (docs/security.md).
+    /// `databaseSecrets`: the admin secrets of the database the request addresses
+    /// (`databases.<name>.adminSecrets`), which make it admin of that database only.
     func authenticate(
-        _ token: String, from address: String, now: Int64, logger: Logger
+        _ token: String, from address: String, now: Int64, logger: Logger, databaseSecrets: [String] = []
     ) -> Result<AuthContext, DatabaseError> {
+        if Self.isOneOf(databaseSecrets, token) { return .success(.admin) }
         if let wait = failedAuth.retryAfter(for: address, now: now) {
             if case .success(let identity) = verifier.verifyUnguessable(token, now: now) { return .success(identity) }
             counters.limitHits.add(1)

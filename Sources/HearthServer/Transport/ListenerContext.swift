@@ -4,11 +4,14 @@ import NIOCore
 import NIOPosix
 import NIOSSL
 
-/// What every transport's listener hands its connections: the engine, the settings, the shared
+/// What every transport's listener hands its connections: the databases, the settings, the shared
 /// security state, TLS when configured, the registry that shutdown walks, and the source of
 /// connection ids (one sequence across all listeners, so that an id names one connection).
 struct ListenerContext: Sendable {
-    let engine: Engine
+    /// The daemon's databases; a connection works on the default one unless it chooses another.
+    let databases: DatabaseRegistry
+    /// The default database's engine.
+    var engine: Engine { databases.defaultDatabase.engine }
     let configuration: ServerConfiguration
     let security: SecurityState
     let tls: TLSSetup?

@@ -1,0 +1,123 @@
+import HearthCore
+import HearthEngine
+import HearthStorage
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+
+/// One open database: its storage, metrics and engine, the engine running on one of the
+/// daemon's engine threads. Opening recovers the folder; closing (idle, deleted, shutdown)
+/// waits for the engine's queued work, runs nothing more, and closes the log.
+final class HostedDatabase: Sendable {
+    let name: DatabaseName
+    let directory: String
+    let engine: Engine
+    private let timers: NIOLockedValueBox<[RepeatedTask]>
+    /// The revision recovery found.
+    private let openedRev: UInt64
+
+    /// The revision as of the engine's last turn. Any thread.
+    var rev: UInt64 { max(openedRev, engine.metrics.refresh().rev) }
+
+    private init(
+        name: DatabaseName, directory: String, engine: Engine, timers: [RepeatedTask], openedRev: UInt64
+    ) {
+        self.openedRev = openedRev
+        self.name = name
+        self.directory = directory
+        self.engine = engine
+        self.timers = NIOLockedValueBox(timers)
+    }
+
+    /// What opening a database needs from the daemon.
+    struct Context: Sendable {
+        let configuration: ServerConfiguration
+        let access: AccessState
+        let fileSystem: any FileSystem
+        let logger: Logger
+        let clock: @Sendable () -> Int64
+        /// The security counters the database's metrics report: the daemon's for the default
+        /// database, fresh ones for the others (so that the daemon's counts show once).
+        let counters: @Sendable (DatabaseName) -> SecurityCounters
+    }
+
+    /// The rules a database starts with: its own accepted rules (`setRules`), else its rules file
+    /// or the server's. A database without rules on a server that is not open gets rules that
+    /// grant nothing: only admins reach it until an admin sets its rules.
+    static func rules(
+        for name: DatabaseName, directory: String, context: Context
+    ) throws(ConfigurationError) -> (rules: RuleSet?, store: RulesStore) {
+        let settings = context.configuration.databases.settings(for: name.text)
+        let store = RulesStore(
+            rulesFile: settings.rulesFile ?? context.configuration.rulesFile, dataDirectory: directory)
+        var logger = context.logger
+        logger[metadataKey: "db"] = "\(name)"
+        let (rules, source) = try store.load(logger: logger)
+        if let source { logger.info("rules in force", metadata: ["file": "\(source)"]) }
+        if rules == nil, !context.access.isOpen {
+            return (try? RuleSet(source: #"{"rules":{}}"#), store)
+        }
+        return (rules, store)
+    }
+
+    /// Recovers database `name` from `directory` and starts its engine on `loop`. Blocking: call
+    /// it off the event loops. `runsOrphans`: run the onDisconnect operations the log kept from
+    /// connections of the previous run (a standalone node's, before anyone can connect).
+    static func open(
+        name: DatabaseName, directory: String, loop: any EventLoop, context: Context, rules: RuleSet?,
+        rulesStore: RulesStore, runsOrphans: Bool
+    ) throws -> HostedDatabase {
+        let configuration = context.configuration
+        var logger = context.logger
+        logger[metadataKey: "db"] = "\(name)"
+        var options = StorageOptions.default
+        options.fsync = configuration.fsync
+        options.compactionMinBytes = configuration.compactionMinBytes
+        options.compactionRatio = configuration.compactionRatio
+        let recoveryLog = RecoveryLog(logger: logger, directory: directory)
+        let (storage, recovered) = try Storage.open(
+            directory: directory, options: options, fileSystem: context.fileSystem, logger: logger,
+            progress: recoveryLog.update)
+        logger.info(
+            "recovered the database",
+            metadata: [
+                "rev": "\(recovered.rev)", "dataDir": "\(directory)", "onDisconnect": "\(storage.onDisconnect.count)",
+            ])
+        // The database's own metrics (never the global MetricsSystem: a process may run many).
+        let metrics = ServerMetrics(storage: storage, counters: context.counters(name), clock: context.clock)
+        storage.fsyncObserver = { metrics.fsync(duration: $0) }
+        let engine = Engine(
+            loop: loop,
+            database: Database(root: recovered.root, rev: recovered.rev, limits: configuration.limits),
+            storage: storage, rules: rules, indexRules: IndexRules(), rulesStore: rulesStore,
+            access: context.access,
+            maxSubscriptionsPerConnection: configuration.protection.maxSubscriptionsPerConnection,
+            strictIndexes: configuration.strictIndexes, logger: logger, clock: context.clock,
+            metrics: metrics,
+            writeIDs: WriteIDWindow(
+                recovered: storage.takeRecoveredWriteIDs(), capacity: configuration.writeIdWindow,
+                retentionSeconds: configuration.writeIdRetentionSeconds, now: context.clock()),
+            changeLogRevisions: configuration.changeLogRevisions)
+        engine.storedBytesLimit = configuration.databases.settings(for: name.text).maxBytes
+        if runsOrphans {
+            // The onDisconnect operations the log kept belong to connections of the previous
+            // run, which are all gone: they run now, before anyone can connect.
+            try loop.submit { engine.runOrphanedOnDisconnect(storage.onDisconnect.queues) }.wait()
+        }
+        var timers: [RepeatedTask] = []
+        if configuration.fsync == .everysec {
+            timers.append(
+                loop.scheduleRepeatedTask(initialDelay: .seconds(1), delay: .seconds(1)) { _ in engine.syncIfDue() })
+        }
+        return HostedDatabase(
+            name: name, directory: directory, engine: engine, timers: timers, openedRev: recovered.rev)
+    }
+
+    /// Lets the engine finish what it was handed, then closes the log. The engine takes nothing
+    /// more afterwards: callers make sure no connection uses it.
+    func close() async {
+        for timer in timers.withLockedValue({ $0 }) { timer.cancel() }
+        try? await engine.barrier().get()
+        try? await engine.loop.submit { [engine] in engine.closeStorage() }.get()
+    }
+}
