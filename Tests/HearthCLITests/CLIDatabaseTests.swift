@@ -116,17 +116,16 @@ final class CLIDatabaseTests: XCTestCase {
     }
 
     func testAnUnknownDatabaseFailsTheConnectionWithTheServersError() async throws {
-        try await withCLIServer { server in
-            // Unknown databases are refused unless the server creates them on first use.
-            let result = try hearth("get", "--db", "nosuch", "/", url: server.url)
-            if result.status != 0 {
+        try await withCLIServer(
+            configure: { $0.databases.autoCreate = false },
+            { server in
+                let result = try hearth("get", "--db", "nosuch", "/", url: server.url)
                 XCTAssertEqual(result.status, 1)
-                XCTAssertTrue(result.stderr.contains("not_found"), result.stderr)
-                XCTAssertTrue(result.stderr.contains("nosuch"), result.stderr)
-            } else {
-                XCTAssertEqual(result.stdout, "null\n")
-            }
-        }
+                XCTAssertTrue(result.stderr.hasPrefix(#"hearth: not_found: no database named "nosuch""#), result.stderr)
+                let list = try hearth("db", "list", "--json", url: server.url)
+                guard case .array(let databases)? = try list.json()["databases"] else { return XCTFail(list.stdout) }
+                XCTAssertEqual(databases.map { $0["name"] }, [.string("default")], "nothing created")
+            })
     }
 
     func testCheckTakesADatabase() async throws {

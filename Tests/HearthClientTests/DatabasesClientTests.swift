@@ -65,10 +65,15 @@ final class DatabasesClientTests: XCTestCase {
         // A restart: the client reconnects to its database, and a write made meanwhile lands there.
         await server.stop()
         running = false
-        shop.reference(withPath: "items/b").setValue(["n": 2], withCompletionBlock: nil)
+        let written = Recorder<String>()
+        shop.reference(withPath: "items/b").setValue(["n": 2]) { error, _ in
+            written.append("\(error.map { "\($0)" } ?? "ok")")
+        }
         try await server.restart()
         running = true
         try await seen.wait(for: 2)
+        let outcome = try await written.wait(for: 1)
+        XCTAssertEqual(outcome, ["ok"])
         let b = try await shop.reference(withPath: "items/b/n").getData()
         XCTAssertEqual(b.value as? Int, 2)
         let fresh = client(server, database: "shop")
@@ -126,5 +131,32 @@ final class DatabasesClientTests: XCTestCase {
         try await eventually("the client of shop gone") { try await main.databaseInfo("shop").connections == 0 }
         let purged = try await main.deleteDatabase("shop", purge: true)
         XCTAssertEqual(purged, DatabaseDeletion(name: "shop", movedTo: nil, purged: true))
+    }
+
+    func testAnUnknownDatabaseFailsTheConnectionWithTheServersError() async throws {
+        try await withServer(
+            configure: { $0.databases.autoCreate = false },
+            { server in
+                let db = client(server, database: "nosuch")
+                defer { db.goOffline() }
+                db.reference(withPath: "a").setValue(1, withCompletionBlock: nil)
+                do {
+                    try await db.waitForConnection()
+                    XCTFail("connected to a database that does not exist")
+                } catch let error as HearthError {
+                    XCTAssertEqual(error.code, .notFound)
+                    XCTAssertTrue(error.message.hasPrefix(#"no database named "nosuch""#), error.message)
+                }
+                let main = client(server, database: nil)
+                defer { main.goOffline() }
+                let names = try await main.listDatabases().map(\.name)
+                XCTAssertEqual(names, ["default"], "nothing created")
+                // Once an admin creates it, the client gets in (after reconnectMaxDelay) and the write
+                // that waited lands there.
+                _ = try await main.createDatabase("nosuch")
+                try await eventually("the client in its database") {
+                    try await main.databaseInfo("nosuch").rev ?? 0 >= 1
+                }
+            })
     }
 }
