@@ -157,4 +157,27 @@ final class CLIDatabaseTests: XCTestCase {
         }
         await server.remove()
     }
+
+    func testOnAServerWithRulesTheDatabaseCommandsNeedTheAdminSecret() async throws {
+        let rules = #"{"rules": {".read": "auth != null", ".write": "auth != null"}}"#
+        try await withCLISecureServer(rules: rules) { server in
+            var result = try server.hearth(["db", "create", "shop"])
+            XCTAssertEqual(result.status, 1)
+            XCTAssertTrue(result.stderr.contains("permission_denied"), result.stderr)
+            result = try server.hearth(["db", "create", "shop", "--token", CLITestSecrets.admin])
+            XCTAssertEqual(result.status, 0, result.stderr)
+            // `use` goes first, then `auth`: the admin writes and reads in shop.
+            result = try server.hearth(
+                ["set", "--db", "shop", "/x", "1"], environment: ["HEARTH_TOKEN": CLITestSecrets.admin])
+            XCTAssertEqual(result.status, 0, result.stderr)
+            result = try server.hearth(["get", "--db", "shop", "/x", "--token", CLITestSecrets.admin])
+            XCTAssertEqual(result.stdout, "1\n", result.stderr)
+            result = try server.hearth(["get", "/x", "--token", CLITestSecrets.admin])
+            XCTAssertEqual(result.stdout, "null\n", result.stderr)
+            result = try server.hearth(["db", "list", "--json", "--db", "shop", "--token", CLITestSecrets.admin])
+            XCTAssertEqual(result.status, 0, result.stderr)
+            guard case .array(let databases)? = try result.json()["databases"] else { return XCTFail(result.stdout) }
+            XCTAssertEqual(databases.map { $0["name"] }, [.string("default"), .string("shop")])
+        }
+    }
 }
