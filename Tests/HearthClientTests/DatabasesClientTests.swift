@@ -159,4 +159,23 @@ final class DatabasesClientTests: XCTestCase {
                 }
             })
     }
+
+    func testAClientWhoseDatabaseIsDeletedHearsWhy() async throws {
+        try await withServer(
+            configure: { $0.databases.autoCreate = false },
+            { server in
+                let main = client(server, database: nil)
+                defer { main.goOffline() }
+                _ = try await main.createDatabase("shop")
+                let shop = client(server, database: "shop")
+                defer { shop.goOffline() }
+                try await shop.reference(withPath: "a").setValue(1)
+                let deletion = try await main.deleteDatabase("shop")
+                XCTAssertNotNil(deletion.movedTo)
+                // The server closes the connection; the reconnect's `use` is refused.
+                try await eventually("the refusal") { await shop.connectionError()?.code == .notFound }
+                let error = await shop.connectionError()
+                XCTAssertTrue(error?.message.contains("shop") ?? false, "\(String(describing: error))")
+            })
+    }
 }
