@@ -16,32 +16,45 @@ final class DatabaseDirectoryTests: XCTestCase {
         let directory = temporaryDataDirectory()
         try FileManager.default.copyItem(atPath: Self.fixture.path, toPath: directory)
         let before = try contents(of: directory)
-        try await withLiveServer(configure: { $0.dataDirectory = directory }) { server in
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        var configuration = ServerConfiguration()
+        configuration.host = "127.0.0.1"
+        configuration.port = 0
+        configuration.httpPort = nil
+        configuration.dataDirectory = directory
+        configuration.tokens.adminSecrets = ["fixture-admin-secret"]
+        let server = try await HearthServer.start(configuration: configuration, logger: quietLogger)
+        do {
             let client = try TestClient(port: server.port)
+            XCTAssertEqual(try client.request(#"{"op":"auth","id":0,"token":"fixture-admin-secret"}"#)["ok"], .bool(true))
             let state = try client.request(#"{"op":"get","id":1,"path":"/","format":"export","hash":true}"#)
-            XCTAssertEqual(state["rev"], 64)
+            XCTAssertEqual(state["rev"], .int(64))
             XCTAssertEqual(state["hash"], "hQSBHWmRzJ5Vqneyf0/CGh20Cq8=")
             XCTAssertEqual(state["value"]?["meta"]?["title"], "fixture")
-            XCTAssertEqual(state["value"]?["scores"]?["p01"]?[".priority"], 5)
-            XCTAssertEqual(state["value"]?["counter"], 3)
+            XCTAssertEqual(state["value"]?["scores"]?["p01"]?[".priority"], .int(5))
+            XCTAssertEqual(state["value"]?["counter"], .int(3))
             // The accepted rules are in force: the index they declare serves the query.
             let rules = try client.request(#"{"op":"getRules","id":2}"#)
             XCTAssertTrue(rules["rules"]?.jsonString.contains("points") ?? false, "\(rules)")
             let top = try client.request(#"{"op":"get","id":3,"path":"/scores","query":{"orderBy":"points","limitToLast":1}}"#)
             XCTAssertEqual(top["warning"], nil, "\(top)")
-            XCTAssertEqual(top["value"]?["p57"]?["points"], 49, "\(top)")
+            XCTAssertEqual(top["value"]?["p57"]?["points"], .int(49), "\(top)")
             let unindexed = try client.request(#"{"op":"get","id":5,"path":"/scores","query":{"orderBy":"name","limitToLast":1}}"#)
             XCTAssertNotNil(unindexed["warning"], "\(unindexed)")
             // Listed as the default database, in the data directory itself.
             let info = try client.request(#"{"op":"databaseInfo","id":4,"db":"default"}"#)
             XCTAssertEqual(info["database"]?["directory"]?.stringValue, directory)
-            XCTAssertEqual(info["database"]?["rev"], 64)
+            XCTAssertEqual(info["database"]?["rev"], .int(64))
+            client.close()
+        } catch {
+            await server.shutdown()
+            throw error
         }
+        await server.shutdown()
         // Nothing moved, nothing rewritten, nothing added but the lock file.
         let after = try contents(of: directory)
         XCTAssertEqual(Set(after.keys).subtracting(["LOCK"]), Set(before.keys))
         for (name, bytes) in before { XCTAssertEqual(after[name], bytes, name) }
-        try? FileManager.default.removeItem(atPath: directory)
     }
 
     private func contents(of directory: String) throws -> [String: Data] {

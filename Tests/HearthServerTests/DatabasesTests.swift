@@ -17,19 +17,19 @@ final class DatabasesTests: XCTestCase {
             XCTAssertEqual(try alpha.request(#"{"op":"use","id":1,"db":"alpha"}"#)["db"], "alpha")
             XCTAssertEqual(try beta.request(#"{"op":"use","id":1,"db":"beta"}"#)["db"], "beta")
             let subscribed = try alpha.request(#"{"op":"subscribe","id":2,"path":"/","events":["value"]}"#)
-            XCTAssertEqual(subscribed["ok"], true)
+            XCTAssertEqual(subscribed["ok"], .bool(true))
             _ = try alpha.readJSON()  // the initial value event
-            XCTAssertEqual(try beta.request(#"{"op":"set","id":3,"path":"/owner","value":"beta"}"#)["rev"], 1)
-            XCTAssertEqual(try beta.request(#"{"op":"set","id":4,"path":"/n","value":2}"#)["rev"], 2)
-            XCTAssertEqual(try plain.request(#"{"op":"set","id":5,"path":"/owner","value":"default"}"#)["rev"], 1)
-            XCTAssertEqual(try alpha.request(#"{"op":"set","id":6,"path":"/owner","value":"alpha"}"#)["rev"], 1)
+            XCTAssertEqual(try beta.request(#"{"op":"set","id":3,"path":"/owner","value":"beta"}"#)["rev"], .int(1))
+            XCTAssertEqual(try beta.request(#"{"op":"set","id":4,"path":"/n","value":2}"#)["rev"], .int(2))
+            XCTAssertEqual(try plain.request(#"{"op":"set","id":5,"path":"/owner","value":"default"}"#)["rev"], .int(1))
+            XCTAssertEqual(try alpha.request(#"{"op":"set","id":6,"path":"/owner","value":"alpha"}"#)["rev"], .int(1))
             // Alpha's subscription saw its own write only.
             let event = alpha.events.isEmpty ? try alpha.readJSON() : alpha.events.removeFirst()
             XCTAssertEqual(event["value"], .object(["owner": "alpha"]), "\(event)")
             XCTAssertTrue(alpha.events.isEmpty, "\(alpha.events)")
             XCTAssertEqual(try alpha.request(#"{"op":"get","id":7,"path":"/"}"#)["value"], .object(["owner": "alpha"]))
             XCTAssertEqual(
-                try beta.request(#"{"op":"get","id":7,"path":"/"}"#)["value"], .object(["owner": "beta", "n": 2]))
+                try beta.request(#"{"op":"get","id":7,"path":"/"}"#)["value"], .object(["n": .int(2), "owner": "beta"]))
             XCTAssertEqual(try plain.request(#"{"op":"get","id":7,"path":"/"}"#)["value"], .object(["owner": "default"]))
             // The in-process snapshot is the default database's.
             let (root, rev) = try await server.snapshot()
@@ -46,7 +46,7 @@ final class DatabasesTests: XCTestCase {
     func testUseIsTheFirstRequestOnly() async throws {
         try await withLiveServer { server in
             let client = try TestClient(port: server.port)
-            XCTAssertEqual(try client.request(#"{"op":"ping","id":1}"#)["ok"], true)
+            XCTAssertEqual(try client.request(#"{"op":"ping","id":1}"#)["ok"], .bool(true))
             let late = try client.request(#"{"op":"use","id":2,"db":"alpha"}"#)
             XCTAssertEqual(late["error"]?["code"], "bad_request")
             XCTAssertTrue(late["error"]?["message"]?.stringValue?.contains("first request") ?? false, "\(late)")
@@ -56,8 +56,8 @@ final class DatabasesTests: XCTestCase {
                 #"{"op":"use","id":1,"db":"gamma"}"# + "\n" + #"{"op":"set","id":2,"path":"/x","value":1}"# + "\n"
                     + #"{"op":"get","id":3,"path":"/"}"#)
             XCTAssertEqual(try piped.readResponse()["db"], "gamma")
-            XCTAssertEqual(try piped.readResponse()["rev"], 1)
-            XCTAssertEqual(try piped.readResponse()["value"], .object(["x": 1]))
+            XCTAssertEqual(try piped.readResponse()["rev"], .int(1))
+            XCTAssertEqual(try piped.readResponse()["value"], .object(["x": .int(1)]))
             XCTAssertEqual(try client.request(#"{"op":"get","id":3,"path":"/"}"#)["value"], .null)
         }
     }
@@ -89,11 +89,11 @@ final class DatabasesTests: XCTestCase {
             XCTAssertFalse(FileManager.default.fileExists(atPath: directory + "/databases/ghost"))
             // Created by an admin (open mode: anyone on loopback), then usable.
             let admin = try TestClient(port: server.port)
-            XCTAssertEqual(try admin.request(#"{"op":"createDatabase","id":1,"db":"one"}"#)["ok"], true)
+            XCTAssertEqual(try admin.request(#"{"op":"createDatabase","id":1,"db":"one"}"#)["ok"], .bool(true))
             let again = try admin.request(#"{"op":"createDatabase","id":2,"db":"one"}"#)
             XCTAssertEqual(again["error"]?["code"], "bad_request")
             XCTAssertTrue(again["error"]?["message"]?.stringValue?.contains("already exists") ?? false)
-            XCTAssertEqual(try admin.request(#"{"op":"createDatabase","id":3,"db":"two"}"#)["ok"], true)
+            XCTAssertEqual(try admin.request(#"{"op":"createDatabase","id":3,"db":"two"}"#)["ok"], .bool(true))
             // maxDatabases counts the default database: the fourth is refused.
             let full = try admin.request(#"{"op":"createDatabase","id":4,"db":"three"}"#)
             XCTAssertEqual(full["error"]?["code"], "overloaded", "\(full)")
@@ -103,7 +103,7 @@ final class DatabasesTests: XCTestCase {
             XCTAssertEqual(try user.request(#"{"op":"use","id":1,"db":"one"}"#)["db"], "one")
             let list = try admin.request(#"{"op":"listDatabases","id":5}"#)
             XCTAssertEqual(names(list["databases"]), ["default", "one", "two"])
-            XCTAssertEqual(element(list["databases"], 1)?["connections"], 1)
+            XCTAssertEqual(element(list["databases"], 1)?["connections"], .int(1))
         }
     }
 
@@ -120,32 +120,32 @@ final class DatabasesTests: XCTestCase {
             var refused: JSONValue?
             for i in 0..<20 {
                 let answer = try client.request(#"{"op":"set","id":2,"path":"/k\#(i)","value":"\#(big)"}"#)
-                if answer["ok"] == false {
+                if answer["ok"] == .bool(false) {
                     refused = answer
                     break
                 }
             }
             XCTAssertEqual(refused?["error"]?["code"], "quota_exceeded", "\(String(describing: refused))")
             XCTAssertTrue(refused?["error"]?["message"]?.stringValue?.contains("4096") ?? false)
-            XCTAssertEqual(try client.request(#"{"op":"remove","id":3,"path":"/k0"}"#)["ok"], true)
+            XCTAssertEqual(try client.request(#"{"op":"remove","id":3,"path":"/k0"}"#)["ok"], .bool(true))
             // A second connection fits, a third does not.
             let second = try TestClient(port: server.port)
-            XCTAssertEqual(try second.request(#"{"op":"use","id":1,"db":"small"}"#)["ok"], true)
+            XCTAssertEqual(try second.request(#"{"op":"use","id":1,"db":"small"}"#)["ok"], .bool(true))
             let third = try TestClient(port: server.port)
             let crowded = try third.request(#"{"op":"use","id":1,"db":"small"}"#)
             XCTAssertEqual(crowded["error"]?["code"], "overloaded")
             XCTAssertTrue(crowded["error"]?["message"]?.stringValue?.contains("maxConnections") ?? false)
             // Another database is not limited.
             let other = try TestClient(port: server.port)
-            XCTAssertEqual(try other.request(#"{"op":"use","id":1,"db":"large"}"#)["ok"], true)
+            XCTAssertEqual(try other.request(#"{"op":"use","id":1,"db":"large"}"#)["ok"], .bool(true))
             for i in 0..<8 {
-                XCTAssertEqual(try other.request(#"{"op":"set","id":2,"path":"/k\#(i)","value":"\#(big)"}"#)["ok"], true)
+                XCTAssertEqual(try other.request(#"{"op":"set","id":2,"path":"/k\#(i)","value":"\#(big)"}"#)["ok"], .bool(true))
             }
             // A connection that leaves makes room.
             second.close()
             try await waitUntil {
                 let retry = try TestClient(port: server.port)
-                return try retry.request(#"{"op":"use","id":1,"db":"small"}"#)["ok"] == true
+                return try retry.request(#"{"op":"use","id":1,"db":"small"}"#)["ok"] == .bool(true)
             }
         }
     }
@@ -156,8 +156,8 @@ final class DatabasesTests: XCTestCase {
         try await withLiveServer { server in
             let directory = server.configuration.dataDirectory
             let user = try TestClient(port: server.port)
-            XCTAssertEqual(try user.request(#"{"op":"use","id":1,"db":"doomed"}"#)["ok"], true)
-            XCTAssertEqual(try user.request(#"{"op":"set","id":2,"path":"/keep","value":"me"}"#)["ok"], true)
+            XCTAssertEqual(try user.request(#"{"op":"use","id":1,"db":"doomed"}"#)["ok"], .bool(true))
+            XCTAssertEqual(try user.request(#"{"op":"set","id":2,"path":"/keep","value":"me"}"#)["ok"], .bool(true))
             let admin = try TestClient(port: server.port)
             let deleted = try admin.request(#"{"op":"deleteDatabase","id":1,"db":"doomed"}"#)
             XCTAssertEqual(deleted["deleted"], "doomed", "\(deleted)")
@@ -171,14 +171,14 @@ final class DatabasesTests: XCTestCase {
             XCTAssertEqual(event["error"]?["code"], "not_found")
             XCTAssertTrue(user.waitForClose())
             // The name again: empty.
-            XCTAssertEqual(try admin.request(#"{"op":"createDatabase","id":2,"db":"doomed"}"#)["ok"], true)
+            XCTAssertEqual(try admin.request(#"{"op":"createDatabase","id":2,"db":"doomed"}"#)["ok"], .bool(true))
             let fresh = try TestClient(port: server.port)
-            XCTAssertEqual(try fresh.request(#"{"op":"use","id":1,"db":"doomed"}"#)["ok"], true)
+            XCTAssertEqual(try fresh.request(#"{"op":"use","id":1,"db":"doomed"}"#)["ok"], .bool(true))
             XCTAssertEqual(try fresh.request(#"{"op":"get","id":2,"path":"/"}"#)["value"], .null)
             fresh.close()
             // Purged: nothing kept.
             let purged = try admin.request(#"{"op":"deleteDatabase","id":3,"db":"doomed","purge":true}"#)
-            XCTAssertEqual(purged["purged"], true, "\(purged)")
+            XCTAssertEqual(purged["purged"], .bool(true), "\(purged)")
             XCTAssertFalse(FileManager.default.fileExists(atPath: directory + "/databases/doomed"))
             let trash = try FileManager.default.contentsOfDirectory(atPath: directory + "/trash")
             XCTAssertEqual(trash.count, 1, "\(trash)")
@@ -195,20 +195,20 @@ final class DatabasesTests: XCTestCase {
     func testAnIdleDatabaseClosesAndReopensWithItsData() async throws {
         try await withLiveServer(configure: { $0.databases.idleCloseSeconds = 1 }) { server in
             let client = try TestClient(port: server.port)
-            XCTAssertEqual(try client.request(#"{"op":"use","id":1,"db":"sleepy"}"#)["ok"], true)
-            XCTAssertEqual(try client.request(#"{"op":"set","id":2,"path":"/a","value":{"b":1}}"#)["rev"], 1)
-            XCTAssertEqual(try client.request(#"{"op":"set","id":3,"path":"/c","value":2}"#)["rev"], 2)
+            XCTAssertEqual(try client.request(#"{"op":"use","id":1,"db":"sleepy"}"#)["ok"], .bool(true))
+            XCTAssertEqual(try client.request(#"{"op":"set","id":2,"path":"/a","value":{"b":1}}"#)["rev"], .int(1))
+            XCTAssertEqual(try client.request(#"{"op":"set","id":3,"path":"/c","value":2}"#)["rev"], .int(2))
             let admin = try TestClient(port: server.port)
-            XCTAssertEqual(try admin.request(#"{"op":"databaseInfo","id":1,"db":"sleepy"}"#)["database"]?["open"], true)
+            XCTAssertEqual(try admin.request(#"{"op":"databaseInfo","id":1,"db":"sleepy"}"#)["database"]?["open"], .bool(true))
             client.close()
             try await waitUntil(timeout: 10) {
-                try admin.request(#"{"op":"databaseInfo","id":1,"db":"sleepy"}"#)["database"]?["open"] == false
+                try admin.request(#"{"op":"databaseInfo","id":1,"db":"sleepy"}"#)["database"]?["open"] == .bool(false)
             }
             let again = try TestClient(port: server.port)
-            XCTAssertEqual(try again.request(#"{"op":"use","id":1,"db":"sleepy"}"#)["ok"], true)
+            XCTAssertEqual(try again.request(#"{"op":"use","id":1,"db":"sleepy"}"#)["ok"], .bool(true))
             let state = try again.request(#"{"op":"get","id":2,"path":"/"}"#)
-            XCTAssertEqual(state["value"], .object(["a": .object(["b": 1]), "c": 2]))
-            XCTAssertEqual(state["rev"], 2)
+            XCTAssertEqual(state["value"], .object(["a": .object(["b": .int(1)]), "c": .int(2)]))
+            XCTAssertEqual(state["rev"], .int(2))
         }
     }
 
@@ -232,15 +232,15 @@ final class DatabasesTests: XCTestCase {
             XCTAssertEqual(try http.request("PUT", "/other.json?ns=shop", body: "2").status, 200)
             let event = try stream.nextEvent()
             XCTAssertEqual(event?.json["path"], "/other")
-            XCTAssertEqual(event?.json["data"], 2)
+            XCTAssertEqual(event?.json["data"], .int(2))
             // The admin endpoints.
             let list = try http.request("GET", "/.well-known/hearth/databases")
             XCTAssertEqual(
                 names(list.json["databases"]), ["default", "blog", "shop"])
             XCTAssertEqual(try http.request("PUT", "/.well-known/hearth/databases/fresh").status, 201)
-            XCTAssertEqual(try http.request("GET", "/.well-known/hearth/databases/fresh").json["open"], false)
+            XCTAssertEqual(try http.request("GET", "/.well-known/hearth/databases/fresh").json["open"], .bool(false))
             let deleted = try http.request("DELETE", "/.well-known/hearth/databases/fresh?purge=true")
-            XCTAssertEqual(deleted.json["purged"], true, deleted.text)
+            XCTAssertEqual(deleted.json["purged"], .bool(true), deleted.text)
             XCTAssertEqual(try http.request("GET", "/.well-known/hearth/databases/fresh").status, 404)
             // The metrics show the other databases' samples, labelled.
             let metrics = try http.request("GET", "/.well-known/hearth/metrics").text
@@ -266,30 +266,30 @@ final class DatabasesTests: XCTestCase {
             $0.databases.perDatabase["private"] = privateSettings
         }) { server in
             let admin = try TestClient(port: server.port)
-            XCTAssertEqual(try admin.request(#"{"op":"auth","id":1,"token":"server-admin-secret-0123456789"}"#)["ok"], true)
+            XCTAssertEqual(try admin.request(#"{"op":"auth","id":1,"token":"server-admin-secret-0123456789"}"#)["ok"], .bool(true))
             for name in ["public", "private", "other"] {
-                XCTAssertEqual(try admin.request(#"{"op":"createDatabase","id":2,"db":"\#(name)"}"#)["ok"], true)
+                XCTAssertEqual(try admin.request(#"{"op":"createDatabase","id":2,"db":"\#(name)"}"#)["ok"], .bool(true))
             }
             // The public database's own rules let anyone in; the others keep the server's.
             let anyone = try TestClient(port: server.port)
-            XCTAssertEqual(try anyone.request(#"{"op":"use","id":1,"db":"public"}"#)["ok"], true)
-            XCTAssertEqual(try anyone.request(#"{"op":"set","id":2,"path":"/x","value":1}"#)["ok"], true)
+            XCTAssertEqual(try anyone.request(#"{"op":"use","id":1,"db":"public"}"#)["ok"], .bool(true))
+            XCTAssertEqual(try anyone.request(#"{"op":"set","id":2,"path":"/x","value":1}"#)["ok"], .bool(true))
             let stranger = try TestClient(port: server.port)
-            XCTAssertEqual(try stranger.request(#"{"op":"use","id":1,"db":"other"}"#)["ok"], true)
+            XCTAssertEqual(try stranger.request(#"{"op":"use","id":1,"db":"other"}"#)["ok"], .bool(true))
             XCTAssertEqual(
                 try stranger.request(#"{"op":"set","id":2,"path":"/x","value":1}"#)["error"]?["code"],
                 "permission_denied")
             // The private database's secret: admin there...
             let owner = try TestClient(port: server.port)
-            XCTAssertEqual(try owner.request(#"{"op":"use","id":1,"db":"private"}"#)["ok"], true)
-            XCTAssertEqual(try owner.request(#"{"op":"auth","id":2,"token":"private-db-secret-0123456789"}"#)["ok"], true)
-            XCTAssertEqual(try owner.request(#"{"op":"set","id":3,"path":"/x","value":1}"#)["ok"], true)
+            XCTAssertEqual(try owner.request(#"{"op":"use","id":1,"db":"private"}"#)["ok"], .bool(true))
+            XCTAssertEqual(try owner.request(#"{"op":"auth","id":2,"token":"private-db-secret-0123456789"}"#)["ok"], .bool(true))
+            XCTAssertEqual(try owner.request(#"{"op":"set","id":3,"path":"/x","value":1}"#)["ok"], .bool(true))
             // ...but not a server admin: it cannot list or delete databases.
             XCTAssertEqual(
                 try owner.request(#"{"op":"listDatabases","id":4}"#)["error"]?["code"], "permission_denied")
             // ...and nothing elsewhere.
             let elsewhere = try TestClient(port: server.port)
-            XCTAssertEqual(try elsewhere.request(#"{"op":"use","id":1,"db":"other"}"#)["ok"], true)
+            XCTAssertEqual(try elsewhere.request(#"{"op":"use","id":1,"db":"other"}"#)["ok"], .bool(true))
             let refused = try elsewhere.request(#"{"op":"auth","id":2,"token":"private-db-secret-0123456789"}"#)
             XCTAssertEqual(refused["error"]?["code"], "invalid_token")
             let onDefault = try TestClient(port: server.port)

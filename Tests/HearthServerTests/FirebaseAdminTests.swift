@@ -40,7 +40,11 @@ final class FirebaseAdminTests: XCTestCase {
         }
         if done.wait(timeout: .now() + timeout) == .timedOut {
             process.terminate()
-            done.wait()
+            // A script whose listener thread outlives SIGTERM is killed.
+            if done.wait(timeout: .now() + 5) == .timedOut {
+                kill(process.processIdentifier, SIGKILL)
+                done.wait()
+            }
         }
         process.waitUntilExit()
         return (process.terminationStatus, String(decoding: data.get(), as: UTF8.self))
