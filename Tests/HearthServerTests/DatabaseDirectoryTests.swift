@@ -26,7 +26,8 @@ final class DatabaseDirectoryTests: XCTestCase {
         let server = try await HearthServer.start(configuration: configuration, logger: quietLogger)
         do {
             let client = try TestClient(port: server.port)
-            XCTAssertEqual(try client.request(#"{"op":"auth","id":0,"token":"fixture-admin-secret"}"#)["ok"], .bool(true))
+            XCTAssertEqual(
+                try client.request(#"{"op":"auth","id":0,"token":"fixture-admin-secret"}"#)["ok"], .bool(true))
             let state = try client.request(#"{"op":"get","id":1,"path":"/","format":"export","hash":true}"#)
             XCTAssertEqual(state["rev"], .int(64))
             XCTAssertEqual(state["hash"], "hQSBHWmRzJ5Vqneyf0/CGh20Cq8=")
@@ -36,10 +37,12 @@ final class DatabaseDirectoryTests: XCTestCase {
             // The accepted rules are in force: the index they declare serves the query.
             let rules = try client.request(#"{"op":"getRules","id":2}"#)
             XCTAssertTrue(rules["rules"]?.jsonString.contains("points") ?? false, "\(rules)")
-            let top = try client.request(#"{"op":"get","id":3,"path":"/scores","query":{"orderBy":"points","limitToLast":1}}"#)
+            let top = try client.request(
+                #"{"op":"get","id":3,"path":"/scores","query":{"orderBy":"points","limitToLast":1}}"#)
             XCTAssertEqual(top["warning"], nil, "\(top)")
             XCTAssertEqual(top["value"]?["p57"]?["points"], .int(49), "\(top)")
-            let unindexed = try client.request(#"{"op":"get","id":5,"path":"/scores","query":{"orderBy":"name","limitToLast":1}}"#)
+            let unindexed = try client.request(
+                #"{"op":"get","id":5,"path":"/scores","query":{"orderBy":"name","limitToLast":1}}"#)
             XCTAssertNotNil(unindexed["warning"], "\(unindexed)")
             // Listed as the default database, in the data directory itself.
             let info = try client.request(#"{"op":"databaseInfo","id":4,"db":"default"}"#)

@@ -8,7 +8,8 @@ import XCTest
 final class DatabasesCrashTests: XCTestCase {
     func testKillNineLosesNoAcknowledgedWriteInAnyDatabase() throws {
         let binary = try HearthdProcess.binaryURL()
-        let dataDir = FileManager.default.temporaryDirectory.appendingPathComponent("hearth-dbcrash-\(UUID().uuidString)")
+        let dataDir = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "hearth-dbcrash-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: dataDir) }
         let databases = (0..<8).map { "db-\($0)" }
         let acknowledged = databases.map { _ in AckLog() }
@@ -29,7 +30,8 @@ final class DatabasesCrashTests: XCTestCase {
                     let stored = state["value"]?["w"]?[path]?.int64Value
                     XCTAssertTrue(
                         stored == value || stored == value + 1,
-                        "\(name): acknowledged /w/\(path) = \(value) lost, found \(String(describing: stored)) (cycle \(cycle))")
+                        "\(name): acknowledged /w/\(path) = \(value) lost, found \(String(describing: stored)) (cycle \(cycle))"
+                    )
                 }
                 // Only this database's writer ever wrote here.
                 if case .object(let members)? = state["value"] {

@@ -30,7 +30,8 @@ final class DatabasesTests: XCTestCase {
             XCTAssertEqual(try alpha.request(#"{"op":"get","id":7,"path":"/"}"#)["value"], .object(["owner": "alpha"]))
             XCTAssertEqual(
                 try beta.request(#"{"op":"get","id":7,"path":"/"}"#)["value"], .object(["n": .int(2), "owner": "beta"]))
-            XCTAssertEqual(try plain.request(#"{"op":"get","id":7,"path":"/"}"#)["value"], .object(["owner": "default"]))
+            XCTAssertEqual(
+                try plain.request(#"{"op":"get","id":7,"path":"/"}"#)["value"], .object(["owner": "default"]))
             // The in-process snapshot is the default database's.
             let (root, rev) = try await server.snapshot()
             XCTAssertEqual(rev, 1)
@@ -65,10 +66,11 @@ final class DatabasesTests: XCTestCase {
     /// Bad names, unknown databases with auto-create off, and the limits: clear errors, and
     /// nothing is created.
     func testBadNamesUnknownDatabasesAndLimitsCreateNothing() async throws {
-        try await withLiveServer(configure: {
+        let configure: (inout ServerConfiguration) -> Void = {
             $0.databases.autoCreate = false
             $0.databases.maxDatabases = 3
-        }) { server in
+        }
+        try await withLiveServer(configure: configure) { server in
             let directory = server.configuration.dataDirectory
             for bad in ["Shop", "a_b", "-a", "a-", "", String(repeating: "a", count: 64), "a.b", "../x"] {
                 let client = try TestClient(port: server.port)
@@ -113,7 +115,8 @@ final class DatabasesTests: XCTestCase {
         var quota = DatabaseSettings.PerDatabase()
         quota.maxBytes = 4096
         quota.maxConnections = 2
-        try await withLiveServer(configure: { $0.databases.perDatabase["small"] = quota }) { server in
+        let configure: (inout ServerConfiguration) -> Void = { $0.databases.perDatabase["small"] = quota }
+        try await withLiveServer(configure: configure) { server in
             let client = try TestClient(port: server.port)
             XCTAssertEqual(try client.request(#"{"op":"use","id":1,"db":"small"}"#)["db"], "small")
             let big = String(repeating: "x", count: 1000)
@@ -139,7 +142,8 @@ final class DatabasesTests: XCTestCase {
             let other = try TestClient(port: server.port)
             XCTAssertEqual(try other.request(#"{"op":"use","id":1,"db":"large"}"#)["ok"], .bool(true))
             for i in 0..<8 {
-                XCTAssertEqual(try other.request(#"{"op":"set","id":2,"path":"/k\#(i)","value":"\#(big)"}"#)["ok"], .bool(true))
+                XCTAssertEqual(
+                    try other.request(#"{"op":"set","id":2,"path":"/k\#(i)","value":"\#(big)"}"#)["ok"], .bool(true))
             }
             // A connection that leaves makes room.
             second.close()
@@ -193,13 +197,15 @@ final class DatabasesTests: XCTestCase {
     /// A database nobody uses closes after `idleDatabaseSeconds`, and the next use opens it with
     /// its data and revision.
     func testAnIdleDatabaseClosesAndReopensWithItsData() async throws {
-        try await withLiveServer(configure: { $0.databases.idleCloseSeconds = 1 }) { server in
+        let configure: (inout ServerConfiguration) -> Void = { $0.databases.idleCloseSeconds = 1 }
+        try await withLiveServer(configure: configure) { server in
             let client = try TestClient(port: server.port)
             XCTAssertEqual(try client.request(#"{"op":"use","id":1,"db":"sleepy"}"#)["ok"], .bool(true))
             XCTAssertEqual(try client.request(#"{"op":"set","id":2,"path":"/a","value":{"b":1}}"#)["rev"], .int(1))
             XCTAssertEqual(try client.request(#"{"op":"set","id":3,"path":"/c","value":2}"#)["rev"], .int(2))
             let admin = try TestClient(port: server.port)
-            XCTAssertEqual(try admin.request(#"{"op":"databaseInfo","id":1,"db":"sleepy"}"#)["database"]?["open"], .bool(true))
+            XCTAssertEqual(
+                try admin.request(#"{"op":"databaseInfo","id":1,"db":"sleepy"}"#)["database"]?["open"], .bool(true))
             client.close()
             try await waitUntil(timeout: 10) {
                 try admin.request(#"{"op":"databaseInfo","id":1,"db":"sleepy"}"#)["database"]?["open"] == .bool(false)
@@ -220,7 +226,8 @@ final class DatabasesTests: XCTestCase {
             XCTAssertEqual(try http.request("PUT", "/greeting.json?ns=shop", body: #""hello""#).status, 200)
             XCTAssertEqual(try http.request("GET", "/greeting.json", host: "shop.localhost").text, #""hello""#)
             XCTAssertEqual(try http.request("GET", "/greeting.json").text, "null")
-            XCTAssertEqual(try http.request("PUT", "/greeting.json", body: #""hi""#, host: "blog.localhost:9080").status, 200)
+            XCTAssertEqual(
+                try http.request("PUT", "/greeting.json", body: #""hi""#, host: "blog.localhost:9080").status, 200)
             XCTAssertEqual(try http.request("GET", "/greeting.json?ns=blog").text, #""hi""#)
             XCTAssertEqual(try http.request("GET", "/greeting.json?ns=shop").text, #""hello""#)
             XCTAssertEqual(try http.request("GET", "/greeting.json?ns=blog", host: "shop.localhost").status, 400)
@@ -254,19 +261,21 @@ final class DatabasesTests: XCTestCase {
     /// and nowhere else, and each database's rules decide for it alone.
     func testRulesAndAdminSecretsArePerDatabase() async throws {
         let closed = try temporaryFile(#"{"rules":{".read":false,".write":false}}"#)
-        let public_ = try temporaryFile(#"{"rules":{".read":true,".write":true}}"#)
+        let publicRules = try temporaryFile(#"{"rules":{".read":true,".write":true}}"#)
         var publicSettings = DatabaseSettings.PerDatabase()
-        publicSettings.rulesFile = public_
+        publicSettings.rulesFile = publicRules
         var privateSettings = DatabaseSettings.PerDatabase()
         privateSettings.adminSecrets = ["private-db-secret-0123456789"]
-        try await withLiveServer(configure: {
+        let configure: (inout ServerConfiguration) -> Void = {
             $0.rulesFile = closed
             $0.tokens.adminSecrets = ["server-admin-secret-0123456789"]
             $0.databases.perDatabase["public"] = publicSettings
             $0.databases.perDatabase["private"] = privateSettings
-        }) { server in
+        }
+        try await withLiveServer(configure: configure) { server in
             let admin = try TestClient(port: server.port)
-            XCTAssertEqual(try admin.request(#"{"op":"auth","id":1,"token":"server-admin-secret-0123456789"}"#)["ok"], .bool(true))
+            XCTAssertEqual(
+                try admin.request(#"{"op":"auth","id":1,"token":"server-admin-secret-0123456789"}"#)["ok"], .bool(true))
             for name in ["public", "private", "other"] {
                 XCTAssertEqual(try admin.request(#"{"op":"createDatabase","id":2,"db":"\#(name)"}"#)["ok"], .bool(true))
             }
@@ -282,7 +291,8 @@ final class DatabasesTests: XCTestCase {
             // The private database's secret: admin there...
             let owner = try TestClient(port: server.port)
             XCTAssertEqual(try owner.request(#"{"op":"use","id":1,"db":"private"}"#)["ok"], .bool(true))
-            XCTAssertEqual(try owner.request(#"{"op":"auth","id":2,"token":"private-db-secret-0123456789"}"#)["ok"], .bool(true))
+            XCTAssertEqual(
+                try owner.request(#"{"op":"auth","id":2,"token":"private-db-secret-0123456789"}"#)["ok"], .bool(true))
             XCTAssertEqual(try owner.request(#"{"op":"set","id":3,"path":"/x","value":1}"#)["ok"], .bool(true))
             // ...but not a server admin: it cannot list or delete databases.
             XCTAssertEqual(
@@ -294,7 +304,8 @@ final class DatabasesTests: XCTestCase {
             XCTAssertEqual(refused["error"]?["code"], "invalid_token")
             let onDefault = try TestClient(port: server.port)
             XCTAssertEqual(
-                try onDefault.request(#"{"op":"auth","id":1,"token":"private-db-secret-0123456789"}"#)["error"]?["code"],
+                try onDefault.request(#"{"op":"auth","id":1,"token":"private-db-secret-0123456789"}"#)["error"]?[
+                    "code"],
                 "invalid_token")
             // Over HTTP too, and the admin endpoints need the server's admin secret.
             let http = try HTTPTestClient(port: try XCTUnwrap(server.httpPort))
@@ -305,7 +316,8 @@ final class DatabasesTests: XCTestCase {
             XCTAssertEqual(
                 try http.request("GET", "/.well-known/hearth/databases?auth=private-db-secret-0123456789").status, 401)
             XCTAssertEqual(
-                try http.request("GET", "/.well-known/hearth/databases?auth=server-admin-secret-0123456789").status, 200)
+                try http.request("GET", "/.well-known/hearth/databases?auth=server-admin-secret-0123456789").status, 200
+            )
         }
     }
 }

@@ -68,10 +68,11 @@ final class FirebaseAdminTests: XCTestCase {
         let python = try Self.python.get()
         // The SDK addresses database "demo" (its databaseURL), the TCP and HTTP writes below none:
         // "demo" is the default database here, so all three use one.
-        try await withLiveServer(configure: {
+        let configure: (inout ServerConfiguration) -> Void = {
             $0.sseKeepAliveSeconds = 1
             $0.databases.defaultName = "demo"
-        }) { server in
+        }
+        try await withLiveServer(configure: configure) { server in
             let host = "127.0.0.1:\(server.httpPort ?? 0)"
             _ = try HTTPTestClient(port: server.httpPort ?? 0).request("PUT", "/chat.json", body: #"{"a":"hi"}"#)
             let writes = Task.detached {
