@@ -1,3 +1,5 @@
+import HearthCore
+
 internal import HearthJSON
 
 /// The server's databases (docs/client.md "Choosing a database"): the admin calls that list,

@@ -1,3 +1,5 @@
+import HearthCore
+
 /// A parsed `hearth://host[:port][,host[:port]…][/][?ns=name]` or `hearths://…` URL: one scheme,
 /// one or more server addresses, in the order given (the client prefers the first, then goes
 /// round), and the database of the server to use (`ns`, the default database without one).

@@ -322,6 +322,48 @@ final class DatabasesTests: XCTestCase {
     }
 }
 
+extension DatabasesTests {
+    /// Rules set at run time on one database are kept in its folder, hold for it alone, and are
+    /// in force again after a restart.
+    func testRulesSetOnOneDatabaseAreItsOwnAcrossARestart() async throws {
+        var configuration = ServerConfiguration()
+        configuration.host = "127.0.0.1"
+        configuration.port = 0
+        configuration.httpPort = nil
+        configuration.dataDirectory = temporaryDataDirectory()
+        configuration.fsync = .never
+        defer { try? FileManager.default.removeItem(atPath: configuration.dataDirectory) }
+        let rules = #"{"rules":{".read":true,"open":{".write":true}}}"#
+        for run in 1...2 {
+            let server = try await HearthServer.start(configuration: configuration, logger: quietLogger)
+            do {
+                let shop = try TestClient(port: server.port)
+                XCTAssertEqual(try shop.request(#"{"op":"use","id":1,"db":"shop"}"#)["ok"], .bool(true))
+                if run == 1 {
+                    let set = try shop.request(#"{"op":"setRules","id":2,"rules":\#(rules)}"#)
+                    XCTAssertEqual(set["ok"], .bool(true), "\(set)")
+                }
+                XCTAssertEqual(
+                    try shop.request(#"{"op":"set","id":3,"path":"/closed","value":1}"#)["error"]?["code"],
+                    "permission_denied", "run \(run)")
+                XCTAssertEqual(try shop.request(#"{"op":"set","id":4,"path":"/open","value":1}"#)["ok"], .bool(true))
+                // The default database has no rules: it takes the same write.
+                let plain = try TestClient(port: server.port)
+                XCTAssertEqual(
+                    try plain.request(#"{"op":"set","id":1,"path":"/closed","value":1}"#)["ok"], .bool(true),
+                    "run \(run)")
+            } catch {
+                await server.shutdown()
+                throw error
+            }
+            await server.shutdown()
+        }
+        let directory = configuration.dataDirectory
+        XCTAssertTrue(FileManager.default.fileExists(atPath: directory + "/databases/shop/rules.accepted.json"))
+        XCTAssertFalse(FileManager.default.fileExists(atPath: directory + "/rules.accepted.json"))
+    }
+}
+
 /// The `name`s of a list of databases.
 private func names(_ list: JSONValue?) -> [String] {
     guard case .array(let items)? = list else { return [] }

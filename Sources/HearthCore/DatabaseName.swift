@@ -1,5 +1,3 @@
-public import HearthCore
-
 /// The name of one of a daemon's databases: 1–63 lowercase letters, digits and hyphens, not
 /// starting or ending with a hyphen. That is a DNS label, so a name also works as the first
 /// label of a host (`shop.localhost`), and it is safe as a folder name.
