@@ -46,7 +46,8 @@ public final class HearthServer: Sendable {
     /// The `/.well-known/hearth/` endpoints: health, metrics and stats (docs/OBSERVABILITY.md).
     public var wellKnown: WellKnownEndpoints {
         WellKnownEndpoints(
-            engine: engine, configuration: configuration, security: security, eventLoops: ioGroup, linePort: port)
+            engine: engine, configuration: configuration, security: security, eventLoops: ioGroup, linePort: port,
+            otherDatabases: databases.otherMetrics)
     }
 
     /// This server's metrics (its own registry).
@@ -187,7 +188,7 @@ public final class HearthServer: Sendable {
         if let httpPort = configuration.httpPort {
             let wellKnown = WellKnownEndpoints(
                 engine: engine, configuration: configuration, security: security, eventLoops: ioGroup,
-                linePort: listener.localAddress?.port)
+                linePort: listener.localAddress?.port, otherDatabases: databases.otherMetrics)
             do {
                 httpListener = try await HTTPListener.bind(
                     port: httpPort, on: ioGroup, context: listenerContext,

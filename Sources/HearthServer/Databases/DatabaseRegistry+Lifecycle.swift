@@ -97,8 +97,10 @@ extension DatabaseRegistry {
         }
         switch step {
         case .refuse(let error):
+            promise.succeed()  // nothing was closing under it
             return loop.makeFailedFuture(error)
         case .wait(let done):
+            promise.succeed()
             return done.hop(to: loop).flatMap { self.delete(name.text, purge: purge, on: loop) }
         case .close(let open, let promise):
             let layout = self.layout

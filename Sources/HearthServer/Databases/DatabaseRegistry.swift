@@ -344,6 +344,11 @@ final class DatabaseRegistry: Sendable {
         try? await openingPool.shutdownGracefully()
     }
 
+    /// The metrics of the open databases other than the default one, by name.
+    @Sendable func otherMetrics() -> [(name: String, metrics: ServerMetrics)] {
+        openEngines.dropFirst().map { ($0.name.text, $0.engine.metrics) }
+    }
+
     /// The engines of the open databases, the default one first.
     var openEngines: [(name: DatabaseName, engine: Engine)] {
         let others: [(name: DatabaseName, engine: Engine)] = state.withLockedValue { state in
