@@ -1,4 +1,4 @@
-import HearthCore
+internal import HearthCore
 
 internal import HearthJSON
 

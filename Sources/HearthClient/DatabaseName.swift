@@ -1,4 +1,4 @@
-import HearthCore
+internal import HearthCore
 
 extension DatabaseName {
     /// Throws `bad_request` ("invalid database name …", with the rule) for a name the server

@@ -1,4 +1,4 @@
-import HearthCore
+internal import HearthCore
 
 /// A parsed `hearth://host[:port][,host[:port]…][/][?ns=name]` or `hearths://…` URL: one scheme,
 /// one or more server addresses, in the order given (the client prefers the first, then goes

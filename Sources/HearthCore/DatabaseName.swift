@@ -6,7 +6,7 @@ public struct DatabaseName: Sendable, Hashable, Comparable, CustomStringConverti
 
     /// The pattern, as errors and documents state it.
     public static let rule =
-        "a name is 1–63 lowercase letters (a–z), digits and hyphens, not starting or ending with a hyphen"
+        "a name is 1–63 lowercase letters, digits and hyphens, not starting or ending with a hyphen"
 
     /// Validates `text`; the error names the rule.
     public init(_ text: String) throws(DatabaseError) {
