@@ -355,7 +355,8 @@ public final class HearthServer: Sendable {
         var failures: [String] = []
         // Each open database's rules file (a closed one reads its file when it opens).
         for database in databases.openDatabases {
-            let rulesFile = configuration.databases.settings(for: database.name.text).rulesFile ?? configuration.rulesFile
+            let rulesFile =
+                configuration.databases.settings(for: database.name.text).rulesFile ?? configuration.rulesFile
             guard let rulesFile else { continue }
             do {
                 let store = RulesStore(rulesFile: rulesFile, dataDirectory: database.directory)
