@@ -1,5 +1,6 @@
 import Foundation
 import HearthJSON
+import HearthStorage
 import XCTest
 
 @testable import HearthServer
@@ -162,12 +163,21 @@ final class DatabasesTests: XCTestCase {
             let user = try TestClient(port: server.port)
             XCTAssertEqual(try user.request(#"{"op":"use","id":1,"db":"doomed"}"#)["ok"], .bool(true))
             XCTAssertEqual(try user.request(#"{"op":"set","id":2,"path":"/keep","value":"me"}"#)["ok"], .bool(true))
+            let registered = try user.request(
+                #"{"op":"onDisconnect","id":3,"action":"set","path":"/gone","value":true}"#)
+            XCTAssertEqual(registered["ok"], .bool(true))
             let admin = try TestClient(port: server.port)
             let deleted = try admin.request(#"{"op":"deleteDatabase","id":1,"db":"doomed"}"#)
             XCTAssertEqual(deleted["deleted"], "doomed", "\(deleted)")
             let movedTo = try XCTUnwrap(deleted["movedTo"]?.stringValue)
             XCTAssertTrue(movedTo.hasPrefix(directory + "/trash/doomed-"), movedTo)
             XCTAssertTrue(FileManager.default.fileExists(atPath: movedTo + "/MANIFEST"))
+            // What the trash holds is the database as its connections left it: the closed
+            // connection's onDisconnect write ran before the engine stopped.
+            let (storage, recovered) = try Storage.open(directory: movedTo, logger: quietLogger)
+            try storage.close()
+            XCTAssertEqual(
+                recovered.root.jsonValue(), .object(["gone": .bool(true), "keep": "me"]), "\(recovered.root.jsonValue())")
             XCTAssertFalse(FileManager.default.fileExists(atPath: directory + "/databases/doomed"))
             // The user's connection was closed with the reason.
             let event = try user.readJSON()

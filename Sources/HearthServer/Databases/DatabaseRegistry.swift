@@ -44,6 +44,8 @@ final class DatabaseRegistry: Sendable {
     enum Entry {
         case opening(EventLoopFuture<Void>)
         case open(OpenDatabase)
+        /// Being deleted, while the connections that use it close: their leases still end here.
+        case draining(OpenDatabase, done: EventLoopFuture<Void>)
         /// Closing (idle or shutdown) or being deleted: leases wait for `done`, then look again.
         case closing(done: EventLoopFuture<Void>)
     }
@@ -56,6 +58,14 @@ final class DatabaseRegistry: Sendable {
         var lastUsed: Int64
         /// Closes each connection that uses the database (called when it is deleted).
         var evictions: [UInt64: @Sendable () -> Void] = [:]
+
+        /// `lease` let go.
+        mutating func end(_ lease: Lease, now: Int64) {
+            users -= 1
+            if lease.isConnection { connections -= 1 }
+            evictions[lease.id] = nil
+            if users == 0 { lastUsed = now }
+        }
     }
 
     init(
@@ -186,7 +196,7 @@ final class DatabaseRegistry: Sendable {
                 case .failure(let error)?: return .refuse(error)
                 case nil: return .refuse(DatabaseError(.internal, "database \"\(name)\" closed while leased"))
                 }
-            case .opening(let done), .closing(let done):
+            case .opening(let done), .closing(let done), .draining(_, let done):
                 return .wait(done)
             case nil:
                 if !state.known.contains(name) {
@@ -273,14 +283,17 @@ final class DatabaseRegistry: Sendable {
                 if lease.isConnection { state.defaultConnections -= 1 }
                 return
             }
-            guard case .open(var open) = state.entries[lease.database.name], open.database === lease.database else {
-                return
+            let name = lease.database.name
+            switch state.entries[name] {
+            case .open(var open) where open.database === lease.database:
+                open.end(lease, now: context.clock())
+                state.entries[name] = .open(open)
+            case .draining(var open, let done) where open.database === lease.database:
+                open.end(lease, now: context.clock())
+                state.entries[name] = .draining(open, done: done)
+            default:
+                break
             }
-            open.users -= 1
-            if lease.isConnection { open.connections -= 1 }
-            open.evictions[lease.id] = nil
-            if open.users == 0 { open.lastUsed = context.clock() }
-            state.entries[lease.database.name] = .open(open)
         }
     }
 
