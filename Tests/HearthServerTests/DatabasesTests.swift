@@ -177,7 +177,8 @@ final class DatabasesTests: XCTestCase {
             let (storage, recovered) = try Storage.open(directory: movedTo, logger: quietLogger)
             try storage.close()
             XCTAssertEqual(
-                recovered.root.jsonValue(), .object(["gone": .bool(true), "keep": "me"]), "\(recovered.root.jsonValue())")
+                recovered.root.jsonValue(), .object(["gone": .bool(true), "keep": "me"]),
+                "\(recovered.root.jsonValue())")
             XCTAssertFalse(FileManager.default.fileExists(atPath: directory + "/databases/doomed"))
             // The user's connection was closed with the reason.
             let event = try user.readJSON()
