@@ -172,7 +172,9 @@ let package = Package(
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
-            ]),
+            ],
+            // Data directories read by the tests from their source folder (not bundled).
+            exclude: ["Fixtures"]),
         .testTarget(
             name: "HearthClientTests",
             dependencies: [

@@ -65,13 +65,19 @@ public final class Database: Sendable {
     }
 
     /// `hearth://host:port`, or `hearths://host:port` for TLS; with several addresses
-    /// `hearth://h1:9000,h2:9000`, each with its port, in the order given.
+    /// `hearth://h1:9000,h2:9000`, each with its port, in the order given; `/?ns=name` after
+    /// them when the URL names a database.
     public let url: String
+    /// The server's database this client uses, as the URL's `?ns=name` gave it; nil for the
+    /// server's default database (no `use` is sent).
+    public var databaseName: String? { repo.url.databaseName }
     let repo: Repo
 
     /// Connects to the server at `url` (`hearth://host[:port]`, port 9000 by default;
     /// `hearths://` for TLS), or to one of several: `hearth://h1:9000,h2:9000,h3:9000` tries
     /// them in order and moves to the next whenever a connection fails or is lost.
+    /// `?ns=name` chooses one of the server's databases (`hearth://host:9000/?ns=shop`): every
+    /// connection the client opens asks for it first. Without it, the server's default database.
     /// An invalid URL is a programmer error and traps; use `init(validatingURL:)` for input.
     public convenience init(url: String, configuration: Configuration = Configuration()) {
         do {
@@ -82,7 +88,8 @@ public final class Database: Sendable {
     }
 
     /// Connects to the server at `url`, or one of its servers; throws `HearthError`
-    /// (`invalid_url`) for a malformed URL (the message names a bad address and its position).
+    /// (`invalid_url`) for a malformed URL (the message names a bad address and its position, or
+    /// the database name that breaks the naming rule).
     public init(validatingURL url: String, configuration: Configuration = Configuration()) throws(HearthError) {
         let parsed = try DatabaseURL(url)
         self.url = parsed.description

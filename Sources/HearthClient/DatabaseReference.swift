@@ -24,9 +24,12 @@ public final class DatabaseReference: DatabaseQuery, CustomStringConvertible, @u
     /// The root of the database.
     public var root: DatabaseReference { database.reference() }
 
-    /// `hearth://host:port/the/path`.
+    /// `hearth://host:port/the/path`, with `?ns=name` after the path when the database's URL
+    /// names one (`hearth://host:port/the/path?ns=shop`).
     public var url: String {
-        database.url + (path.isRoot ? "" : path.description)
+        let url = database.repo.url
+        guard let name = url.databaseName else { return url.base + (path.isRoot ? "" : path.description) }
+        return url.base + path.description + "?ns=\(name)"
     }
 
     public var description: String { url }

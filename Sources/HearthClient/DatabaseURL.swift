@@ -1,5 +1,8 @@
-/// A parsed `hearth://host[:port][,host[:port]…]` or `hearths://…` URL: one scheme and one or
-/// more server addresses, in the order given (the client prefers the first, then goes round).
+internal import HearthCore
+
+/// A parsed `hearth://host[:port][,host[:port]…][/][?ns=name]` or `hearths://…` URL: one scheme,
+/// one or more server addresses, in the order given (the client prefers the first, then goes
+/// round), and the database of the server to use (`ns`, the default database without one).
 struct DatabaseURL: Sendable, Equatable {
     static let defaultPort = 9000
 
@@ -21,10 +24,14 @@ struct DatabaseURL: Sendable, Equatable {
     let tls: Bool
     /// The servers, in the order the URL lists them; never empty.
     let endpoints: [Endpoint]
+    /// The database the connections use (`?ns=name`); nil for the server's default database.
+    let databaseName: String?
 
     /// Parses `hearth://host[:port][/]` (plain TCP) or `hearths://host[:port][/]` (TLS), or
     /// several addresses separated by commas (`hearth://h1:9000,h2:9000,h3`); each address takes
     /// port 9000 when it names none, and IPv6 hosts go in brackets (`hearth://[::1]:9000`).
+    /// `?ns=name` after the addresses (`hearth://host:9000/?ns=shop`) chooses a database of the
+    /// server by its name (see `DatabaseName`); without it the server's default database is used.
     init(_ string: String) throws(HearthError) {
         let prefix: String
         if string.hasPrefix("hearths://") {
@@ -38,6 +45,12 @@ struct DatabaseURL: Sendable, Equatable {
                 .invalidURL, "\"\(string)\" is not a Hearth URL: it must start with hearth:// (or hearths:// for TLS)")
         }
         var rest = Substring(string.dropFirst(prefix.count))
+        if let question = rest.firstIndex(of: "?") {
+            databaseName = try Self.databaseName(query: rest[rest.index(after: question)...], in: string)
+            rest = rest[..<question]
+        } else {
+            databaseName = nil
+        }
         if rest.hasSuffix("/") { rest = rest.dropLast() }
         let entries = rest.split(separator: ",", omittingEmptySubsequences: false)
         guard entries.count > 1 else {
@@ -61,6 +74,32 @@ struct DatabaseURL: Sendable, Equatable {
             }
         }
         self.endpoints = endpoints
+    }
+
+    /// The database named by the query `query` (what follows `?`) of the URL `string`: its one
+    /// parameter is `ns`, whose value must be a valid database name.
+    private static func databaseName(query: Substring, in string: String) throws(HearthError) -> String? {
+        var name: String?
+        for parameter in query.split(separator: "&", omittingEmptySubsequences: true) {
+            let parts = parameter.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            guard parts[0] == "ns" else {
+                throw HearthError(
+                    .invalidURL,
+                    "\"\(string)\" has an unknown parameter \"\(parts[0])\" (the only one is ns, the database: "
+                        + "?ns=name)")
+            }
+            guard name == nil else {
+                throw HearthError(.invalidURL, "\"\(string)\" names the database (ns) more than once")
+            }
+            let value = parts.count > 1 ? String(parts[1]) : ""
+            do {
+                try DatabaseName.validate(value)
+            } catch {
+                throw HearthError(.invalidURL, "\"\(string)\": \(error.message)")
+            }
+            name = value
+        }
+        return name
     }
 
     /// One `host[:port]` of the URL `string`.
@@ -100,8 +139,12 @@ struct DatabaseURL: Sendable, Equatable {
         return Endpoint(host: String(host), port: port, tls: tls)
     }
 
-    /// The URL in its normal form: the scheme, then every address with its port.
-    var description: String {
+    /// The URL in its normal form: the scheme, then every address with its port, then
+    /// `/?ns=name` when it names a database.
+    var description: String { base + (databaseName.map { "/?ns=\($0)" } ?? "") }
+
+    /// The scheme and every address with its port, without the database.
+    var base: String {
         "\(tls ? "hearths" : "hearth")://" + endpoints.map(\.address).joined(separator: ",")
     }
 }

@@ -96,6 +96,8 @@ final class Repo: @unchecked Sendable {
     var infoRoot: Node = .empty
     /// The credential, whether requests wait for an `auth`, and TLS (see Repo+Auth, Repo+TLS).
     var security = ConnectionSecurity()
+    /// The current connection's `use` of the URL's database (see Repo+Database).
+    var choice = DatabaseChoice()
     /// Whether the current connection's hello has arrived (`.info/connected` is true).
     private var greeted = false
     /// Why the last connection attempt failed; nil once a connection is greeted.
@@ -207,13 +209,15 @@ final class Repo: @unchecked Sendable {
     }
 
     /// Schedules the next connection attempt: exponential backoff from `reconnectMinDelay` up
-    /// to `reconnectMaxDelay`, with full jitter over the upper half of the interval.
-    private func scheduleReconnect() {
+    /// to `reconnectMaxDelay`, with full jitter over the upper half of the interval; `longest`
+    /// takes the interval up to `reconnectMaxDelay` at once.
+    private func scheduleReconnect(longest: Bool = false) {
         guard wantsOnline, reconnectTask == nil, channel == nil else { return }
         let minNanos = configuration.reconnectMinDelay.nanoseconds
         let maxNanos = max(minNanos, configuration.reconnectMaxDelay.nanoseconds)
         let exponent = min(attempt, 30)
-        let ceiling = min(maxNanos, minNanos.multipliedReportingOverflow(by: Int64(1) << exponent).partialValue)
+        var ceiling = min(maxNanos, minNanos.multipliedReportingOverflow(by: Int64(1) << exponent).partialValue)
+        if longest { ceiling = maxNanos }
         let delay = Int64.random(in: (ceiling / 2)...max(ceiling / 2, ceiling))
         attempt += 1
         reconnectTask = loop.scheduleTask(in: .nanoseconds(delay)) {
@@ -230,7 +234,12 @@ final class Repo: @unchecked Sendable {
             return
         }
         self.channel = channel
-        authenticate(on: channel)
+        if let name = url.databaseName {
+            // `use` first; `auth` and the rest follow once the server accepts it.
+            chooseDatabase(name, on: channel)
+        } else {
+            authenticate(on: channel)
+        }
     }
 
     /// Rebuilds the connection's state first, then sends what waited, in order (after the
@@ -252,6 +261,8 @@ final class Repo: @unchecked Sendable {
         guard self.channel === channel else { return }
         self.channel = nil
         securitySessionEnded()
+        let refusal = choice.refusal
+        choice = DatabaseChoice()
         var failedAttempt: HearthError?
         let lost = endpoint
         let cut = serverError
@@ -323,7 +334,9 @@ final class Repo: @unchecked Sendable {
                         .unavailable,
                         "outcome unknown: the connection to \(lost.description) was lost before the answer")))
         }
-        if let failedAttempt {
+        if let refusal, failedAttempt != nil {
+            databaseRefused(refusal)
+        } else if let failedAttempt {
             connectFailed(failedAttempt)
         } else {
             scheduleReconnect()
@@ -386,27 +399,12 @@ final class Repo: @unchecked Sendable {
         } else {
             switch json["event"]?.stringValue {
             case "hello":
-                // `attempt` (the backoff) starts over when this connection ends, unless the
-                // server cuts it short (`channelBecameInactive`).
-                roundFailures = []
-                greetedAt = .now()
-                logger.debug("connected", metadata: ["url": "\(endpoint.description)"])
-                let serverTime = json["serverTime"]?.int64Value ?? Self.now()
-                let offset = serverTime - Self.now()
-                let cluster = json["cluster"].flatMap(ClusterInfo.init(wire:))
-                let address = endpoint.address
-                // Before the waiters run: `waitForConnection` returns with the address known.
-                shared.withLockedValue { state in
-                    state.serverTimeOffset = offset
-                    state.connectedAddress = address
-                    state.cluster = cluster
+                guard !choice.awaitingAnswer else {
+                    // It takes effect once the server accepts the URL's database.
+                    choice.hello = json
+                    return
                 }
-                greeted = true
-                connectionAttemptEnded(.success(()))
-                setInfo(connected: true, serverTimeOffset: offset)
-                // The server closes a connection that sends no request soon after it opens
-                // (`firstRequestTimeoutSeconds`); one with nothing to ask yet sends a ping.
-                if inFlight.isEmpty { send(.session, [JSONMember("op", .string("ping"))]) { _ in } }
+                helloArrived(json)
             case "cluster":
                 clusterChanged(json["cluster"] ?? .null)
             case "goaway":
@@ -422,6 +420,32 @@ final class Repo: @unchecked Sendable {
                 logger.debug("server event", metadata: ["line": "\(json.jsonString)"])
             }
         }
+    }
+
+    /// The connection is greeted: the server's hello arrived (and, with a database in the URL,
+    /// the server accepted it). `.info/connected` turns true and `waitForConnection` returns.
+    func helloArrived(_ json: JSONValue) {
+        // `attempt` (the backoff) starts over when this connection ends, unless the server cuts
+        // it short (`channelBecameInactive`).
+        roundFailures = []
+        greetedAt = .now()
+        logger.debug("connected", metadata: ["url": "\(endpoint.description)"])
+        let serverTime = json["serverTime"]?.int64Value ?? Self.now()
+        let offset = serverTime - Self.now()
+        let cluster = json["cluster"].flatMap(ClusterInfo.init(wire:))
+        let address = endpoint.address
+        // Before the waiters run: `waitForConnection` returns with the address known.
+        shared.withLockedValue { state in
+            state.serverTimeOffset = offset
+            state.connectedAddress = address
+            state.cluster = cluster
+        }
+        greeted = true
+        connectionAttemptEnded(.success(()))
+        setInfo(connected: true, serverTimeOffset: offset)
+        // The server closes a connection that sends no request soon after it opens
+        // (`firstRequestTimeoutSeconds`); one with nothing to ask yet sends a ping.
+        if inFlight.isEmpty { send(.session, [JSONMember("op", .string("ping"))]) { _ in } }
     }
 
     /// The end of one read from the socket: the events gathered so far are raised.
@@ -472,6 +496,20 @@ final class Repo: @unchecked Sendable {
         roundFailures = []
         connectionAttemptEnded(.failure(Self.roundFailure(failures)))
         scheduleReconnect()
+    }
+
+    /// The server refused the URL's database (`not_found`, `bad_request`, …): the failure is
+    /// reported at once, without trying the URL's other addresses (the servers of one cluster
+    /// hold the same databases), and the next attempt waits the longest backoff,
+    /// `reconnectMaxDelay` — the answer stands until an admin creates the database.
+    private func databaseRefused(_ error: HearthError) {
+        logger.debug(
+            "\(error.message); retrying in a while",
+            metadata: ["url": "\(endpoint.description)", "code": "\(error.code.rawValue)"])
+        roundFailures = []
+        advanceEndpoint()
+        connectionAttemptEnded(.failure(error))
+        scheduleReconnect(longest: true)
     }
 
     /// One error for a round of failed attempts: the attempt's own for a single address;

@@ -46,7 +46,8 @@ public final class HearthServer: Sendable {
     /// The `/.well-known/hearth/` endpoints: health, metrics and stats (docs/OBSERVABILITY.md).
     public var wellKnown: WellKnownEndpoints {
         WellKnownEndpoints(
-            engine: engine, configuration: configuration, security: security, eventLoops: ioGroup, linePort: port)
+            engine: engine, configuration: configuration, security: security, eventLoops: ioGroup, linePort: port,
+            otherDatabases: databases.otherMetrics)
     }
 
     /// This server's metrics (its own registry).
@@ -139,10 +140,17 @@ public final class HearthServer: Sendable {
             createsOnFirstUse: configuration.databases.createsOnFirstUse(host: configuration.host),
             clustered: clustered)
         databases.startIdleTimer()
+        logger.info(
+            "databases",
+            metadata: [
+                "default": "\(defaultName)", "others": "\(databases.otherCount)",
+                "engineThreads": "\(engineLoops.count)",
+                "autoCreate": "\(configuration.databases.createsOnFirstUse(host: configuration.host))",
+            ])
         _ = MemoryTrimmer.fixAllocatorThresholds
         let trimmer = MemoryTrimmer()
         engine.loop.scheduleRepeatedTask(initialDelay: .milliseconds(500), delay: .milliseconds(500)) { _ in
-            trimmer.tick(writes: databases.openEngines.reduce(0) { $0 + $1.engine.metrics.writesApplied })
+            trimmer.tick(writes: databases.openDatabases.reduce(0) { $0 + $1.engine.metrics.writesApplied })
         }
         var clusterNode: ClusterNode?
         let maxPeerLine = max(64 << 20, configuration.maxMessageBytes * 4)
@@ -187,7 +195,7 @@ public final class HearthServer: Sendable {
         if let httpPort = configuration.httpPort {
             let wellKnown = WellKnownEndpoints(
                 engine: engine, configuration: configuration, security: security, eventLoops: ioGroup,
-                linePort: listener.localAddress?.port)
+                linePort: listener.localAddress?.port, otherDatabases: databases.otherMetrics)
             do {
                 httpListener = try await HTTPListener.bind(
                     port: httpPort, on: ioGroup, context: listenerContext,
@@ -345,19 +353,26 @@ public final class HearthServer: Sendable {
     @discardableResult
     public func reload() async -> [String] {
         var failures: [String] = []
-        if configuration.rulesFile != nil {
+        // Each open database's rules file (a closed one reads its file when it opens).
+        for database in databases.openDatabases {
+            let rulesFile =
+                configuration.databases.settings(for: database.name.text).rulesFile ?? configuration.rulesFile
+            guard let rulesFile else { continue }
             do {
-                let store = RulesStore(rulesFile: configuration.rulesFile, dataDirectory: configuration.dataDirectory)
+                let store = RulesStore(rulesFile: rulesFile, dataDirectory: database.directory)
                 let (loaded, source) = try store.load(logger: logger)
                 if let rules = loaded {
-                    let done = engine.loop.makePromise(of: Void.self)
-                    engine.submit(.replaceRules(rules, done))
+                    let done = database.engine.loop.makePromise(of: Void.self)
+                    database.engine.submit(.replaceRules(rules, done))
                     try? await done.futureResult.get()
-                    logger.notice("reloaded the rules", metadata: ["file": "\(source ?? "")"])
+                    logger.notice(
+                        "reloaded the rules", metadata: ["file": "\(source ?? "")", "db": "\(database.name)"])
                 }
             } catch {
                 failures.append(error.message)
-                logger.error("the rules were not reloaded; the old rules stay", metadata: ["error": "\(error.message)"])
+                logger.error(
+                    "the rules were not reloaded; the old rules stay",
+                    metadata: ["error": "\(error.message)", "db": "\(database.name)"])
             }
         }
         do {

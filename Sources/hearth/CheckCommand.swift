@@ -1,4 +1,5 @@
 import ArgumentParser
+import HearthClient
 import HearthJSON
 import HearthStorage
 
@@ -7,7 +8,8 @@ import Glibc
 #endif
 
 /// `hearth check <data-dir>`: verifies a data directory offline; `--repair` truncates it at the
-/// first bad record after keeping a backup of every file it changes.
+/// first bad record after keeping a backup of every file it changes. `--db` checks one of the
+/// directory's databases instead of the default one.
 struct CheckCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "check",
@@ -17,26 +19,59 @@ struct CheckCommand: ParsableCommand {
             revision. With --repair, copies each file it is about to change into \
             <data-dir>/backup-<timestamp>/ and truncates the data at the first bad record, so \
             that the server starts again with everything before it. Stop hearthd first: the \
-            data directory's lock is required.
+            data directory's lock is required. The data directory itself holds the default \
+            database; --db NAME checks the database NAME, in <data-dir>/databases/NAME/ (the \
+            data directory itself when NAME is the default database's, --default-db).
             """)
 
     @Argument(help: "The data directory (hearthd's --data-dir).")
     var dataDir: String
 
+    /// Only its `--db` (the database to check) is used. `hearth` takes the connecting commands'
+    /// options anywhere on the command line and hands them to each command by their type, so
+    /// this command reads `--db` from the same group as they do.
+    @OptionGroup(visibility: .hidden) var connection: ConnectionOptions
+
+    @Option(help: "The name of the default database (hearthd's defaultDatabase).")
+    var defaultDb = "default"
+
+    /// `--db NAME`: the database to check; nil for the default database.
+    var db: String? { connection.db }
+
     @Flag(help: "Truncate at the first bad record, keeping a backup of what is changed.")
     var repair = false
+
+    func validate() throws {
+        do { try Database.validateDatabaseName(defaultDb) } catch {
+            throw ValidationError("--default-db: \(error.message)")
+        }
+    }
+
+    /// The folder of the database to check: the data directory itself for the default database.
+    var directory: String {
+        guard let db, db != defaultDb else { return dataDir }
+        return (dataDir.hasSuffix("/") ? String(dataDir.dropLast()) : dataDir) + "/databases/" + db
+    }
 
     func run() throws {
         let report: CheckReport
         let meter = ScanMeter(label: "check")
-        Progress.say("check", "reading \(dataDir)")
+        let directory = self.directory
+        if let db, directory != dataDir {
+            var status = stat()
+            guard stat(directory, &status) == 0, status.st_mode & S_IFMT == S_IFDIR else {
+                writeError("hearth: \(dataDir) holds no database named \"\(db)\" (no folder \(directory))")
+                throw ExitCode(1)
+            }
+        }
+        Progress.say("check", "reading \(directory)")
         if repair {
-            do { report = try StorageChecker.repair(directory: dataDir, progress: meter.update) } catch {
+            do { report = try StorageChecker.repair(directory: directory, progress: meter.update) } catch {
                 writeError(error.message)
                 throw ExitCode(1)
             }
         } else {
-            report = StorageChecker.check(directory: dataDir, progress: meter.update)
+            report = StorageChecker.check(directory: directory, progress: meter.update)
         }
         meter.finish()
         print(report.jsonLine)

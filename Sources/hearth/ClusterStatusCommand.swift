@@ -47,15 +47,7 @@ struct ClusterStatusCommand: AsyncParsableCommand {
                 text(member.lagRevs), text(member.lagMs),
             ]
         }
-        let lines = [header] + rows
-        let widths = header.indices.map { column in lines.map { $0[column].count }.max() ?? 0 }
-        let table =
-            lines.map { line in
-                line.enumerated().map { column, cell in
-                    column == line.count - 1
-                        ? cell : cell + String(repeating: " ", count: widths[column] - cell.count + 2)
-                }.joined()
-            }.joined(separator: "\n") + "\n"
+        let table = TextTable.render([header] + rows)
         if status.noEligibleLeader {
             return table
                 + "no member may lead without losing an acknowledged write: the cluster stays without a leader"

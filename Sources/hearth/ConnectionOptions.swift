@@ -5,7 +5,7 @@ import HearthClient
 import Glibc
 #endif
 
-/// `--url` and `--timeout`, shared by every command that talks to a server.
+/// `--url`, `--db` and `--timeout`, shared by every command that talks to a server.
 struct ConnectionOptions: ParsableArguments {
     @Option(
         help:
@@ -15,6 +15,13 @@ struct ConnectionOptions: ParsableArguments {
             """
     )
     var url: String?
+
+    @Option(
+        help: """
+            The server's database to use, by name: the URL's ?ns= (default: the URL's, else the \
+            server's default database).
+            """)
+    var db: String?
 
     @Option(
         help: """
@@ -30,11 +37,24 @@ struct ConnectionOptions: ParsableArguments {
         guard timeout > 0, timeout.isFinite else {
             throw ValidationError("--timeout must be a positive number of seconds")
         }
+        if let db {
+            do { try Database.validateDatabaseName(db) } catch { throw ValidationError("--db: \(error.message)") }
+        }
     }
 
-    /// The URL given, else `$HEARTH_URL`, else the default.
+    /// The URL given, else `$HEARTH_URL`, else the default; with `--db`, naming that database
+    /// in place of the URL's own.
     var resolvedURL: String {
-        url ?? getenv("HEARTH_URL").map { String(cString: $0) } ?? "hearth://127.0.0.1:9000"
+        let url = url ?? getenv("HEARTH_URL").map { String(cString: $0) } ?? "hearth://127.0.0.1:9000"
+        return db.map { Self.url(url, database: $0) } ?? url
+    }
+
+    /// `url` naming the database `name` (`…/?ns=name`), whatever query it had.
+    static func url(_ url: String, database name: String) -> String {
+        var base = Substring(url)
+        if let query = base.firstIndex(of: "?") { base = base[..<query] }
+        if base.hasSuffix("/") { base = base.dropLast() }
+        return "\(base)/?ns=\(name)"
     }
 
     /// A connected client: fails (status 1) at once when the connection is refused or the host

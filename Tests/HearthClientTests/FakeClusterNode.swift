@@ -6,7 +6,8 @@ import NIOPosix
 /// A scripted cluster node on 127.0.0.1 speaking just enough of the line protocol for the
 /// client's side of replication (the real cluster's tests come with the server): its hello
 /// carries a `cluster` object, it can announce `cluster` events, refuses the first writes with
-/// a chosen `unavailable` message, and answers `clusterStatus` and `failover` as scripted.
+/// a chosen `unavailable` message, and answers `clusterStatus` and `failover` as scripted. It
+/// records every request of every connection, and answers `use` as scripted.
 final class FakeClusterNode: Sendable {
     struct State {
         var cluster: JSONValue
@@ -21,6 +22,10 @@ final class FakeClusterNode: Sendable {
         /// The `to` of each failover request (`null` without one).
         var failoverTargets: [JSONValue] = []
         var connections: [any Channel] = []
+        /// Every request received, by connection (in the order they opened), in order.
+        var requests: [[JSONValue]] = []
+        /// The error object (`{"code":…,"message":…}`) every `use` is answered with; nil accepts it.
+        var useRefusal: JSONValue?
     }
 
     let state: NIOLockedValueBox<State>
@@ -58,6 +63,17 @@ final class FakeClusterNode: Sendable {
         for channel in connections { Handler.send(line, on: channel) }
     }
 
+    /// The ops of every request received, by connection.
+    var opsByConnection: [[String]] {
+        state.withLockedValue { $0.requests.map { $0.map { $0["op"]?.stringValue ?? "?" } } }
+    }
+
+    /// Closes every connection from the server's side (the listener stays).
+    func dropConnections() async {
+        let connections = state.withLockedValue { $0.connections }
+        for channel in connections { try? await channel.close() }
+    }
+
     func stop() async {
         let connections = state.withLockedValue { $0.connections }
         for channel in connections { try? await channel.close() }
@@ -68,6 +84,8 @@ final class FakeClusterNode: Sendable {
         typealias InboundIn = ByteBuffer
         let state: NIOLockedValueBox<State>
         private let pending = NIOLockedValueBox<[UInt8]>([])
+        /// This connection's index in `State.requests`.
+        private let connection = NIOLockedValueBox(0)
 
         init(state: NIOLockedValueBox<State>) { self.state = state }
 
@@ -78,10 +96,12 @@ final class FakeClusterNode: Sendable {
         }
 
         func channelActive(context: ChannelHandlerContext) {
-            let cluster = state.withLockedValue { state in
+            let (cluster, index) = state.withLockedValue { state in
                 state.connections.append(context.channel)
-                return state.cluster
+                state.requests.append([])
+                return (state.cluster, state.requests.count - 1)
             }
+            connection.withLockedValue { $0 = index }
             Self.send(
                 .object([
                     JSONMember("event", .string("hello")), JSONMember("protocol", .int(1)),
@@ -104,6 +124,8 @@ final class FakeClusterNode: Sendable {
             }
             for line in lines {
                 guard let request = try? JSONParser.parse(line) else { continue }
+                let index = connection.withLockedValue { $0 }
+                state.withLockedValue { $0.requests[index].append(request) }
                 Self.send(answer(request), on: context.channel)
             }
         }
@@ -116,6 +138,9 @@ final class FakeClusterNode: Sendable {
                     .object([JSONMember("id", id), JSONMember("ok", .bool(true))] + members)
                 }
                 switch op {
+                case "use":
+                    guard let refusal = state.useRefusal else { return ok([JSONMember("db", request["db"] ?? .null)]) }
+                    return .object([JSONMember("id", id), JSONMember("ok", .bool(false)), JSONMember("error", refusal)])
                 case "set", "update", "remove", "push", "setPriority", "transaction":
                     state.writeIDs.append(request["wid"]?.stringValue ?? "")
                     if state.refusals > 0 {

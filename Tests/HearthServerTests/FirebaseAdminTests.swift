@@ -40,7 +40,11 @@ final class FirebaseAdminTests: XCTestCase {
         }
         if done.wait(timeout: .now() + timeout) == .timedOut {
             process.terminate()
-            done.wait()
+            // A script whose listener thread outlives SIGTERM is killed.
+            if done.wait(timeout: .now() + 5) == .timedOut {
+                kill(process.processIdentifier, SIGKILL)
+                done.wait()
+            }
         }
         process.waitUntilExit()
         return (process.terminationStatus, String(decoding: data.get(), as: UTF8.self))
@@ -62,7 +66,13 @@ final class FirebaseAdminTests: XCTestCase {
 
     func testSDKListenerSeesWritesFromBothProtocols() async throws {
         let python = try Self.python.get()
-        try await withLiveServer(setting: \.sseKeepAliveSeconds, to: 1) { server in
+        // The SDK addresses database "demo" (its databaseURL), the TCP and HTTP writes below none:
+        // "demo" is the default database here, so all three use one.
+        let configure: (inout ServerConfiguration) -> Void = {
+            $0.sseKeepAliveSeconds = 1
+            $0.databases.defaultName = "demo"
+        }
+        try await withLiveServer(configure: configure) { server in
             let host = "127.0.0.1:\(server.httpPort ?? 0)"
             _ = try HTTPTestClient(port: server.httpPort ?? 0).request("PUT", "/chat.json", body: #"{"a":"hi"}"#)
             let writes = Task.detached {
@@ -90,7 +100,7 @@ final class FirebaseAdminTests: XCTestCase {
 
     func testTransactionRaceBetweenSDKAndTCPClientsEndsAtTheExactTotal() async throws {
         let python = try Self.python.get()
-        try await withLiveServer { server in
+        try await withLiveServer(setting: \.databases.defaultName, to: "demo") { server in
             let host = "127.0.0.1:\(server.httpPort ?? 0)"
             let sdkClients = 4
             let perClient = 15

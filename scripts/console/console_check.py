@@ -12,8 +12,12 @@ simulator; a location with 100,000 children opens in under a second; importing a
 2,000 children (in parts, with progress) and reading it back over TCP; exporting it (a download,
 with progress) equal to a REST GET; deleting it asks first (dismissed: kept; accepted: deleted);
 moving in the tree and editing a value with the keyboard alone; the sign-in placeholder, the
-icon and the Swift snippet's line-protocol port. Saves one screenshot per panel
-(data.png, query.png, rules.png, server.png) in SCREENSHOT_DIR. Prints "ok" last.
+icon and the Swift snippet's line-protocol port; the database picker: a bad name shows the
+server's message, a database created through it holds what the page writes there (read over TCP
+with `use`) and nothing of it shows in the default database, and its tree, stream, query and
+rules all address it (`ns`), also after a reload and after switching back and forth, and signed
+out. Saves one screenshot per panel (data.png, query.png, rules.png, server.png) and one of the
+picker (database.png) in SCREENSHOT_DIR. Prints "ok" last.
 """
 import json
 import os
@@ -35,11 +39,14 @@ from browser import check, start_chromium, wait_until
 class LineClient:
     """The TCP line protocol: one JSON request per line, answers matched by id."""
 
-    def __init__(self, port, token):
+    def __init__(self, port, token, db=None):
         self.sock = socket.create_connection(("127.0.0.1", port), timeout=10)
         self.buffer = b""
         self.next_id = 0
         self.read_line()  # hello
+        if db is not None:
+            answer = self.request({"op": "use", "db": db})  # only as the connection's first request
+            assert answer.get("ok"), answer
         answer = self.request({"op": "auth", "token": token})
         assert answer.get("ok"), answer
 
@@ -102,8 +109,8 @@ def main():
     driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
                            {"width": 1280, "height": 800, "deviceScaleFactor": 1, "mobile": False})
 
-    def wait(condition, timeout=10, what="condition"):
-        return wait_until(driver, condition, timeout, what)
+    def wait(condition, timeout=10, what="condition", page=None):
+        return wait_until(driver, condition, timeout, what, page)
 
     def find(selector):
         found = driver.find_elements(By.CSS_SELECTOR, selector)
@@ -422,6 +429,124 @@ def main():
 
         wait(shown_rev, what="a revision on the server tab")
         driver.save_screenshot(os.path.join(shots, "server.png"))
+
+        # 12. Databases: the picker lists them and creates one, and every request of the page
+        #     addresses the chosen one (`ns`): the tree, its stream, the query, the rules.
+        find('[data-tab="data"]').click()
+
+        def current():
+            return find('[data-role="database"]').get_attribute("data-ns")
+
+        def picker_options():
+            return [o.get_attribute("value") for o in driver.find_elements(By.CSS_SELECTOR, "#db-select option")]
+
+        def picker_state():
+            return find("#db-state").text
+
+        wait(lambda: find('#db-select option[value=""]').text == "default",
+             what="the default database in the picker (got %r)" % find('#db-select option[value=""]').text)
+        check(current() == "", "the console starts on another database than the default: %r" % current())
+        check(find("#db-create").is_displayed(), "an admin is not offered Create")
+        # A bad name: the server's message, and the console stays where it is.
+        name_field = find("#db-name")
+        name_field.send_keys("Not_A_Name")
+        find("#db-create").click()
+        wait(lambda: "invalid database name" in picker_state(), what="the server's message for a bad name",
+             page=picker_state)
+        check(find("#db-state").get_attribute("data-state") == "error", "the bad name is not shown as an error")
+        print("bad name: " + picker_state())
+        check(current() == "", "a refused name switched the database")
+        # Create "shop" through the picker: it is listed, chosen, and kept in the page's URL.
+        name_field.clear()
+        name_field.send_keys("shop")
+        find("#db-create").click()
+        wait(lambda: current() == "shop", what="the created database chosen", page=picker_state)
+        check("shop" in picker_options(), "shop is not listed: %s" % picker_options())
+        check("ns=shop" in driver.current_url, "the page's URL does not keep the database: " + driver.current_url)
+        listed = [info["name"] for info in http_json("/.well-known/hearth/databases")["databases"]]
+        check("shop" in listed, "the server does not list shop: %s" % listed)
+        wait(lambda: node("/") is not None and node("/greeting") is None, what="the root of the new database")
+        wait(lambda: "● live" in find("#live-state").text, what="the stream on shop")
+        # A value written through the console lands in shop, not in the default database.
+        shop = LineClient(tcp_port, admin, db="shop")
+        action("/", "Add")
+        editor = wait(lambda: find('#tree [data-path="/"] > [data-role="editor"]'), what="the root's Add editor")
+        editor.find_element(By.NAME, "key").send_keys("only-in-shop")
+        Select(editor.find_element(By.NAME, "type")).select_by_value("string")
+        editor.find_element(By.NAME, "value").send_keys("here", Keys.ENTER)
+        wait(lambda: value_of("/only-in-shop") == '"here"', what="the value in shop's tree")
+        wait(lambda: shop.get("/only-in-shop") == "here", what="the page's write in shop, over TCP")
+        check(tcp.get("/only-in-shop") is None, "the page's write went to the default database")
+        # The stream follows shop: a write there over TCP shows.
+        shop.set("/from-tcp", 1)
+        wait(lambda: value_of("/from-tcp") == "1", timeout=2, what="a TCP write to shop, live in the page")
+        # The query runs on shop (the one still running from the query panel ran again there).
+        find('[data-tab="query"]').click()
+        fill("path", "/")
+        Select(form.find_element(By.NAME, "orderBy")).select_by_value("key")
+        fill("child", "")
+        fill("startAt", "")
+        form.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
+        wait(lambda: result_keys() == ["from-tcp", "only-in-shop"], what="the query on shop (got %s)" % result_keys())
+        check("ns=shop" in find("#eq-rest").text, "REST equivalent without the database: " + find("#eq-rest").text)
+        check("--db shop" in find("#eq-cli").text, "CLI equivalent without the database: " + find("#eq-cli").text)
+        check(":%d/?ns=shop\"" % tcp_port in find("#eq-swift").text, "Swift equivalent: " + find("#eq-swift").text)
+        # The rules panel reads and saves shop's rules; the default database's stay as they were.
+        default_rules = http_json("/.settings/rules.json")
+        find('[data-tab="rules"]').click()
+        area = find('[data-role="rules"] textarea')
+        wait(lambda: ".read" in area.get_attribute("value") and "auth.uid ===" not in area.get_attribute("value"),
+             what="shop's rules in the editor")
+        shop_rules = '{\n  "rules": {\n    ".read": "auth != null",\n    ".write": "auth != null",\n    "shop": {".indexOn": "n"}\n  }\n}'
+        driver.execute_script(
+            "arguments[0].value = arguments[1]; arguments[0].dispatchEvent(new Event('input'));", area, shop_rules)
+        find("#rules-save").click()
+        wait(lambda: find("#rules-state").text.startswith("saved"), what="shop's rules saved",
+             page=lambda: find("#rules-error").text)
+        check("shop" in http_json("/.settings/rules.json?ns=shop")["rules"], "shop's rules were not saved in shop")
+        check(http_json("/.settings/rules.json") == default_rules, "saving shop's rules changed the default's")
+        # A reload stays on shop.
+        find('[data-tab="data"]').click()
+        driver.refresh()
+        wait(lambda: find("#tree") is not None and current() == "shop", what="shop after a reload")
+        wait(lambda: value_of("/only-in-shop") == '"here"', what="shop's value after a reload")
+        # Back to the default database: it does not have the value.
+        Select(find("#db-select")).select_by_value("")
+        wait(lambda: current() == "" and "ns=" not in driver.current_url, what="the default database chosen")
+        wait(lambda: value_of("/greeting") is not None and "● live" in find("#live-state").text,
+             what="the default database's tree, live")
+        check(node("/only-in-shop") is None and node("/from-tcp") is None, "shop's values show in the default database")
+        # And shop again: every read the page starts from then on (resource timing) names it.
+        switched_at = driver.execute_script("performance.clearResourceTimings(); return performance.now()")
+        Select(find("#db-select")).select_by_value("shop")
+        wait(lambda: value_of("/only-in-shop") == '"here"' and node("/greeting") is None, what="shop's value again")
+        wait(lambda: "● live" in find("#live-state").text, what="the stream on shop again")
+        reads = driver.execute_script(
+            "return performance.getEntriesByType('resource').filter((e) => e.startTime >= arguments[0])"
+            ".map((e) => e.name).filter((n) => n.includes('.json'))", switched_at)
+        check(reads and all("ns=shop" in url for url in reads), "reads without the database: %s" % reads)
+        find('#tree [data-path="/only-in-shop"] > .row > .key').click()
+        time.sleep(1.2)
+        driver.save_screenshot(os.path.join(shots, "database.png"))
+        # A typed bad name: the server's message, and the console stays on shop.
+        name_field = find("#db-name")
+        name_field.send_keys("Bad!", Keys.ENTER)
+        wait(lambda: "invalid database name" in picker_state(), what="the message for a typed bad name",
+             page=picker_state)
+        check(current() == "shop", "a refused name switched the database")
+        # Signed out, the list is refused: no Create, but a typed name still opens.
+        name_field.clear()
+        find("#signout").click()
+        wait(lambda: "admin secret" in picker_state(), what="the refused list", page=picker_state)
+        check(not find("#db-create").is_displayed(), "Create is offered without an admin secret")
+        Select(find("#db-select")).select_by_value("")
+        wait(lambda: current() == "", what="the default database, signed out")
+        name_field.send_keys("shop", Keys.ENTER)
+        wait(lambda: current() == "shop", what="a typed name opened, signed out", page=picker_state)
+        find("#auth-input").send_keys(admin, Keys.ENTER)
+        wait(lambda: value_of("/only-in-shop") == '"here"', what="shop's value, signed in again")
+        wait(lambda: find("#db-create").is_displayed(), what="Create offered again")
+        shop.sock.close()
     finally:
         logs = []
         try:

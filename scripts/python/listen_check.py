@@ -12,7 +12,7 @@ os.environ["FIREBASE_DATABASE_EMULATOR_HOST"] = sys.argv[1]
 import firebase_admin  # noqa: E402
 from firebase_admin import db  # noqa: E402
 
-firebase_admin.initialize_app(options={"databaseURL": "https://listen.firebaseio.com"})
+firebase_admin.initialize_app(options={"databaseURL": "https://demo.firebaseio.com"})
 events = queue.Queue()
 registration = db.reference(sys.argv[2]).listen(
     lambda event: events.put({"event_type": event.event_type, "path": event.path, "data": event.data}))

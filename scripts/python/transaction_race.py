@@ -19,7 +19,7 @@ lock = threading.Lock()
 
 def worker(index):
     app = firebase_admin.initialize_app(
-        options={"databaseURL": "https://race.firebaseio.com"}, name=f"racer-{index}")
+        options={"databaseURL": "https://demo.firebaseio.com"}, name=f"racer-{index}")
     ref = db.reference(path, app=app)
     for _ in range(increments):
         ref.transaction(lambda current: (current or 0) + 1)

@@ -21,6 +21,19 @@ const auth = {
   },
 };
 
+/**
+ * The database every request of the page addresses (the header's picker; docs/console.md,
+ * "Databases"). It is kept in the page's URL as `?ns=<name>`, so a reload stays on it.
+ */
+const database = {
+  // The chosen database's name; '' is the default database (requests without `ns`).
+  name: new URLSearchParams(location.search).get('ns') || '',
+  // The default database's name, once the list has said it.
+  defaultName: null,
+  // The names the server listed, or null while the list is unknown or refused.
+  listed: null,
+};
+
 /** "/a/b" from anything ("a/b/", "", "/"). */
 function normalize(path) {
   const parts = String(path || '').split('/').filter((s) => s.length > 0);
@@ -34,11 +47,15 @@ function isWithin(path, ancestor) {
   return ancestor === '/' || path === ancestor || path.startsWith(ancestor + '/');
 }
 
-/** The REST URL of a location with query parameters (`auth` added when signed in). */
-function restURL(path, params = {}, withAuth = true) {
+/**
+ * The REST URL of a location with query parameters: `ns` added for a database other than the
+ * default one (the picker's, or `ns` when given), `auth` when signed in.
+ */
+function restURL(path, params = {}, withAuth = true, ns = database.name) {
   const encoded = segments(path).map(encodeURIComponent).join('/');
   const query = new URLSearchParams();
   for (const [name, value] of Object.entries(params)) if (value !== undefined && value !== null) query.set(name, value);
+  if (ns) query.set('ns', ns);
   if (withAuth && auth.token) query.set('auth', auth.token);
   const text = query.toString();
   return '/' + encoded + '.json' + (text ? '?' + text : '');
@@ -51,7 +68,11 @@ async function api(method, path, { params = {}, body, text: raw } = {}) {
     init.body = raw !== undefined ? raw : JSON.stringify(body);
     init.headers['Content-Type'] = 'application/json';
   }
-  const response = await fetch(restURL(path, params), init);
+  return answerOf(await fetch(restURL(path, params), init));
+}
+
+/** A response's JSON body; an error with the server's message (and `status`) when it is not a 2xx. */
+async function answerOf(response) {
   const text = await response.text();
   let json = null;
   try { json = text ? JSON.parse(text) : null; } catch { json = text; }
@@ -172,6 +193,9 @@ const tree = {
   selected: null,
   source: null,
   firstPut: true,
+  // Counts the trees rendered: a read that returns after the tree was rendered anew (another
+  // location, or another database) is dropped.
+  epoch: 0,
   // Whether a stream follows the viewed location; without one, the page's own writes are
   // applied to the tree when the server accepts them.
   live: false,
@@ -349,6 +373,7 @@ async function expand(path) {
   const li = tree.els.get(path);
   if (!li) return;
   li.setAttribute('aria-busy', 'true');
+  const epoch = tree.epoch;
   let shallow;
   try {
     shallow = await api('GET', path, { params: { shallow: 'true' } });
@@ -359,7 +384,7 @@ async function expand(path) {
   } finally {
     li.removeAttribute('aria-busy');
   }
-  if (!tree.els.has(path)) return;
+  if (tree.epoch !== epoch || !tree.els.has(path)) return;
   if (!isObject(shallow)) { setKind(li, { t: 'leaf', v: shallow }); return; }
   // A shallow read shows every object child as true: each one rendered is resolved with its own read.
   const keys = sortKeys(childKeys(shallow));
@@ -416,11 +441,13 @@ function renderChildren(path, flashNew) {
 /** Shallow-reads children shown as `true` to tell an object (and its size) from the leaf true. */
 async function resolve(paths) {
   const queue = paths.slice();
+  const epoch = tree.epoch;
   const worker = async () => {
-    while (queue.length) {
+    while (queue.length && tree.epoch === epoch) {
       const path = queue.shift();
       try {
         const value = await api('GET', path, { params: { shallow: 'true' } });
+        if (tree.epoch !== epoch) return;
         const li = tree.els.get(path);
         const open = tree.open.get(parentOf(path));
         if (!li || li.kind.t !== '?') continue;
@@ -476,10 +503,13 @@ const recounts = new Set();
 function recount(path) {
   if (recounts.has(path)) return;
   recounts.add(path);
+  const epoch = tree.epoch;
   setTimeout(async () => {
     recounts.delete(path);
+    if (tree.epoch !== epoch) return;
     let shallow;
     try { shallow = await api('GET', path, { params: { shallow: 'true' } }); } catch { return; }
+    if (tree.epoch !== epoch) return;
     const li = tree.els.get(path);
     if (!li || tree.open.has(path) || li.kind.t !== 'obj') return;
     if (!isObject(shallow)) { if (shallow === null) applyValue(path, null, false); return; }
@@ -542,6 +572,7 @@ function updateNode(path, li, value, doFlash) {
 function renderRoot(kind) {
   const ul = $('#tree');
   ul.textContent = '';
+  tree.epoch += 1;
   tree.els.clear();
   tree.open.clear();
   ul.append(makeNode(tree.root, kind));
@@ -561,19 +592,22 @@ async function openLocation(path) {
   // The shallow read first, then the stream, whose first event (the whole location) reconciles
   // anything written in between: on a large location the two would only slow each other.
   const root = tree.root;
+  const ns = database.name;
+  // Another location or another database opened meanwhile.
+  const stale = () => tree.root !== root || database.name !== ns;
   try { await expand(root); } catch { }
-  if (tree.root !== root) return;
+  if (stale()) return;
   const live = $('#live-state');
   liveState('checking the size of ' + root + '…');
   // A HEAD is answered like the GET, without its body: its length is the size of the location.
   let size = null;
   try {
     const response = await fetch(restURL(root), { method: 'HEAD' });
-    if (tree.root !== root) return;
+    if (stale()) return;
     if (!response.ok) { liveState('○ not live: ' + (await reason(root, response.status))); return; }
     size = Number(response.headers.get('Content-Length'));
   } catch (error) {
-    if (tree.root === root) liveState('○ not live: ' + error.message);
+    if (!stale()) liveState('○ not live: ' + error.message);
     return;
   }
   if (Number.isFinite(size) && size > LIVE_BYTES) {
@@ -1040,6 +1074,7 @@ function equivalents(spec) {
     cli.push('--' + name.replace(/[A-Z]/g, (c) => '-' + c.toLowerCase()), String(value));
     swift.push('.queryLimited(' + (name === 'limitToFirst' ? 'toFirst' : 'toLast') + ': ' + value + ')');
   }
+  if (database.name) cli.push('--db', /^[a-z0-9-]+$/.test(database.name) ? database.name : shellQuote(database.name));
   if (auth.token) cli.push('--token "$HEARTH_TOKEN"');
   $('#eq-cli').textContent = cli.join(' ');
   let rest = location.origin + restURL(spec.path, params, false);
@@ -1051,10 +1086,12 @@ function equivalents(spec) {
 }
 
 // The line protocol's address for the Swift snippet: this host, the port the health answer
-// names (`linePort`), TLS when the page came over HTTPS (both listeners share it).
+// names (`linePort`), TLS when the page came over HTTPS (both listeners share it), and the
+// database as the URL's `ns`.
 const lineServer = { port: null };
 function lineURL() {
-  return (location.protocol === 'https:' ? 'hearths://' : 'hearth://') + location.hostname + ':' + (lineServer.port ?? 9000);
+  return (location.protocol === 'https:' ? 'hearths://' : 'hearth://') + location.hostname + ':' + (lineServer.port ?? 9000) +
+    (database.name ? '/?ns=' + encodeURIComponent(database.name) : '');
 }
 async function learnLinePort() {
   try {
@@ -1137,6 +1174,7 @@ function runQuery() {
   });
   source.addEventListener('cancel', () => { source.close(); $('#query-error').textContent = 'Permission denied'; });
   source.addEventListener('error', async () => {
+    if (query.source !== source) return;  // replaced (another query, another database)
     // A stream that was live reconnects by itself, unless it keeps ending before its first
     // event (the server closes a stream whose result passes its maxOutboundBytes, and would again).
     if (query.data !== null && source.readyState !== EventSource.CLOSED && ++failures < STREAM_TRIES) {
@@ -1163,6 +1201,18 @@ function runQuery() {
     } catch (error) { $('#query-error').textContent = error.message; }
     $('#query-state').textContent = 'stopped';
   });
+}
+
+/** Another database is chosen: a running query runs again on it, a stopped one is cleared. */
+function restartQuery() {
+  const running = query.source !== null && query.source.readyState !== EventSource.CLOSED;
+  query.source?.close();
+  query.source = null;
+  query.data = null;
+  $('#query-result').textContent = '';
+  $('#query-error').textContent = '';
+  $('#query-state').textContent = '';
+  if (running) runQuery(); else if (query.spec) equivalents(query.spec);
 }
 
 function setupQuery() {
@@ -1353,6 +1403,130 @@ async function pollStats() {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Databases: the picker in the header lists the server's databases (for admins), shows the one
+// every request addresses, switches to another (listed or typed), and creates one (admins).
+
+/** A call to `/.well-known/hearth/databases[/<name>]`, with the credential as a bearer token. */
+async function databasesCall(method, name) {
+  const headers = {};
+  if (auth.token) headers.Authorization = 'Bearer ' + auth.token;
+  const url = '/.well-known/hearth/databases' + (name === undefined ? '' : '/' + encodeURIComponent(name));
+  return answerOf(await fetch(url, { method, headers, cache: 'no-store' }));
+}
+
+/** The picker's message: `kind` is its data-state (`error`, `ok`, or `info`). */
+function databaseState(text, kind = 'info') {
+  const state = $('#db-state');
+  state.textContent = text || '';
+  state.dataset.state = kind;
+  state.className = kind === 'error' ? 'error' : 'muted';
+}
+
+/** Reads the list (an admin's; refused, the picker still opens a typed name). */
+async function listDatabases() {
+  try {
+    const { databases } = await databasesCall('GET');
+    database.listed = databases.map((info) => info.name);
+    database.defaultName = databases.find((info) => info.default)?.name ?? database.defaultName;
+    if ($('#db-state').dataset.state === 'info') databaseState('');
+  } catch (error) {
+    database.listed = null;
+    databaseState(error.status === 401 || error.status === 403
+      ? 'listing databases needs an admin secret: type a name to open one'
+      : 'cannot list the databases: ' + error.message);
+  }
+  showDatabases();
+}
+
+/** The picker as `database` says: the default, the listed databases and the current one. */
+function showDatabases() {
+  const select = $('#db-select');
+  select.textContent = '';
+  const defaultLabel = database.defaultName === null ? 'default database'
+    : database.defaultName === 'default' ? 'default' : database.defaultName + ' (default)';
+  select.append(new Option(defaultLabel, ''));
+  const names = new Set(database.listed || []);
+  if (database.name) names.add(database.name);
+  names.delete(database.defaultName);
+  for (const name of [...names].sort()) select.append(new Option(name, name));
+  select.value = database.name === database.defaultName ? '' : database.name;
+  $('#db-create').hidden = database.listed === null;
+  const picker = $('#database');
+  picker.dataset.ns = database.name;
+  picker.dataset.current = database.name || database.defaultName || '';
+}
+
+/**
+ * Makes `name` ('' or the default's name: the default database) the database of every request:
+ * the page's URL keeps it, the tree opens its root, a running query runs again on it, and the
+ * rules panel reads its rules. Not while a transfer runs (its parts would go to two databases).
+ */
+function useDatabase(name) {
+  if (name === database.defaultName) name = '';
+  if (name === database.name) { showDatabases(); return; }
+  if (transferState.busy) {
+    databaseState('wait for the transfer to finish before switching databases', 'error');
+    showDatabases();
+    return;
+  }
+  database.name = name;
+  const params = new URLSearchParams(location.search);
+  if (name) params.set('ns', name); else params.delete('ns');
+  const search = params.toString();
+  history.replaceState(null, '', location.pathname + (search ? '?' + search : '') + location.hash);
+  showDatabases();
+  status('');
+  openLocation('/');
+  restartQuery();
+  $('#rules-error').textContent = '';
+  if (!$('#panel-rules').hidden) rules.load();
+}
+
+/**
+ * Opens the database typed in the field. One shallow read of its root comes first: a bad name
+ * (400) or a database the server does not have and does not create on first use (404) shows the
+ * server's message, and the console stays where it is. Any other answer (a read the rules
+ * refuse, say) opens it.
+ */
+async function openTypedDatabase() {
+  const name = $('#db-name').value.trim();
+  if (!name) { databaseState('type the name of a database', 'error'); return; }
+  try {
+    const response = await fetch(restURL('/', { shallow: 'true' }, true, name), { cache: 'no-store' });
+    if (response.status === 400 || response.status === 404) await answerOf(response);
+  } catch (error) {
+    databaseState(error.message, 'error');
+    return;
+  }
+  $('#db-name').value = '';
+  databaseState('');
+  useDatabase(name);
+}
+
+/** Creates the database named in the field (`PUT`, admins) and opens it. */
+async function createDatabase() {
+  const name = $('#db-name').value.trim();
+  if (!name) { databaseState('type a name for the new database', 'error'); return; }
+  try {
+    await databasesCall('PUT', name);
+  } catch (error) {
+    databaseState('cannot create ' + name + ': ' + error.message, 'error');
+    return;
+  }
+  $('#db-name').value = '';
+  await listDatabases();
+  useDatabase(name);
+  databaseState('created ' + name, 'ok');
+}
+
+function setupDatabases() {
+  $('#db-select').addEventListener('change', (event) => { databaseState(''); useDatabase(event.target.value); });
+  $('#database').addEventListener('submit', (event) => { event.preventDefault(); openTypedDatabase(); });
+  $('#db-create').addEventListener('click', createDatabase);
+  showDatabases();
+}
+
+// ---------------------------------------------------------------------------------------------
 // Sign-in and start
 
 function showAuth() {
@@ -1368,11 +1542,13 @@ function setupAuth() {
     status('');
     openLocation(tree.root);
     if (!$('#panel-rules').hidden) rules.load();
+    listDatabases();
   });
   $('#signout').addEventListener('click', () => {
     auth.token = '';
     showAuth();
     openLocation(tree.root);
+    listDatabases();
   });
 }
 
@@ -1382,10 +1558,12 @@ document.addEventListener('DOMContentLoaded', () => {
   setupData();
   setupQuery();
   setupRules();
+  setupDatabases();
   showAuth();
   openLocation(decodeURIComponent(location.hash.slice(1)) || '/');
   learnLinePort();
+  listDatabases();
   pollStats();
   setInterval(pollStats, 1000);
-  window.hearthConsole = { tree, query, rules, openLocation, runQuery };
+  window.hearthConsole = { tree, query, rules, database, openLocation, runQuery, useDatabase };
 });

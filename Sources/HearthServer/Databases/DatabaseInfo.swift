@@ -1,3 +1,4 @@
+import HearthCore
 import HearthJSON
 
 /// What `listDatabases`, `databaseInfo` and the console show of one database.

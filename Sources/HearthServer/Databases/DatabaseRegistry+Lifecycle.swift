@@ -65,6 +65,21 @@ extension DatabaseRegistry {
             maxConnections: own.maxConnections)
     }
 
+    /// Waits (up to two seconds) for the connections of a database being deleted to let go of
+    /// it, so that what they hand its engine as they close (their onDisconnect operations) comes
+    /// before the engine stops; then nothing more is leased until it is gone.
+    private func drain(_ name: DatabaseName, done: EventLoopFuture<Void>) async {
+        for _ in 0..<200 {
+            let users: Int = state.withLockedValue { state in
+                guard case .draining(let open, _) = state.entries[name] else { return 0 }
+                return open.users
+            }
+            if users == 0 { break }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        state.withLockedValue { $0.entries[name] = .closing(done: done) }
+    }
+
     /// Deletes database `name`: its connections are closed, its engine stops, and its folder
     /// moves into the trash (`purge`: is removed). Completes on `loop` with where the data went.
     func delete(_ requested: String, purge: Bool, on loop: any EventLoop) -> EventLoopFuture<DatabaseDeletion> {
@@ -85,10 +100,10 @@ extension DatabaseRegistry {
         let step: Step = state.withLockedValue { state in
             guard state.known.contains(name) else { return .refuse(Self.unknown(name)) }
             switch state.entries[name] {
-            case .opening(let done), .closing(let done):
+            case .opening(let done), .closing(let done), .draining(_, let done):
                 return .wait(done)
             case .open(let open):
-                state.entries[name] = .closing(done: promise.futureResult)
+                state.entries[name] = .draining(open, done: promise.futureResult)
                 return .close(open, promise)
             case nil:
                 state.entries[name] = .closing(done: promise.futureResult)
@@ -97,8 +112,10 @@ extension DatabaseRegistry {
         }
         switch step {
         case .refuse(let error):
+            promise.succeed()  // nothing was closing under it
             return loop.makeFailedFuture(error)
         case .wait(let done):
+            promise.succeed()
             return done.hop(to: loop).flatMap { self.delete(name.text, purge: purge, on: loop) }
         case .close(let open, let promise):
             let layout = self.layout
@@ -107,6 +124,7 @@ extension DatabaseRegistry {
             let result = loop.makeFutureWithTask { () async throws(DatabaseError) -> DatabaseDeletion in
                 if let open {
                     for evict in open.evictions.values { evict() }
+                    await self.drain(name, done: promise.futureResult)
                     await open.database.close()
                 }
                 defer {

@@ -44,6 +44,8 @@ final class DatabaseRegistry: Sendable {
     enum Entry {
         case opening(EventLoopFuture<Void>)
         case open(OpenDatabase)
+        /// Being deleted, while the connections that use it close: their leases still end here.
+        case draining(OpenDatabase, done: EventLoopFuture<Void>)
         /// Closing (idle or shutdown) or being deleted: leases wait for `done`, then look again.
         case closing(done: EventLoopFuture<Void>)
     }
@@ -56,6 +58,14 @@ final class DatabaseRegistry: Sendable {
         var lastUsed: Int64
         /// Closes each connection that uses the database (called when it is deleted).
         var evictions: [UInt64: @Sendable () -> Void] = [:]
+
+        /// `lease` let go.
+        mutating func end(_ lease: Lease, now: Int64) {
+            users -= 1
+            if lease.isConnection { connections -= 1 }
+            evictions[lease.id] = nil
+            if users == 0 { lastUsed = now }
+        }
     }
 
     init(
@@ -137,18 +147,35 @@ final class DatabaseRegistry: Sendable {
     ) -> Result<Lease, any Error>? {
         guard let requested, requested != defaultName.text else { return leaseDefault(connection: connection) }
         guard let name = try? DatabaseName(requested), !clustered else { return nil }
-        let maxConnections = settings.settings(for: name.text).maxConnections
         return state.withLockedValue { state -> Result<Lease, any Error>? in
-            guard case .open(var open) = state.entries[name] else { return nil }
-            if connection, let maxConnections, open.connections >= maxConnections { return nil }
-            let id = state.nextLeaseID
-            state.nextLeaseID += 1
-            open.users += 1
-            if connection { open.connections += 1 }
-            if let evict { open.evictions[id] = evict }
-            state.entries[name] = .open(open)
-            return .success(Lease(database: open.database, id: id, isConnection: connection, registry: self))
+            grant(name, in: &state, connection: connection, evict: evict).map { $0.mapError { $0 } }
         }
+    }
+
+    /// A lease on `name` when it is open (a failure when a connection would pass its
+    /// `maxConnections`); nil when it is not open. Under the state's lock.
+    private func grant(
+        _ name: DatabaseName, in state: inout State, connection: Bool, evict: (@Sendable () -> Void)?
+    ) -> Result<Lease, DatabaseError>? {
+        guard case .open(var open) = state.entries[name] else { return nil }
+        if connection, let maxConnections = settings.settings(for: name.text).maxConnections,
+            open.connections >= maxConnections
+        {
+            return .failure(Self.connectionsFull(name, maxConnections))
+        }
+        let id = state.nextLeaseID
+        state.nextLeaseID += 1
+        open.users += 1
+        if connection { open.connections += 1 }
+        if let evict { open.evictions[id] = evict }
+        state.entries[name] = .open(open)
+        return .success(Lease(database: open.database, id: id, isConnection: connection, registry: self))
+    }
+
+    static func connectionsFull(_ name: DatabaseName, _ maxConnections: Int) -> DatabaseError {
+        DatabaseError(
+            .overloaded, "database \"\(name)\" has its quota of \(maxConnections) connections (maxConnections)",
+            retryAfterMs: 1000)
     }
 
     private func acquire(
@@ -160,26 +187,16 @@ final class DatabaseRegistry: Sendable {
             case open(EventLoopPromise<Void>, loopIndex: Int)
             case refuse(DatabaseError)
         }
-        let maxConnections = settings.settings(for: name.text).maxConnections
         let step: Step = state.withLockedValue { state in
             if state.shutDown { return .refuse(DatabaseError(.unavailable, "the server is shutting down")) }
             switch state.entries[name] {
-            case .open(var open):
-                if connection, let maxConnections, open.connections >= maxConnections {
-                    return .refuse(
-                        DatabaseError(
-                            .overloaded,
-                            "database \"\(name)\" has its quota of \(maxConnections) connections (maxConnections)",
-                            retryAfterMs: 1000))
+            case .open:
+                switch grant(name, in: &state, connection: connection, evict: evict) {
+                case .success(let lease)?: return .leased(lease)
+                case .failure(let error)?: return .refuse(error)
+                case nil: return .refuse(DatabaseError(.internal, "database \"\(name)\" closed while leased"))
                 }
-                let id = state.nextLeaseID
-                state.nextLeaseID += 1
-                open.users += 1
-                if connection { open.connections += 1 }
-                if let evict { open.evictions[id] = evict }
-                state.entries[name] = .open(open)
-                return .leased(Lease(database: open.database, id: id, isConnection: connection, registry: self))
-            case .opening(let done), .closing(let done):
+            case .opening(let done), .closing(let done), .draining(_, let done):
                 return .wait(done)
             case nil:
                 if !state.known.contains(name) {
@@ -252,11 +269,7 @@ final class DatabaseRegistry: Sendable {
         return state.withLockedValue { state in
             if connection {
                 if let maxConnections, state.defaultConnections >= maxConnections {
-                    return .failure(
-                        DatabaseError(
-                            .overloaded,
-                            "database \"\(defaultName)\" has its quota of \(maxConnections) connections (maxConnections)",
-                            retryAfterMs: 1000))
+                    return .failure(Self.connectionsFull(defaultName, maxConnections))
                 }
                 state.defaultConnections += 1
             }
@@ -270,14 +283,17 @@ final class DatabaseRegistry: Sendable {
                 if lease.isConnection { state.defaultConnections -= 1 }
                 return
             }
-            guard case .open(var open) = state.entries[lease.database.name], open.database === lease.database else {
-                return
+            let name = lease.database.name
+            switch state.entries[name] {
+            case .open(var open) where open.database === lease.database:
+                open.end(lease, now: context.clock())
+                state.entries[name] = .open(open)
+            case .draining(var open, let done) where open.database === lease.database:
+                open.end(lease, now: context.clock())
+                state.entries[name] = .draining(open, done: done)
+            default:
+                break
             }
-            open.users -= 1
-            if lease.isConnection { open.connections -= 1 }
-            open.evictions[lease.id] = nil
-            if open.users == 0 { open.lastUsed = context.clock() }
-            state.entries[lease.database.name] = .open(open)
         }
     }
 
@@ -344,14 +360,22 @@ final class DatabaseRegistry: Sendable {
         try? await openingPool.shutdownGracefully()
     }
 
-    /// The engines of the open databases, the default one first.
-    var openEngines: [(name: DatabaseName, engine: Engine)] {
-        let others: [(name: DatabaseName, engine: Engine)] = state.withLockedValue { state in
-            state.entries.compactMap { name, entry in
-                if case .open(let open) = entry { return (name, open.database.engine) }
+    /// How many databases there are besides the default one.
+    var otherCount: Int { state.withLockedValue { $0.known.count } }
+
+    /// The open databases, the default one first.
+    var openDatabases: [HostedDatabase] {
+        let others: [HostedDatabase] = state.withLockedValue { state in
+            state.entries.values.compactMap { entry in
+                if case .open(let open) = entry { return open.database }
                 return nil
             }
         }
-        return [(defaultName, defaultDatabase.engine)] + others.sorted { $0.name < $1.name }
+        return [defaultDatabase] + others.sorted { $0.name < $1.name }
+    }
+
+    /// The metrics of the open databases other than the default one, by name.
+    @Sendable func otherMetrics() -> [(name: String, metrics: ServerMetrics)] {
+        openDatabases.dropFirst().map { ($0.name.text, $0.engine.metrics) }
     }
 }

@@ -1,3 +1,4 @@
+import HearthCore
 import HearthJSON
 
 /// The `databases` object of the configuration file: each database's own settings by name, and

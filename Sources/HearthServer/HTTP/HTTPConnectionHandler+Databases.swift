@@ -13,11 +13,11 @@ extension HTTPConnectionHandler {
     func onDatabase(
         of call: RESTCall, head: HTTPRequestHead, context: ChannelHandlerContext, _ body: @escaping () -> Void
     ) {
-        let wanted = call.database == databases.defaultName.text ? nil : call.database
-        if lease != nil, wanted == boundDatabase {
+        if isOnDatabase(of: call) {
             body()
             return
         }
+        let wanted = database(of: call)
         let channel = context.channel
         let evict: @Sendable () -> Void = { channel.close(promise: nil) }
         if let now = databases.leaseNow(wanted, connection: true, evict: evict) {
@@ -34,6 +34,16 @@ extension HTTPConnectionHandler {
                 state = .discarding
                 switchDatabase(result, name: wanted, call: call, head: head, context: context, then: body)
             }
+    }
+
+    /// The database `call` addresses; nil: the default one.
+    func database(of call: RESTCall) -> String? {
+        call.database == databases.defaultName.text ? nil : call.database
+    }
+
+    /// Whether the connection's session is on the database `call` addresses already.
+    func isOnDatabase(of call: RESTCall) -> Bool {
+        lease != nil && database(of: call) == boundDatabase
     }
 
     private func switchDatabase(

@@ -430,6 +430,10 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     func submit(
         _ operation: HearthProtocol.Operation, call: RESTCall, head: HTTPRequestHead, context: ChannelHandlerContext
     ) {
+        if isOnDatabase(of: call) {
+            submitOnDatabase(operation, call: call, head: head, context: context)
+            return
+        }
         onDatabase(of: call, head: head, context: context) { [self] in
             submitOnDatabase(operation, call: call, head: head, context: context)
         }

@@ -61,8 +61,13 @@ extension ConnectionHandler {
         }
     }
 
-    /// The connection now works on `lease`'s database.
+    /// The connection now works on `lease`'s database (a connection that closed meanwhile lets
+    /// go of it at once).
     func bind(to lease: DatabaseRegistry.Lease) {
+        guard context != nil, !closing else {
+            lease.release()
+            return
+        }
         self.lease = lease
         engine = lease.engine
     }

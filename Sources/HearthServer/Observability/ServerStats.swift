@@ -14,6 +14,8 @@ struct ServerStats: Sendable {
     let queryStats: QueryStats
     let security: SecurityState
     let storage: Storage?
+    /// The open databases other than the default one.
+    let otherDatabases: @Sendable () -> [(name: String, metrics: ServerMetrics)]
 
     func body() -> JSONValue {
         let totals = metrics.refresh()
@@ -38,7 +40,23 @@ struct ServerStats: Sendable {
                 "enabled": .bool(!security.isOpen), "strictIndexes": .bool(configuration.strictIndexes),
             ]),
             "queries": queries(),
+            "databases": databases(),
         ])
+    }
+
+    /// The other open databases' revision and counts (the rest of this body is the default
+    /// database's and the daemon's).
+    private func databases() -> JSONValue {
+        .object(
+            otherDatabases().map { database in
+                let totals = database.metrics.refresh()
+                return JSONMember(
+                    database.name,
+                    .object([
+                        "rev": .int(Int64(clamping: totals.rev)), "requests": count(totals.requests),
+                        "writes": count(totals.writes), "subscriptions": count(totals.subscriptions),
+                    ]))
+            })
     }
 
     private func server() -> JSONValue {

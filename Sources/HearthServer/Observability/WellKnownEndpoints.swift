@@ -21,6 +21,8 @@ public struct WellKnownEndpoints: Sendable {
     let metricsCache: MetricsCache
     /// The loops the responses complete on when the caller names none.
     let eventLoops: any EventLoopGroup
+    /// The open databases other than the default one, whose metrics follow the default's.
+    let otherDatabases: @Sendable () -> [(name: String, metrics: ServerMetrics)]
 
     /// - Parameters:
     ///   - eventLoops: where responses complete when the caller names no loop (the I/O loops).
@@ -28,8 +30,10 @@ public struct WellKnownEndpoints: Sendable {
     ///   - linePort: the line protocol's bound port, which health answers name.
     init(
         engine: Engine, configuration: ServerConfiguration, security: SecurityState, eventLoops: any EventLoopGroup,
-        healthTimeout: TimeAmount = .seconds(2), linePort: Int? = nil
+        healthTimeout: TimeAmount = .seconds(2), linePort: Int? = nil,
+        otherDatabases: @escaping @Sendable () -> [(name: String, metrics: ServerMetrics)] = { [] }
     ) {
+        self.otherDatabases = otherDatabases
         let metrics = engine.metrics
         self.metrics = metrics
         self.health = HealthCheck(
@@ -37,7 +41,7 @@ public struct WellKnownEndpoints: Sendable {
             timeout: healthTimeout)
         self.stats = ServerStats(
             configuration: configuration, metrics: metrics, queryStats: metrics.queryStats, security: security,
-            storage: metrics.storage)
+            storage: metrics.storage, otherDatabases: otherDatabases)
         self.eventLoops = eventLoops
         self.metricsCache = MetricsCache(interval: .milliseconds(Int64(configuration.metricsCacheMilliseconds)))
     }
@@ -55,7 +59,11 @@ public struct WellKnownEndpoints: Sendable {
             return eventLoop.makeSucceededFuture(
                 WellKnownResponse(
                     status: 200, contentType: WellKnownResponse.prometheusContentType,
-                    body: metricsCache.bytes { metrics.prometheusBytes() }))
+                    body: metricsCache.bytes {
+                        LabelledMetrics.merge(
+                            default: metrics.prometheusBytes(),
+                            others: otherDatabases().map { ($0.name, $0.metrics.prometheusBytes()) })
+                    }))
         case Self.statsPath:
             return eventLoop.makeSucceededFuture(.json(stats.body()))
         default:

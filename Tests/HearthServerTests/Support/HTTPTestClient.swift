@@ -64,9 +64,9 @@ final class HTTPTestClient {
     /// The raw text of a request (Host and Content-Length added).
     static func requestText(
         _ method: String, _ target: String, body: String? = nil, headers: [(String, String)] = [],
-        version: String = "HTTP/1.1"
+        version: String = "HTTP/1.1", host: String = "127.0.0.1"
     ) -> String {
-        var text = "\(method) \(target) \(version)\r\nHost: 127.0.0.1\r\n"
+        var text = "\(method) \(target) \(version)\r\nHost: \(host)\r\n"
         for (name, value) in headers { text += "\(name): \(value)\r\n" }
         if let body { text += "Content-Length: \(body.utf8.count)\r\n" }
         text += "\r\n"
@@ -76,9 +76,10 @@ final class HTTPTestClient {
 
     /// Sends one request and reads its response.
     func request(
-        _ method: String, _ target: String, body: String? = nil, headers: [(String, String)] = []
+        _ method: String, _ target: String, body: String? = nil, headers: [(String, String)] = [],
+        host: String = "127.0.0.1"
     ) throws -> Response {
-        try sendRaw(Self.requestText(method, target, body: body, headers: headers))
+        try sendRaw(Self.requestText(method, target, body: body, headers: headers, host: host))
         return try readResponse(method: method)
     }
 

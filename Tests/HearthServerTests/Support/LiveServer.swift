@@ -4,7 +4,7 @@ import XCTest
 
 /// Starts the real server on 127.0.0.1 with a free port for the duration of `body`.
 func withLiveServer(_ body: (HearthServer) async throws -> Void) async throws {
-    try await runLiveServer(configure: { _ in }, body)
+    try await withLiveServer(configure: { _ in }, body)
 }
 
 /// `withLiveServer` with one setting changed, e.g. `withLiveServer(setting: \.strictIndexes, to: true)`.
@@ -12,10 +12,11 @@ func withLiveServer<Value>(
     setting keyPath: WritableKeyPath<ServerConfiguration, Value>, to value: Value,
     _ body: (HearthServer) async throws -> Void
 ) async throws {
-    try await runLiveServer(configure: { $0[keyPath: keyPath] = value }, body)
+    try await withLiveServer(configure: { $0[keyPath: keyPath] = value }, body)
 }
 
-private func runLiveServer(
+/// `withLiveServer` with the configuration changed by `configure`.
+func withLiveServer(
     configure: (inout ServerConfiguration) -> Void, _ body: (HearthServer) async throws -> Void
 ) async throws {
     var configuration = ServerConfiguration()

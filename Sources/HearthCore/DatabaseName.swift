@@ -1,5 +1,3 @@
-public import HearthCore
-
 /// The name of one of a daemon's databases: 1–63 lowercase letters, digits and hyphens, not
 /// starting or ending with a hyphen. That is a DNS label, so a name also works as the first
 /// label of a host (`shop.localhost`), and it is safe as a folder name.
@@ -8,7 +6,7 @@ public struct DatabaseName: Sendable, Hashable, Comparable, CustomStringConverti
 
     /// The pattern, as errors and documents state it.
     public static let rule =
-        "a name is 1–63 lowercase letters (a–z), digits and hyphens, not starting or ending with a hyphen"
+        "a name is 1–63 lowercase letters, digits and hyphens, not starting or ending with a hyphen"
 
     /// Validates `text`; the error names the rule.
     public init(_ text: String) throws(DatabaseError) {
