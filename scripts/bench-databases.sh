@@ -14,28 +14,31 @@
 # Servers run with the HTTP listener off: only the line protocol is measured.
 # Writes `<out>/databases-<UTC time>.jsonl` and `.md`.
 #
-# Usage: scripts/bench-databases.sh [--quick] [--rounds N] [--before HEARTHD] [--out DIR]
+# Usage: scripts/bench-databases.sh [--quick] [--rounds N] [--before HEARTHD] [--parts LIST] [--out DIR]
 #   --quick    counts divided by 10 (100 idle databases)
 #   --rounds   rounds of each part (default 4: each side goes first equally often)
 #   --before   a hearthd binary built at an earlier commit, for part 3
+#   --parts    the parts to run, e.g. 1,3 (default 1,2,3)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 source scripts/bench-common.sh
-usage="usage: scripts/bench-databases.sh [--quick] [--rounds N] [--before HEARTHD] [--out DIR]"
+usage="usage: scripts/bench-databases.sh [--quick] [--rounds N] [--before HEARTHD] [--parts LIST] [--out DIR]"
 quick=false
 rounds=4
 before=""
+parts=1,2,3
 out=bench-results
 while [ $# -gt 0 ]; do
     case $1 in
         --quick) quick=true; shift ;;
-        --rounds | --before | --out) [ $# -ge 2 ] || { echo "$usage" >&2; exit 2; }; printf -v "${1#--}" '%s' "$2"; shift 2 ;;
+        --rounds | --before | --parts | --out) [ $# -ge 2 ] || { echo "$usage" >&2; exit 2; }; printf -v "${1#--}" '%s' "$2"; shift 2 ;;
         *) echo "$usage" >&2; exit 2 ;;
     esac
 done
 [ -z "$before" ] || [ -x "$before" ] || { echo "--before: $before is not an executable" >&2; exit 2; }
-command_line="scripts/bench-databases.sh$(if $quick; then echo " --quick"; fi) --rounds $rounds$(if [ -n "$before" ]; then echo " --before $before"; fi)"
+command_line="scripts/bench-databases.sh$(if $quick; then echo " --quick"; fi) --rounds $rounds$(if [ -n "$before" ] && part 3; then echo " --before $before"; fi) --parts $parts"
+part() { [[ ",$parts," == *",$1,"* ]]; }
 
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 hearthd=""
@@ -61,7 +64,7 @@ record() { # label, then a JSON line on stdin: appends it with its label
 }
 
 # Part 1: two databases written at once against one.
-for engine_threads in default 1; do
+part 1 && for engine_threads in default 1; do
     if [ "$engine_threads" = default ]; then
         echo '{"httpPort": "off", "maxWritesPerSecondPerConnection": 0, "autoCreateDatabases": true}' >"$work/hearth.json"
     else
@@ -78,20 +81,23 @@ for engine_threads in default 1; do
 done
 
 # Part 2: many idle databases against none.
-echo '{"httpPort": "off", "maxWritesPerSecondPerConnection": 0, "autoCreateDatabases": true, "idleDatabaseSeconds": 2}' >"$work/idle.json"
-idle_databases=$(scale 1000)
-probes=50
-$quick && probes=10
-echo "==> $idle_databases idle databases against none" >&2
-"$bench" idle-databases --port "$(free_port)" --data-dir "$work/full" --empty-data-dir "$work/empty" \
-    --databases "$idle_databases" --nodes 1000 --probes "$probes" --rounds "$rounds" --seconds 900 \
-    --pid-file "$child_pid_file" -- "${hearthd_env[@]}" "$hearthd" --fsync never --log-level warning \
-    --config "$work/idle.json" | record "$idle_databases idle databases" || echo "==> idle-databases FAILED" >&2
-full_bytes=$(du -sb "$work/full" | cut -f1)
-rm -rf "$work/full" "$work/empty"
+full_bytes=0
+if part 2; then
+    echo '{"httpPort": "off", "maxWritesPerSecondPerConnection": 0, "autoCreateDatabases": true, "idleDatabaseSeconds": 2}' >"$work/idle.json"
+    idle_databases=$(scale 1000)
+    probes=50
+    $quick && probes=10
+    echo "==> $idle_databases idle databases against none" >&2
+    "$bench" idle-databases --port "$(free_port)" --data-dir "$work/full" --empty-data-dir "$work/empty" \
+        --databases "$idle_databases" --nodes 1000 --probes "$probes" --rounds "$rounds" --seconds 900 \
+        --pid-file "$child_pid_file" -- "${hearthd_env[@]}" "$hearthd" --fsync never --log-level warning \
+        --config "$work/idle.json" | record "$idle_databases idle databases" || echo "==> idle-databases FAILED" >&2
+    full_bytes=$(du -sb "$work/full" | cut -f1)
+    rm -rf "$work/full" "$work/empty"
+fi
 
 # Part 3: one database, the earlier build against this one.
-if [ -n "$before" ]; then
+if [ -n "$before" ] && part 3; then
     echo '{"httpPort": "off", "maxWritesPerSecondPerConnection": 0}' >"$work/hearth.json"
     for round in $(seq "$rounds"); do
         sides="before after"
