@@ -2,8 +2,8 @@
 # Several databases in one daemon (BENCHMARKS.md, "Several databases"), three parts:
 #  1. `hearth-bench databases`: pipelined writes (lean generator, window 2,000, fsync never) to
 #     one database, to two databases at once and to one database from two connections, in
-#     interleaved rounds on one server, with the server's threads' time on a core; once with the
-#     default engine threads and once with `engineThreads: 1` (both databases on one thread).
+#     interleaved rounds, with the server's threads' time on a core; with the default engine
+#     threads and with `engineThreads: 1` (both databases on one thread), taking turns.
 #  2. `hearth-bench idle-databases`: a data directory of 1,000 databases of 1,000 leaves (filled
 #     through the line protocol) against an empty one, a fresh server per round: start-up time,
 #     resident memory, and the latency of the first request to a closed database.
@@ -63,22 +63,27 @@ record() { # label, then a JSON line on stdin: appends it with its label
     sed "s|^{|{\"label\":\"$1\",|" | tee -a "$results"
 }
 
-# Part 1: two databases written at once against one.
-part 1 && for engine_threads in default 1; do
-    if [ "$engine_threads" = default ]; then
-        echo '{"httpPort": "off", "maxWritesPerSecondPerConnection": 0, "autoCreateDatabases": true}' >"$work/hearth.json"
-    else
-        echo "{\"httpPort\": \"off\", \"maxWritesPerSecondPerConnection\": 0, \"autoCreateDatabases\": true, \"engineThreads\": $engine_threads}" \
-            >"$work/hearth.json"
-    fi
-    rm -rf "$work/data"
-    start_hearthd "$hearthd"
-    echo "==> two databases against one, engineThreads $engine_threads" >&2
-    "$bench" databases --port "$port" --server-pid "$server_pid" --rounds "$rounds" --count "$(scale 1000000)" \
-        --seconds 60 | record "engineThreads $engine_threads" || echo "==> databases FAILED" >&2
-    stop_pid "$server_pid"
-    server_pid=""
-done
+# Part 1: two databases written at once against one. The two settings take turns, a fresh
+# server each time, which runs two rounds of the scenario (its loads in both orders).
+if part 1; then
+    for turn in $(seq $(((rounds + 1) / 2))); do
+        settings="default 1"
+        [ $((turn % 2)) = 0 ] && settings="1 default"
+        for engine_threads in $settings; do
+            threads_setting=""
+            [ "$engine_threads" = default ] || threads_setting=", \"engineThreads\": $engine_threads"
+            echo "{\"httpPort\": \"off\", \"maxWritesPerSecondPerConnection\": 0, \"autoCreateDatabases\": true$threads_setting}" \
+                >"$work/hearth.json"
+            rm -rf "$work/data"
+            start_hearthd "$hearthd"
+            echo "==> two databases against one, engineThreads $engine_threads" >&2
+            "$bench" databases --port "$port" --server-pid "$server_pid" --rounds 2 --count "$(scale 1000000)" \
+                --seconds 60 | record "engineThreads $engine_threads" || echo "==> databases FAILED" >&2
+            stop_pid "$server_pid"
+            server_pid=""
+        done
+    done
+fi
 
 # Part 2: many idle databases against none.
 full_bytes=0
@@ -144,25 +149,43 @@ parts = [l for l in lines if l.get("scenario") == "databases"]
 if parts:
     out.append("## Two databases written at once against one (lean generator, window 2,000)")
     out.append("")
-    out.append("Medians of the rounds. `ran` is a thread's time on a core as a share of the wall time (1 = a whole "
-               "core), `waited` its time runnable but waiting for one; cores busy counts the server and the "
-               "generator together.")
+    out.append("Each setting's servers took turns, a fresh server each time running two rounds; medians over all "
+               "rounds (rates) and over the servers (the rest). `ran` is a thread's time on a core as a share of the "
+               "wall time (1 = a whole core), `waited` its time runnable but waiting for one; cores busy counts the "
+               "server and the generator together.")
     out.append("")
-    out.append("| setting | load | writes/s | rounds | server µs/write | generator µs/write | cores busy | threads: ran / waited |")
+    out.append("| setting | load | writes/s | min–max of the rounds | server µs/write | generator µs/write | cores busy | threads: ran / waited |")
     out.append("|---|---|---|---|---|---|---|---|")
     names = {"one": "one database, 1 connection", "two": "two databases, 1 connection each",
              "oneDatabaseTwoConnections": "one database, 2 connections"}
-    for r in parts:
+    med = statistics.median
+    for label in sorted({r["label"] for r in parts}, key=lambda l: (l != "engineThreads default", l)):
+        runs = [r for r in parts if r["label"] == label]
+        rates = {}
         for key, name in names.items():
-            d = r.get(key)
-            if not d:
+            ds = [r[key] for r in runs if key in r]
+            if not ds:
                 continue
-            threads = ", ".join(f"{t['thread']} {t['ran']:.2f} / {t['waitedForCore']:.2f}" for t in d.get("threads", []))
-            rounds = " ".join(num(x) for x in d["roundsOpsPerSecond"])
-            out.append(f"| {r['label']} | {name} | {num(d['opsPerSecond'])} | {rounds} | {d.get('serverCPUMicrosPerWrite', '—')} "
-                       f"| {d['generatorCPUMicrosPerWrite']} | {d.get('coresBusy', '—')} | {threads} |")
-        out.append(f"| {r['label']} | **two ÷ one** | **{r.get('twoOverOne')}** | two connections to one database ÷ one: "
-                   f"{r.get('twoConnectionsOverOne')} | | | | |")
+            all_rates = [x for d in ds for x in d["roundsOpsPerSecond"]]
+            rates[key] = med(all_rates)
+            thread_names = sorted({t["thread"] for d in ds for t in d.get("threads", [])})
+            threads = []
+            for t in thread_names:
+                ran = [x["ran"] for d in ds for x in d.get("threads", []) if x["thread"] == t]
+                waited = [x["waitedForCore"] for d in ds for x in d.get("threads", []) if x["thread"] == t]
+                threads.append((med(ran), t, med(waited)))
+            threads.sort(reverse=True)
+            text = ", ".join(f"{t} {r:.2f} / {w:.2f}" for r, t, w in threads)
+            server = med(d["serverCPUMicrosPerWrite"] for d in ds) if all("serverCPUMicrosPerWrite" in d for d in ds) else "—"
+            busy = med(d["coresBusy"] for d in ds) if all("coresBusy" in d for d in ds) else "—"
+            out.append(f"| {label} | {name} | {num(rates[key])} | {num(min(all_rates))}–{num(max(all_rates))} "
+                       f"| {server if server == '—' else f'{server:.2f}'} | {med(d['generatorCPUMicrosPerWrite'] for d in ds):.3f} "
+                       f"| {busy if busy == '—' else f'{busy:.2f}'} | {text} |")
+        if "one" in rates and "two" in rates:
+            per_server = " ".join(f"{r['twoOverOne']:.2f}" for r in runs if "twoOverOne" in r)
+            same = f"{rates['oneDatabaseTwoConnections'] / rates['one']:.2f}" if "oneDatabaseTwoConnections" in rates else "—"
+            out.append(f"| {label} | **two ÷ one** | **{rates['two'] / rates['one']:.2f}** | each server: {per_server} "
+                       f"| two connections to one database ÷ one: {same} | | | |")
     out.append("")
 
 idle = [l for l in lines if l.get("scenario") == "idle-databases"]
