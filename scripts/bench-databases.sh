@@ -3,7 +3,8 @@
 #  1. `hearth-bench databases`: pipelined writes (lean generator, window 2,000, fsync never) to
 #     one database, to two databases at once and to one database from two connections, in
 #     interleaved rounds, with the server's threads' time on a core; with the default engine
-#     threads and with `engineThreads: 1` (both databases on one thread), taking turns.
+#     threads and with `engineThreads: 1` (both databases on one thread), each also under rules
+#     that make the engine's thread the busiest, taking turns.
 #  2. `hearth-bench idle-databases`: a data directory of 1,000 databases of 1,000 leaves (filled
 #     through the line protocol) against an empty one, a fresh server per round: start-up time,
 #     resident memory, and the latency of the first request to a closed database.
@@ -63,22 +64,47 @@ record() { # label, then a JSON line on stdin: appends it with its label
     sed "s|^{|{\"label\":\"$1\",|" | tee -a "$results"
 }
 
-# Part 1: two databases written at once against one. The two settings take turns, a fresh
+# Part 1: two databases written at once against one, with the default engine threads and with
+# one, plain and under rules whose checks make the engine's thread the busiest (the rules file
+# below: a regular expression and string functions per write). The settings take turns, a fresh
 # server each time, which runs two rounds of the scenario (its loads in both orders).
+cat >"$work/rules.json" <<'EOF'
+{
+  "rules": {
+    "bench": {
+      "db": {
+        "$c": {
+          ".read": true,
+          ".write": "$c.beginsWith('c') && newData.isString() && newData.val().length <= 16",
+          ".validate": "newData.val().matches(/^x+$/) && !newData.val().contains('y') && newData.val().toUpperCase() == 'XXX'"
+        }
+      }
+    }
+  }
+}
+EOF
 if part 1; then
     for turn in $(seq $(((rounds + 1) / 2))); do
-        settings="default 1"
-        [ $((turn % 2)) = 0 ] && settings="1 default"
-        for engine_threads in $settings; do
-            threads_setting=""
-            [ "$engine_threads" = default ] || threads_setting=", \"engineThreads\": $engine_threads"
-            echo "{\"httpPort\": \"off\", \"maxWritesPerSecondPerConnection\": 0, \"autoCreateDatabases\": true$threads_setting}" \
+        settings="default 1 rules:default rules:1"
+        [ $((turn % 2)) = 0 ] && settings="rules:1 rules:default 1 default"
+        for setting in $settings; do
+            engine_threads=${setting#rules:}
+            label="engineThreads $engine_threads"
+            extra=""
+            count=$(scale 1000000)
+            [ "$engine_threads" = default ] || extra=", \"engineThreads\": $engine_threads"
+            if [ "$setting" != "$engine_threads" ]; then
+                label="rules, $label"
+                extra="$extra, \"rulesFile\": \"$work/rules.json\""
+                count=$(scale 200000)
+            fi
+            echo "{\"httpPort\": \"off\", \"maxWritesPerSecondPerConnection\": 0, \"autoCreateDatabases\": true$extra}" \
                 >"$work/hearth.json"
             rm -rf "$work/data"
             start_hearthd "$hearthd"
-            echo "==> two databases against one, engineThreads $engine_threads" >&2
-            "$bench" databases --port "$port" --server-pid "$server_pid" --rounds 2 --count "$(scale 1000000)" \
-                --seconds 60 | record "engineThreads $engine_threads" || echo "==> databases FAILED" >&2
+            echo "==> two databases against one, $label" >&2
+            "$bench" databases --port "$port" --server-pid "$server_pid" --rounds 2 --count "$count" \
+                --seconds 60 | record "$label" || echo "==> databases FAILED" >&2
             stop_pid "$server_pid"
             server_pid=""
         done
@@ -159,7 +185,8 @@ if parts:
     names = {"one": "one database, 1 connection", "two": "two databases, 1 connection each",
              "oneDatabaseTwoConnections": "one database, 2 connections"}
     med = statistics.median
-    for label in sorted({r["label"] for r in parts}, key=lambda l: (l != "engineThreads default", l)):
+    order = ["engineThreads default", "engineThreads 1", "rules, engineThreads default", "rules, engineThreads 1"]
+    for label in sorted({r["label"] for r in parts}, key=lambda l: (order.index(l) if l in order else len(order), l)):
         runs = [r for r in parts if r["label"] == label]
         rates = {}
         for key, name in names.items():
