@@ -1340,7 +1340,8 @@ const CARDS = [
 function bytes(n) {
   if (n < 1024) return n + ' B';
   if (n < 1024 * 1024) return (n / 1024).toFixed(1) + ' KiB';
-  return (n / 1024 / 1024).toFixed(1) + ' MiB';
+  if (n < 1024 * 1024 * 1024) return (n / 1024 / 1024).toFixed(1) + ' MiB';
+  return (n / 1024 / 1024 / 1024).toFixed(1) + ' GiB';
 }
 
 function sparkline(values) {
@@ -1404,13 +1405,19 @@ async function pollStats() {
 
 // ---------------------------------------------------------------------------------------------
 // Databases: the picker in the header lists the server's databases (for admins), shows the one
-// every request addresses, switches to another (listed or typed), and creates one (admins).
+// every request addresses, switches to another (listed or typed), creates one (admins), shows
+// the chosen one's information, and deletes it (admins).
 
-/** A call to `/.well-known/hearth/databases[/<name>]`, with the credential as a bearer token. */
-async function databasesCall(method, name) {
+/**
+ * A call to `/.well-known/hearth/databases[/<name>][?<query>]`, with the credential as a bearer
+ * token.
+ */
+async function databasesCall(method, name, query = {}) {
   const headers = {};
   if (auth.token) headers.Authorization = 'Bearer ' + auth.token;
-  const url = '/.well-known/hearth/databases' + (name === undefined ? '' : '/' + encodeURIComponent(name));
+  const search = new URLSearchParams(query).toString();
+  const url = '/.well-known/hearth/databases' + (name === undefined ? '' : '/' + encodeURIComponent(name)) +
+    (search ? '?' + search : '');
   return answerOf(await fetch(url, { method, headers, cache: 'no-store' }));
 }
 
@@ -1419,6 +1426,7 @@ function databaseState(text, kind = 'info') {
   const state = $('#db-state');
   state.textContent = text || '';
   state.dataset.state = kind;
+  delete state.dataset.movedTo;
   state.className = kind === 'error' ? 'error' : 'muted';
 }
 
@@ -1436,6 +1444,7 @@ async function listDatabases() {
       : 'cannot list the databases: ' + error.message);
   }
   showDatabases();
+  inspectDatabase();
 }
 
 /** The picker as `database` says: the default, the listed databases and the current one. */
@@ -1451,6 +1460,8 @@ function showDatabases() {
   for (const name of [...names].sort()) select.append(new Option(name, name));
   select.value = database.name === database.defaultName ? '' : database.name;
   $('#db-create').hidden = database.listed === null;
+  // Delete: for admins (the list could be read), on a database other than the default.
+  $('#db-delete').hidden = database.listed === null || !database.name;
   const picker = $('#database');
   picker.dataset.ns = database.name;
   picker.dataset.current = database.name || database.defaultName || '';
@@ -1480,6 +1491,7 @@ function useDatabase(name) {
   restartQuery();
   $('#rules-error').textContent = '';
   if (!$('#panel-rules').hidden) rules.load();
+  inspectDatabase();
 }
 
 /**
@@ -1519,10 +1531,139 @@ async function createDatabase() {
   databaseState('created ' + name, 'ok');
 }
 
+// The information panel: `GET /.well-known/hearth/databases/<name>` for the chosen database, read
+// when the panel opens, when the database changes, after the list is read again (signing in or
+// out) and on Refresh. Only the latest read is shown.
+let inspection = 0;
+
+/** Reads and shows the chosen database's information, when the panel is open. */
+async function inspectDatabase() {
+  const panel = $('#db-panel');
+  if (panel.hidden) return;
+  const reading = ++inspection;
+  const name = database.name || database.defaultName;
+  const infoState = $('#db-info-state');
+  infoState.className = 'muted';
+  if (name === null) {
+    // The default database's name comes from the list; without it, nothing can be asked.
+    showDatabaseInfo(null);
+    infoState.className = 'error';
+    infoState.textContent = 'reading a database\'s information needs an admin secret';
+    return;
+  }
+  infoState.textContent = 'reading…';
+  try {
+    const info = await databasesCall('GET', name);
+    if (reading !== inspection) return;
+    showDatabaseInfo(info);
+    infoState.textContent = 'as of ' + new Date().toLocaleTimeString();
+  } catch (error) {
+    if (reading !== inspection) return;
+    showDatabaseInfo(null);
+    infoState.className = 'error';
+    infoState.textContent = 'cannot read ' + name + '\'s information: ' + error.message;
+  }
+}
+
+/** Fills the panel with `info` (an INFO object of the databases API), or empties it. */
+function showDatabaseInfo(info) {
+  const panel = $('#db-panel');
+  const quotas = [];
+  if (info && info.maxBytes !== null && info.maxBytes !== undefined) quotas.push('at most ' + bytes(info.maxBytes) + ' on disk');
+  if (info && info.maxConnections !== null && info.maxConnections !== undefined) {
+    quotas.push('at most ' + info.maxConnections + ' connections');
+  }
+  const fields = info === null ? {} : {
+    name: info.name + (info.default ? ' (the default database)' : ''),
+    open: info.open ? 'open' : 'closed',
+    rev: info.rev === undefined || info.rev === null ? '— (read while open)' : String(info.rev),
+    bytes: bytes(info.bytes) + (info.bytes >= 1024 ? ' (' + info.bytes.toLocaleString('en') + ' bytes)' : ''),
+    connections: String(info.connections),
+    directory: info.directory,
+    quotas: quotas.length ? quotas.join(', ') : 'none',
+  };
+  for (const element of panel.querySelectorAll('[data-field]')) {
+    element.textContent = fields[element.dataset.field] ?? '';
+  }
+  panel.dataset.name = info ? info.name : '';
+  panel.dataset.open = info ? String(info.open) : '';
+  panel.dataset.rev = info && info.rev !== undefined && info.rev !== null ? String(info.rev) : '';
+  panel.dataset.directory = info ? info.directory : '';
+}
+
+function toggleDatabaseInfo() {
+  const panel = $('#db-panel');
+  panel.hidden = !panel.hidden;
+  $('#db-info-button').setAttribute('aria-expanded', String(!panel.hidden));
+  inspectDatabase();
+}
+
+/** Asks before deleting the chosen database: the user types its name, and may choose to purge. */
+function askDeleteDatabase() {
+  const name = database.name;
+  if (!name) return;
+  const dialog = $('#db-delete-dialog');
+  dialog.dataset.name = name;
+  $('#db-delete-name').textContent = name;
+  $('#db-delete-confirm').value = '';
+  $('#db-delete-purge').checked = false;
+  $('#db-delete-error').textContent = '';
+  dialog.showModal();
+}
+
+/** The dialog's Delete: only with the name typed exactly; anything else deletes nothing. */
+function confirmDeleteDatabase(event) {
+  event.preventDefault();
+  const dialog = $('#db-delete-dialog');
+  const name = dialog.dataset.name;
+  if ($('#db-delete-confirm').value.trim() !== name) {
+    $('#db-delete-error').textContent = 'type ' + name + ' to delete it: nothing was deleted';
+    return;
+  }
+  dialog.close();
+  deleteDatabase(name, $('#db-delete-purge').checked);
+}
+
+/**
+ * Deletes database `name` (`DELETE /.well-known/hearth/databases/<name>[?purge=true]`, admins).
+ * The console moves to the default database first: its own stream, query and reads would
+ * otherwise keep the database open, and a server that creates databases on first use would
+ * create it again. When the server refuses, the console goes back to it (unless it does not
+ * exist) and shows the server's message.
+ */
+async function deleteDatabase(name, purge) {
+  if (transferState.busy) {
+    databaseState('wait for the transfer to finish before deleting a database', 'error');
+    return;
+  }
+  useDatabase('');
+  databaseState('deleting ' + name + '…');
+  let answer;
+  try {
+    answer = await databasesCall('DELETE', name, purge ? { purge: 'true' } : {});
+  } catch (error) {
+    if (error.status !== 404) useDatabase(name);
+    databaseState('cannot delete ' + name + ': ' + error.message, 'error');
+    return;
+  }
+  await listDatabases();
+  if (answer.purged) {
+    databaseState('deleted ' + name + ': its files were removed (purged)', 'ok');
+  } else {
+    databaseState('deleted ' + name + ': its data moved to ' + answer.movedTo, 'ok');
+    $('#db-state').dataset.movedTo = answer.movedTo || '';
+  }
+}
+
 function setupDatabases() {
   $('#db-select').addEventListener('change', (event) => { databaseState(''); useDatabase(event.target.value); });
   $('#database').addEventListener('submit', (event) => { event.preventDefault(); openTypedDatabase(); });
   $('#db-create').addEventListener('click', createDatabase);
+  $('#db-info-button').addEventListener('click', toggleDatabaseInfo);
+  $('#db-refresh').addEventListener('click', inspectDatabase);
+  $('#db-delete').addEventListener('click', askDeleteDatabase);
+  $('#db-delete-form').addEventListener('submit', confirmDeleteDatabase);
+  $('#db-delete-cancel').addEventListener('click', () => $('#db-delete-dialog').close());
   showDatabases();
 }
 
@@ -1565,5 +1706,5 @@ document.addEventListener('DOMContentLoaded', () => {
   listDatabases();
   pollStats();
   setInterval(pollStats, 1000);
-  window.hearthConsole = { tree, query, rules, database, openLocation, runQuery, useDatabase };
+  window.hearthConsole = { tree, query, rules, database, openLocation, runQuery, useDatabase, inspectDatabase, deleteDatabase };
 });
