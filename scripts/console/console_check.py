@@ -16,11 +16,16 @@ icon and the Swift snippet's line-protocol port; the database picker: a bad name
 server's message, a database created through it holds what the page writes there (read over TCP
 with `use`) and nothing of it shows in the default database, and its tree, stream, query and
 rules all address it (`ns`), also after a reload and after switching back and forth, and signed
-out. Saves one screenshot per panel (data.png, query.png, rules.png, server.png) and one of the
-picker (database.png) in SCREENSHOT_DIR. Prints "ok" last.
+out; the picker's Info panel shows the chosen database's information (its rev after a write,
+on Refresh; its folder, size and quotas); deleting it needs its name typed (a wrong one deletes
+nothing), moves it to the trash under the data directory (the console shows where, the folder
+exists) or purges it, drops it from the picker and moves the console to the default database.
+Saves one screenshot per panel (data.png, query.png, rules.png, server.png) and two of the
+picker (database.png, database-info.png) in SCREENSHOT_DIR. Prints "ok" last.
 """
 import json
 import os
+import re
 import shutil
 import socket
 import sys
@@ -546,6 +551,100 @@ def main():
         find("#auth-input").send_keys(admin, Keys.ENTER)
         wait(lambda: value_of("/only-in-shop") == '"here"', what="shop's value, signed in again")
         wait(lambda: find("#db-create").is_displayed(), what="Create offered again")
+
+        # 13. Inspect: the picker's Info panel shows the chosen database's information from
+        #     GET /.well-known/hearth/databases/<name>, read again on Refresh.
+        databases = http_json("/.well-known/hearth/databases")["databases"]
+        data_dir = os.path.normpath(next(info["directory"] for info in databases if info["default"]))
+        find("#db-info-button").click()
+        panel = find('[data-role="database-info"]')
+        wait(lambda: panel.is_displayed() and panel.get_attribute("data-name") == "shop",
+             what="shop's information", page=lambda: find("#db-info-state").text)
+
+        def field(name):
+            return panel.find_element(By.CSS_SELECTOR, '[data-field="%s"]' % name).text
+
+        def server_rev():
+            return http_json("/.well-known/hearth/databases/shop").get("rev")
+
+        shown = int(panel.get_attribute("data-rev"))
+        shop.set("/inspected", True)
+        wait(lambda: (server_rev() or 0) > shown, what="shop's rev to pass %d after a write" % shown)
+        info = http_json("/.well-known/hearth/databases/shop")
+        find("#db-refresh").click()
+        wait(lambda: panel.get_attribute("data-rev") == str(info["rev"]),
+             what="the rev %s after Refresh (shown: %r)" % (info["rev"], panel.get_attribute("data-rev")),
+             page=lambda: find("#db-info-state").text)
+        check(field("rev") == str(info["rev"]) and field("open") == "open", "rev and state: %r %r" % (field("rev"), field("open")))
+        check(field("directory") == info["directory"] and os.path.normpath(info["directory"]) == os.path.join(data_dir, "databases", "shop"),
+              "shop's folder: %r (server: %r, data directory %r)" % (field("directory"), info["directory"], data_dir))
+        check(re.fullmatch(r"\d+(\.\d)? (B|KiB|MiB|GiB)( \([\d,]+ bytes\))?", field("bytes")) is not None,
+              "the size on disk in human units: %r" % field("bytes"))
+        check(field("connections").isdigit() and field("quotas") == "none",
+              "connections and quotas: %r %r" % (field("connections"), field("quotas")))
+        print("inspect shop: rev %s, %s, %s connections" % (field("rev"), field("bytes"), field("connections")))
+        time.sleep(1.2)
+        driver.save_screenshot(os.path.join(shots, "database-info.png"))
+
+        # 14. Delete (admins, not the default database): a wrongly typed name deletes nothing;
+        #     the right one moves shop to the trash under the data directory, and the console
+        #     is on the default database; purged, another one leaves nothing behind.
+        check(find("#db-delete").is_displayed(), "an admin is not offered Delete on shop")
+        find("#db-delete").click()
+        wait(lambda: find("#db-delete-dialog[open]"), what="the delete confirmation")
+        confirm = find("#db-delete-confirm")
+        confirm.send_keys("shopx", Keys.ENTER)
+        wait(lambda: "nothing was deleted" in find("#db-delete-error").text, what="the refused confirmation")
+        check(find("#db-delete-dialog[open]") is not None, "a wrong name closed the confirmation")
+        check("shop" in [i["name"] for i in http_json("/.well-known/hearth/databases")["databases"]],
+              "a wrong name deleted shop")
+        check(current() == "shop", "a wrong name left shop")
+        check(not find("#db-delete-purge").is_selected(), "purge is chosen by default")
+        confirm.clear()
+        confirm.send_keys("shop")
+        find("#db-delete-ok").click()
+        wait(lambda: find("#db-state").get_attribute("data-moved-to"), what="where shop went", page=picker_state)
+        moved_to = find("#db-state").get_attribute("data-moved-to")
+        print("deleted: " + picker_state())
+        check(moved_to in picker_state(), "the console does not say where the data went: " + picker_state())
+        check(moved_to.startswith(os.path.join(data_dir, "trash", "shop-")), "moved to %r, not the trash of %r" % (moved_to, data_dir))
+        check(os.path.isdir(moved_to), "the trash folder %s does not exist" % moved_to)
+        check(not os.path.exists(info["directory"]), "shop's folder is still there")
+        wait(lambda: "shop" not in picker_options(), what="shop gone from the picker (%s)" % picker_options())
+        check(current() == "" and "ns=" not in driver.current_url, "the console is not on the default database")
+        listed = [i["name"] for i in http_json("/.well-known/hearth/databases")["databases"]]
+        check("shop" not in listed, "the server still lists shop: %s" % listed)
+        wait(lambda: value_of("/greeting") is not None and "● live" in find("#live-state").text,
+             what="the default database's tree, live")
+        wait(lambda: panel.get_attribute("data-name") == "default", what="the default database's information")
+        check(not find("#db-delete").is_displayed(), "Delete is offered on the default database")
+        name_field.send_keys("scratch")
+        find("#db-create").click()
+        wait(lambda: current() == "scratch" and panel.get_attribute("data-name") == "scratch",
+             what="scratch created and inspected", page=picker_state)
+        scratch_dir = panel.get_attribute("data-directory")
+        find("#db-delete").click()
+        wait(lambda: find("#db-delete-dialog[open]"), what="the delete confirmation")
+        confirm.send_keys("scratch")
+        find("#db-delete-purge").click()
+        confirm.send_keys(Keys.ENTER)
+        wait(lambda: "purged" in picker_state() and current() == "", what="scratch purged", page=picker_state)
+        check(not os.path.exists(scratch_dir), "scratch's folder is still there")
+        check(not any(n.startswith("scratch-") for n in os.listdir(os.path.join(data_dir, "trash"))),
+              "a purged database went to the trash")
+        # The server's refusals show beside the picker: the default database, an unknown one.
+        driver.execute_script("hearthConsole.deleteDatabase('default', false)")
+        wait(lambda: "cannot be deleted" in picker_state(), what="the refusal to delete the default database",
+             page=picker_state)
+        check(find("#db-state").get_attribute("data-state") == "error" and current() == "", "after the refusal")
+        print("default: " + picker_state())
+        driver.execute_script("hearthConsole.deleteDatabase('nosuch', false)")
+        wait(lambda: "no database named" in picker_state(), what="the 404 for an unknown database", page=picker_state)
+        check(current() == "", "a refused delete left the default database")
+        # Signed out: no Delete.
+        find("#signout").click()
+        wait(lambda: "admin secret" in picker_state(), what="the refused list", page=picker_state)
+        check(not find("#db-delete").is_displayed(), "Delete is offered without an admin secret")
         shop.sock.close()
     finally:
         logs = []
