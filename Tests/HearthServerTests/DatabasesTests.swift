@@ -122,13 +122,17 @@ final class DatabasesTests: XCTestCase {
             XCTAssertEqual(try client.request(#"{"op":"use","id":1,"db":"small"}"#)["db"], "small")
             let big = String(repeating: "x", count: 1000)
             var refused: JSONValue?
+            var refusedKey = ""
             for i in 0..<20 {
                 let answer = try client.request(#"{"op":"set","id":2,"path":"/k\#(i)","value":"\#(big)"}"#)
                 if answer["ok"] == .bool(false) {
                     refused = answer
+                    refusedKey = "k\(i)"
                     break
                 }
             }
+            // The refused write left nothing.
+            XCTAssertEqual(try client.request(#"{"op":"get","id":9,"path":"/\#(refusedKey)"}"#)["value"], .null)
             XCTAssertEqual(refused?["error"]?["code"], "quota_exceeded", "\(String(describing: refused))")
             XCTAssertTrue(refused?["error"]?["message"]?.stringValue?.contains("4096") ?? false)
             XCTAssertEqual(try client.request(#"{"op":"remove","id":3,"path":"/k0"}"#)["ok"], .bool(true))
