@@ -32,6 +32,38 @@ final class ConfigurationTests: XCTestCase {
         XCTAssertEqual(c.port, 9300)
     }
 
+    func testDatabaseSettingsFromTheFileAndTheEnvironment() throws {
+        var c = ServerConfiguration()
+        XCTAssertEqual(c.databases.defaultName, "default")
+        XCTAssertNil(c.databases.autoCreate)
+        try c.apply(
+            file: json(
+                #"{"defaultDatabase":"main","maxDatabases":50,"idleDatabaseSeconds":60,"databaseDomains":["db.example.com"],"databases":{"shop":{"maxBytes":1000000,"maxConnections":10,"adminSecrets":["s"]},"*":{"maxConnections":5}}}"#
+            ), source: "test")
+        XCTAssertEqual(c.databases.defaultName, "main")
+        XCTAssertEqual(c.databases.maxDatabases, 50)
+        XCTAssertEqual(c.databases.idleCloseSeconds, 60)
+        XCTAssertEqual(c.databases.domains, ["db.example.com"])
+        XCTAssertEqual(c.databases.settings(for: "shop").maxBytes, 1_000_000)
+        XCTAssertEqual(c.databases.settings(for: "shop").adminSecrets, ["s"])
+        XCTAssertEqual(c.databases.settings(for: "blog").maxConnections, 5)
+        try c.apply(environment: ["HEARTH_AUTO_CREATE_DATABASES": "0", "HEARTH_DEFAULT_DATABASE": "prod"])
+        XCTAssertEqual(c.databases.autoCreate, false)
+        XCTAssertEqual(c.databases.defaultName, "prod")
+        for (file, expected) in [
+            (#"{"defaultDatabase":"Main"}"#, "lowercase letters"),
+            (#"{"databases":{"No_Good":{}}}"#, "lowercase letters"),
+            (#"{"databases":{"shop":{"maxBytes":-1}}}"#, "positive whole numbers"),
+            (#"{"databases":{"shop":{"quota":1}}}"#, "unknown setting \"quota\""),
+        ] {
+            var bad = ServerConfiguration()
+            XCTAssertThrowsError(try bad.apply(file: json(file), source: "f"), file) {
+                XCTAssertTrue("\($0)".contains(expected), "\($0)")
+            }
+        }
+        XCTAssertThrowsError(try c.apply(environment: ["HEARTH_AUTO_CREATE_DATABASES": "maybe"]))
+    }
+
     func testBadSettingsAreErrors() {
         var c = ServerConfiguration()
         XCTAssertThrowsError(try c.apply(file: json(#"{"prot":9000}"#), source: "f")) {
