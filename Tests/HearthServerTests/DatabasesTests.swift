@@ -133,6 +133,11 @@ final class DatabasesTests: XCTestCase {
             }
             // The refused write left nothing.
             XCTAssertEqual(try client.request(#"{"op":"get","id":9,"path":"/\#(refusedKey)"}"#)["value"], .null)
+            // Over HTTP: 507.
+            let http = try HTTPTestClient(port: try XCTUnwrap(server.httpPort))
+            let overQuota = try http.request("PUT", "/more.json?ns=small", body: #""\#(big)""#)
+            XCTAssertEqual(overQuota.status, 507, overQuota.text)
+            XCTAssertTrue(overQuota.error?.contains("maxBytes") ?? false, overQuota.text)
             XCTAssertEqual(refused?["error"]?["code"], "quota_exceeded", "\(String(describing: refused))")
             XCTAssertTrue(refused?["error"]?["message"]?.stringValue?.contains("4096") ?? false)
             XCTAssertEqual(try client.request(#"{"op":"remove","id":3,"path":"/k0"}"#)["ok"], .bool(true))
