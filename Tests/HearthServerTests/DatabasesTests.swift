@@ -138,6 +138,12 @@ final class DatabasesTests: XCTestCase {
             let overQuota = try http.request("PUT", "/more.json?ns=small", body: #""\#(big)""#)
             XCTAssertEqual(overQuota.status, 507, overQuota.text)
             XCTAssertTrue(overQuota.error?.contains("maxBytes") ?? false, overQuota.text)
+            // The HTTP connection counted as one of the database's connections until it closed.
+            http.close()
+            let admin = try TestClient(port: server.port)
+            try await waitUntil {
+                try admin.request(#"{"op":"databaseInfo","id":1,"db":"small"}"#)["database"]?["connections"] == .int(1)
+            }
             XCTAssertEqual(refused?["error"]?["code"], "quota_exceeded", "\(String(describing: refused))")
             XCTAssertTrue(refused?["error"]?["message"]?.stringValue?.contains("4096") ?? false)
             XCTAssertEqual(try client.request(#"{"op":"remove","id":3,"path":"/k0"}"#)["ok"], .bool(true))
