@@ -208,7 +208,11 @@ final class DatabaseRegistry: Sendable {
                         return .refuse(error)
                     }
                     state.known.insert(name)
-                    context.logger.notice("created a database on first use", metadata: ["db": "\(name)"])
+                    // A Firebase SDK names its database in every request: a first one created here
+                    // may be an app that expected the default database.
+                    context.logger.notice(
+                        "created a database on first use (autoCreateDatabases); requests that name no database go to \"\(defaultName)\": set defaultDatabase to \"\(name)\" if this is the app's one database",
+                        metadata: ["db": "\(name)"])
                 }
                 let loopIndex = state.load.indices.min { state.load[$0] < state.load[$1] } ?? 0
                 state.load[loopIndex] += 1
