@@ -212,6 +212,22 @@ final class DatabasesTests: XCTestCase {
             XCTAssertFalse(FileManager.default.fileExists(atPath: directory + "/databases/doomed"))
             let trash = try FileManager.default.contentsOfDirectory(atPath: directory + "/trash")
             XCTAssertEqual(trash.count, 1, "\(trash)")
+            // A connection that deletes its own database gets the answer, then the event, then
+            // the close.
+            let own = try TestClient(port: server.port)
+            XCTAssertEqual(try own.request(#"{"op":"use","id":1,"db":"mine"}"#)["ok"], .bool(true))
+            let mine = try own.request(#"{"op":"deleteDatabase","id":2,"db":"mine"}"#)
+            XCTAssertEqual(mine["deleted"], "mine", "\(mine)")
+            XCTAssertNotNil(mine["movedTo"])
+            XCTAssertEqual(try own.readJSON()["error"]?["code"], "not_found")
+            XCTAssertTrue(own.waitForClose())
+            // Over HTTP, a keep-alive connection that used a database deletes it and stays.
+            let http = try HTTPTestClient(port: try XCTUnwrap(server.httpPort))
+            XCTAssertEqual(try http.request("PUT", "/x.json?ns=kept", body: "1").status, 200)
+            let gone = try http.request("DELETE", "/.well-known/hearth/databases/kept")
+            XCTAssertEqual(gone.status, 200, gone.text)
+            XCTAssertEqual(gone.json["deleted"], "kept")
+            XCTAssertEqual(try http.request("GET", "/.well-known/hearth/databases/kept").status, 404)
             // The default database is the data directory: never deleted.
             let refused = try admin.request(#"{"op":"deleteDatabase","id":4,"db":"default"}"#)
             XCTAssertEqual(refused["error"]?["code"], "bad_request")

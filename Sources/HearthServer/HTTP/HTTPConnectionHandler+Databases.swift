@@ -52,11 +52,7 @@ extension HTTPConnectionHandler {
     ) {
         switch result {
         case .success(let newLease):
-            if let old = lease {
-                engine.submit(.disconnected(sessionID: id))
-                old.release()
-                engineIdentity = ""
-            }
+            leaveDatabase()
             lease = newLease
             engine = newLease.engine
             boundDatabase = name
@@ -69,6 +65,18 @@ extension HTTPConnectionHandler {
         }
     }
 
+    /// Ends the connection's session on its database and lets go of it; the next request
+    /// addresses a database afresh.
+    func leaveDatabase() {
+        guard let old = lease else { return }
+        engine.submit(.disconnected(sessionID: id))
+        old.release()
+        lease = nil
+        engineIdentity = ""
+        engine = databases.defaultDatabase.engine
+        boundDatabase = nil
+    }
+
     /// `/.well-known/hearth/databases…`: admins list, inspect, create and delete databases.
     func serveDatabases(
         _ request: DatabaseRequest, call: RESTCall, head: HTTPRequestHead, context: ChannelHandlerContext
@@ -77,6 +85,11 @@ extension HTTPConnectionHandler {
             countRejection(refused)
             finish(RESTResponse.error(refused), head: head, call: call, context: context)
             return
+        }
+        if case .delete(let name, _) = request, name == boundDatabase {
+            // The connection leaves the database first: deleting it closes the connections that
+            // use it, and this one must live to carry the answer.
+            leaveDatabase()
         }
         state = .waiting(Exchange(head: head, call: call, identityAnswers: 0))
         databases.perform(request, on: context.eventLoop).assumeIsolated().whenComplete { [self] result in

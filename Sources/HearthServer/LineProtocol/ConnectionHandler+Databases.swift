@@ -34,6 +34,14 @@ extension ConnectionHandler {
             }
         default:
             if security.isOpen || serverAdmin {
+                if case .delete(let name, _) = request, let own = lease, own.database.name.text == name {
+                    // Deleting its own database: the connection leaves it first (its
+                    // onDisconnect operations run there), answers, then closes.
+                    engine.submit(.disconnected(sessionID: self.id))
+                    own.release()
+                    lease = nil
+                    closesAfterAnswer = true
+                }
                 future = databases.perform(request, on: loop)
             } else {
                 future = loop.makeFailedFuture(
@@ -57,6 +65,14 @@ extension ConnectionHandler {
                 connectionMetrics.requestRejected(errorCode: error.code)
             }
             fillServerSlot(line, context: context)
+            if closesAfterAnswer {
+                heldLines.removeAll()
+                send(
+                    ResponseEncoder.errorEvent(DatabaseError(.notFound, "this connection's database was deleted")),
+                    context: context)
+                closeAfterPendingResponses(context: context)
+                return
+            }
             releaseHeldLines(context: context)
         }
     }

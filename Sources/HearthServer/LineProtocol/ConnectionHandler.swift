@@ -45,6 +45,8 @@ final class ConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler, Tr
     /// decides which engine they go to), then are handled in order.
     @exclusivity(unchecked) var heldLines: CircularBuffer<[UInt8]> = []
     @exclusivity(unchecked) var holdingLines = false
+    /// The connection deleted its own database: it closes once that answer is out.
+    @exclusivity(unchecked) var closesAfterAnswer = false
     /// Signed in with a server-wide admin credential (database lifecycle requests need one).
     @exclusivity(unchecked) var serverAdmin = false
     /// Hands the engine this loop's submissions together (nil: straight to the engine).
