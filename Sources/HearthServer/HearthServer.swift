@@ -127,11 +127,12 @@ public final class HearthServer: Sendable {
                 name.text == defaultName ? security.counters : SecurityCounters()
             })
         let defaultName = try DatabaseName(configuration.databases.defaultName)
-        // In a cluster, the previous run's onDisconnect operations may belong to other nodes'
-        // live connections: the leader decides.
         let defaultDatabase = try HostedDatabase.open(
             name: defaultName, directory: configuration.dataDirectory, loop: engineLoops[0], context: databaseContext,
-            rules: rules, rulesStore: rulesStore, runsOrphans: !clustered)
+            rules: rules, rulesStore: rulesStore)
+        // In a cluster, the previous run's onDisconnect operations may belong to other nodes'
+        // live connections: the leader decides.
+        if !clustered { try await defaultDatabase.runOrphanedOnDisconnect().get() }
         let engine = defaultDatabase.engine
         let databases = DatabaseRegistry(
             layout: DatabaseLayout(dataDirectory: configuration.dataDirectory, defaultName: defaultName.text),

@@ -1,4 +1,5 @@
 import HearthCore
+import HearthStorage
 
 #if canImport(Glibc)
 import Glibc
@@ -84,25 +85,16 @@ struct DatabaseLayout: Sendable {
         let modified: Int64
     }
 
+    /// The entries of folder `path` (none when it cannot be read), each with its `lstat`.
     static func entries(of path: String) -> [Entry] {
-        guard let dir = opendir(path) else { return [] }
-        defer { closedir(dir) }
-        var entries: [Entry] = []
-        while let entry = readdir(dir) {
-            let name = withUnsafePointer(to: &entry.pointee.d_name) { pointer in
-                pointer.withMemoryRebound(to: CChar.self, capacity: MemoryLayout.size(ofValue: pointer.pointee)) {
-                    String(cString: $0)
-                }
-            }
-            guard name != ".", name != ".." else { continue }
+        let names = (try? PosixFileSystem().listDirectory(path)) ?? []
+        return names.compactMap { name in
             var info = stat()
-            guard lstat(path + "/" + name, &info) == 0 else { continue }
-            entries.append(
-                Entry(
-                    name: name, isDirectory: (info.st_mode & S_IFMT) == S_IFDIR, size: Int64(info.st_size),
-                    modified: Int64(info.st_mtim.tv_sec)))
+            guard lstat(path + "/" + name, &info) == 0 else { return nil }
+            return Entry(
+                name: name, isDirectory: (info.st_mode & S_IFMT) == S_IFDIR, size: Int64(info.st_size),
+                modified: Int64(info.st_mtim.tv_sec))
         }
-        return entries
     }
 
     static func makeDirectory(_ path: String) throws(DatabaseError) {

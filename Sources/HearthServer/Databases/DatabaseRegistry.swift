@@ -243,9 +243,10 @@ final class DatabaseRegistry: Sendable {
         let directory = layout.directory(of: name)
         let opened = openingPool.runIfActive(eventLoop: loop) {
             let (rules, store) = try HostedDatabase.rules(for: name, directory: directory, context: context)
-            return try HostedDatabase.open(
-                name: name, directory: directory, loop: loop, context: context, rules: rules, rulesStore: store,
-                runsOrphans: true)
+            let database = try HostedDatabase.open(
+                name: name, directory: directory, loop: loop, context: context, rules: rules, rulesStore: store)
+            try database.runOrphanedOnDisconnect().wait()
+            return database
         }
         opened.whenComplete { result in
             self.state.withLockedValue { state in

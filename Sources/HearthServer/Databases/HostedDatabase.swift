@@ -61,11 +61,10 @@ final class HostedDatabase: Sendable {
     }
 
     /// Recovers database `name` from `directory` and starts its engine on `loop`. Blocking: call
-    /// it off the event loops. `runsOrphans`: run the onDisconnect operations the log kept from
-    /// connections of the previous run (a standalone node's, before anyone can connect).
+    /// it off the event loops.
     static func open(
         name: DatabaseName, directory: String, loop: any EventLoop, context: Context, rules: RuleSet?,
-        rulesStore: RulesStore, runsOrphans: Bool
+        rulesStore: RulesStore
     ) throws -> HostedDatabase {
         let configuration = context.configuration
         var logger = context.logger
@@ -99,11 +98,6 @@ final class HostedDatabase: Sendable {
                 retentionSeconds: configuration.writeIdRetentionSeconds, now: context.clock()),
             changeLogRevisions: configuration.changeLogRevisions)
         engine.storedBytesLimit = configuration.databases.settings(for: name.text).maxBytes
-        if runsOrphans {
-            // The onDisconnect operations the log kept belong to connections of the previous
-            // run, which are all gone: they run now, before anyone can connect.
-            try loop.submit { engine.runOrphanedOnDisconnect(storage.onDisconnect.queues) }.wait()
-        }
         var timers: [RepeatedTask] = []
         if configuration.fsync == .everysec {
             timers.append(
@@ -111,6 +105,15 @@ final class HostedDatabase: Sendable {
         }
         return HostedDatabase(
             name: name, directory: directory, engine: engine, timers: timers, openedRev: recovered.rev)
+    }
+
+    /// Runs the onDisconnect operations the log kept, which belong to connections of the previous
+    /// run: on a standalone node those are all gone, so they run before anyone can connect.
+    func runOrphanedOnDisconnect() -> EventLoopFuture<Void> {
+        engine.loop.submit { [engine] in
+            guard let queues = engine.storage?.onDisconnect.queues else { return }
+            engine.runOrphanedOnDisconnect(queues)
+        }
     }
 
     /// Lets the engine finish what it was handed, then closes the log. The engine takes nothing
