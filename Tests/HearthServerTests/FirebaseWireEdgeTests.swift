@@ -1,0 +1,269 @@
+import Foundation
+import HearthJSON
+import HearthServer
+import HearthTestSupport
+import XCTest
+
+/// The Firebase wire protocol's refusals and edges: rules and identities, bad frames, unknown
+/// actions, oversized messages, binary frames, unknown databases, TLS.
+final class FirebaseWireEdgeTests: XCTestCase {
+    private let rules = #"""
+        {"rules":{
+          "public":{".read":true,".write":true},
+          "users":{"$uid":{".read":"auth != null && auth.uid == $uid",".write":"auth != null && auth.uid == $uid"}}
+        }}
+        """#
+
+    /// Under rules, a listen and writes the rules refuse are answered permission_denied with
+    /// "Permission denied", no data is pushed, the connection goes on, and a refused listen
+    /// does not get later changes.
+    func testPermissionDeniedForListenGetAndWrites() async throws {
+        let rulesFile = try temporaryFile(rules)
+        try await withSecureServer(secureConfiguration { $0.rulesFile = rulesFile }) { server in
+            let port = server.httpPort ?? 0
+            try restPut(port, "/secret", #"{"x":1}"#, admin: true)
+            let client = try await FirebaseWireClient(port: port)
+            try await client.stats()
+            for (action, body) in [
+                ("q", #"{"p":"/secret","h":""}"#),
+                ("g", #"{"p":"/secret","q":{}}"#),
+                ("p", #"{"p":"/secret/x","d":1}"#),
+                ("m", #"{"p":"/secret","d":{"x":2}}"#),
+                ("m", #"{"p":"/","d":{"public/a":1,"secret/x":2}}"#),
+                ("o", #"{"p":"/secret/x","d":null}"#),
+            ] {
+                let exchange = try await client.request(action, body)
+                XCTAssertEqual(exchange.response.status, "permission_denied", "\(action) \(body)")
+                XCTAssertEqual(exchange.response.data, "Permission denied", "\(action) \(body)")
+                XCTAssertEqual(exchange.pushesBefore, [], "\(action) \(body)")
+            }
+            // The refused multi-path update wrote nothing, not even its allowed part.
+            XCTAssertEqual(try restGet(port, "/public/a", admin: true), .null)
+            XCTAssertEqual(try restGet(port, "/secret", admin: true), json(#"{"x":1}"#))
+            // The refused listen is not live: an admin write pushes nothing to it.
+            try restPut(port, "/secret/x", "5", admin: true)
+            try await client.expectSilence("for a refused listen")
+            // Allowed requests still work.
+            var view = WireView()
+            view.apply(try await client.expectOK("q", #"{"p":"/public","h":""}"#).pushesBefore)
+            view.apply(try await client.expectOK("p", #"{"p":"/public/a","d":1}"#).pushesBefore)
+            XCTAssertEqual(view.value(at: "/public/a"), .int(1))
+            await client.close()
+        }
+    }
+
+    /// auth with an HS256 JWT: ok with the claims and the expiry; the rules see auth.uid;
+    /// unauth drops the identity; bad tokens are refused and leave the connection usable.
+    func testJWTAuthAndRulesSeeTheUid() async throws {
+        let rulesFile = try temporaryFile(rules)
+        let clock = TestClock()
+        try await withSecureServer(clock: clock, secureConfiguration { $0.rulesFile = rulesFile }) { server in
+            let port = server.httpPort ?? 0
+            let client = try await FirebaseWireClient(port: port)
+            try await client.stats()
+            let token = try await testToken(uid: "alice", now: clock.now, ttlSeconds: 600)
+            let auth = try await client.expectOK("auth", .object(["cred": .string(token)]))
+            XCTAssertEqual(auth.response.data["auth"]?["sub"], "alice", "\(auth)")
+            XCTAssertEqual(auth.response.data["expires"]?.int64Value, clock.now / 1000 + 600, "\(auth)")
+
+            var view = WireView()
+            view.apply(try await client.expectOK("q", #"{"p":"/users/alice","h":""}"#).pushesBefore)
+            let write = try await client.expectOK("p", #"{"p":"/users/alice/name","d":"Alice"}"#)
+            view.apply(write.pushesBefore)
+            XCTAssertEqual(view.value(at: "/users/alice/name"), "Alice")
+            var denied = try await client.request("q", #"{"p":"/users/bob","h":""}"#)
+            XCTAssertEqual(denied.response.status, "permission_denied")
+            denied = try await client.request("p", #"{"p":"/users/bob/name","d":"Mallory"}"#)
+            XCTAssertEqual(denied.response.status, "permission_denied")
+
+            // unauth: the identity is gone for the next requests.
+            let unauth = try await client.expectOK("unauth", .object([]))
+            XCTAssertEqual(unauth.response.data, "unauthenticated")
+            denied = try await client.request("p", #"{"p":"/users/alice/name","d":"Eve"}"#)
+            XCTAssertEqual(denied.response.status, "permission_denied")
+
+            // Refused tokens: a status naming the problem, and the connection goes on.
+            let expired = try await testToken(uid: "alice", now: clock.now - 7_200_000, ttlSeconds: 60)
+            for (token, allowed) in [
+                ("garbage", ["invalid_token"]),
+                (expired, ["invalid_token", "expired_token"]),
+            ] {
+                let refused = try await client.request("auth", .object(["cred": .string(token)]))
+                XCTAssertTrue(allowed.contains(refused.response.status), "\(refused)")
+            }
+            try await client.stats()
+            XCTAssertFalse(client.isClosed)
+
+            // gauth with the admin secret: the rules no longer apply.
+            try await client.expectOK("gauth", .object(["cred": .string(TestSecrets.admin)]))
+            try await client.expectOK("p", #"{"p":"/users/bob/name","d":"Bob"}"#)
+            XCTAssertEqual(try restGet(port, "/users/bob/name", admin: true), "Bob")
+            await client.close()
+        }
+    }
+
+    /// A token that expires while the connection is open: the server pushes `ac` with
+    /// expired_token and revokes the listens the rules no longer allow with `c`.
+    func testExpiryMidConnectionRevokesAuthAndListens() async throws {
+        let rulesFile = try temporaryFile(rules)
+        let clock = TestClock()
+        try await withSecureServer(
+            clock: clock,
+            secureConfiguration {
+                $0.rulesFile = rulesFile
+                $0.tokens.clockSkewSeconds = 0
+            }
+        ) { server in
+            let client = try await FirebaseWireClient(port: server.httpPort ?? 0)
+            let token = try await testToken(uid: "alice", now: clock.now, ttlSeconds: 1)
+            try await client.expectOK("auth", .object(["cred": .string(token)]))
+            try await client.expectOK("q", #"{"p":"/users/alice","h":""}"#)
+            clock.now += 3000
+            var revokedAuth = false
+            var revokedListen = false
+            let deadline = Date().addingTimeInterval(10)
+            while !(revokedAuth && revokedListen), Date() < deadline {
+                let push = try await client.nextPush(timeout: max(0.1, deadline.timeIntervalSinceNow))
+                if push.action == "ac" {
+                    XCTAssertEqual(push.body["s"], "expired_token", "\(push)")
+                    revokedAuth = true
+                }
+                if push.action == "c" {
+                    XCTAssertEqual(canonicalWirePath(push.path), "/users/alice", "\(push)")
+                    revokedListen = true
+                }
+            }
+            XCTAssertTrue(revokedAuth && revokedListen, "pushes: \(client.pushLog)")
+            let get = try await client.request("g", #"{"p":"/users/alice","q":{}}"#)
+            XCTAssertEqual(get.response.status, "permission_denied")
+            await client.close()
+        }
+    }
+
+    /// A frame that is not JSON, or JSON that is not an envelope: a control `e`, and the
+    /// connection goes on.
+    func testMalformedFramesGetAControlErrorAndTheConnectionGoesOn() async throws {
+        try await withLiveServer { server in
+            let client = try await FirebaseWireClient(port: server.httpPort ?? 0)
+            for bad in ["{not json", #"{"t":"x","d":{}}"#, "[1,2,3]", #"{"t":"d"}"#, "\"text\""] {
+                let control = try await client.nextControlAfter { try await client.sendRawFrame(bad) }
+                XCTAssertEqual(control.type, "e", "for \(bad)")
+                XCTAssertNotNil(control.data.stringValue, "for \(bad): \(control.data)")
+                try await client.stats()
+            }
+            // A count frame followed by pieces that do not make JSON: the same.
+            let control = try await client.nextControlAfter {
+                try await client.sendRawFrame("2")
+                try await client.sendRawFrame(#"{"t":"d","#)
+                try await client.sendRawFrame("oops")
+            }
+            XCTAssertEqual(control.type, "e")
+            try await client.stats()
+            XCTAssertFalse(client.isClosed)
+            await client.close()
+        }
+    }
+
+    /// An unknown action is answered bad_request for its `r`; the connection goes on.
+    func testUnknownActionIsABadRequest() async throws {
+        try await withLiveServer { server in
+            let client = try await FirebaseWireClient(port: server.httpPort ?? 0)
+            let exchange = try await client.request("frobnicate", #"{"p":"/x"}"#)
+            XCTAssertEqual(exchange.response.status, "bad_request")
+            XCTAssertTrue(
+                exchange.response.data.stringValue?.contains("unknown action") ?? false, "\(exchange.response)")
+            try await client.stats()
+            await client.close()
+        }
+    }
+
+    /// A message over maxMessageBytes is answered too_large for its `r` (read from its start),
+    /// nothing is written, and the connection goes on, in one frame and split alike.
+    func testMessageOverTheLimitIsTooLarge() async throws {
+        try await withLiveServer(setting: \.maxMessageBytes, to: 4096) { server in
+            let port = server.httpPort ?? 0
+            let client = try await FirebaseWireClient(port: port)
+            for size in [10_000, 50_000] {
+                let r = client.takeRequestNumber()
+                let value = String(repeating: "y", count: size)
+                try await client.send(text: #"{"t":"d","d":{"r":\#(r),"a":"p","b":{"p":"/huge","d":"\#(value)"}}}"#)
+                let response = try await client.response(for: r)
+                XCTAssertEqual(response.status, "too_large", "\(size) bytes: \(response)")
+                try await client.stats()
+            }
+            XCTAssertEqual(try restGet(port, "/huge"), .null)
+            try await client.expectOK("p", #"{"p":"/small","d":1}"#)
+            await client.close()
+        }
+    }
+
+    /// A binary frame closes the connection with WebSocket code 1003.
+    func testBinaryFrameClosesWith1003() async throws {
+        try await withLiveServer { server in
+            let client = try await FirebaseWireClient(port: server.httpPort ?? 0)
+            try await client.sendBinaryFrame([0x7B, 0x7D])
+            let closed = await client.waitForClose(timeout: 10)
+            XCTAssertTrue(closed)
+            XCTAssertEqual(client.closeFrame?.code, 1003)
+        }
+    }
+
+    /// An unknown database when databases are not created on first use: the shutdown control
+    /// `s` with a reason, then the server closes.
+    func testUnknownDatabaseGetsShutdown() async throws {
+        try await withLiveServer(setting: \.databases.autoCreate, to: false) { server in
+            let client = try await FirebaseWireClient(
+                port: server.httpPort ?? 0, target: FirebaseWireClient.sdkTarget(ns: "nosuchdb"), readHello: false)
+            let control = try await client.nextControl()
+            XCTAssertEqual(control.type, "s")
+            XCTAssertFalse(control.data.stringValue?.isEmpty ?? true, "\(control.data)")
+            let closed = await client.waitForClose(timeout: 10)
+            XCTAssertTrue(closed)
+        }
+    }
+
+    /// ns= names the database: writes through one database are not seen in another.
+    func testNamespaceSelectsTheDatabase() async throws {
+        try await withLiveServer { server in
+            let port = server.httpPort ?? 0
+            let one = try await FirebaseWireClient(port: port, target: FirebaseWireClient.sdkTarget(ns: "one"))
+            let other = try await FirebaseWireClient(port: port, target: FirebaseWireClient.sdkTarget(ns: "other"))
+            try await one.expectOK("p", #"{"p":"/x","d":"in one"}"#)
+            let seen = try await other.expectOK("g", #"{"p":"/x","q":{}}"#)
+            XCTAssertEqual(seen.response.data, .null)
+            let back = try await one.expectOK("g", #"{"p":"/x","q":{}}"#)
+            XCTAssertEqual(back.response.data, "in one")
+            await one.close()
+            await other.close()
+        }
+    }
+
+    /// With TLS configured the endpoint is wss:// on the HTTP listener.
+    func testSecureWebSocket() async throws {
+        let pki = try TestPKI.serverPKI()
+        defer { pki.remove() }
+        try await withSecureServer(
+            secureConfiguration {
+                $0.tlsCertificate = pki.path("server.crt")
+                $0.tlsKey = pki.path("server.key")
+            }
+        ) { server in
+            let client = try await FirebaseWireClient(
+                port: server.httpPort ?? 0, tls: (pki.path("ca.crt"), "localhost"))
+            XCTAssertEqual(client.hello["v"], "5")
+            try await client.stats()
+            try await client.expectOK("p", #"{"p":"/t","d":"secret"}"#)
+            let get = try await client.expectOK("g", #"{"p":"/t","q":{}}"#)
+            XCTAssertEqual(get.response.data, "secret")
+            await client.close()
+        }
+    }
+}
+
+extension FirebaseWireClient {
+    /// Runs `send`, then returns the next message, which must be a control message.
+    func nextControlAfter(_ send: () async throws -> Void) async throws -> (type: String, data: JSONValue) {
+        try await send()
+        return try await nextControl()
+    }
+}

@@ -1,0 +1,187 @@
+import Foundation
+import HearthJSON
+import HearthServer
+import XCTest
+
+/// Tagged listens (queries with a start, end or limit) on the Firebase wire protocol: the
+/// window before the ok, its updates as children enter and leave it, every push carrying the
+/// query's tag, the index warning, the window's hash, unlisten by tag. The window a client ends up
+/// with is compared with the same query over REST; the shape of the pushes is the server's choice.
+final class FirebaseWireQueryTests: XCTestCase {
+    private static let scores = #"{"a":{"s":1},"b":{"s":5},"c":{"s":3}}"#
+
+    /// limitToLast(2) ordered by a child: the window follows every kind of write, as REST's
+    /// answer to the same query does.
+    func testLimitToLastWindowFollowsTheData() async throws {
+        try await withLiveServer { server in
+            let port = server.httpPort ?? 0
+            try restPut(port, "/scores", Self.scores)
+            let client = try await FirebaseWireClient(port: port)
+            let writer = try await FirebaseWireClient(port: port)
+            var view = WireView()
+            view.track(tag: 7, at: "/scores")
+            let listen = try await client.request("q", #"{"p":"/scores","q":{"l":2,"vf":"r","i":"s"},"t":7,"h":""}"#)
+            XCTAssertEqual(listen.response.status, "ok")
+            XCTAssertEqual(listen.response.data, json(#"{"w":["no_index"]}"#))
+            XCTAssertTrue(listen.pushesBefore.allSatisfy { $0.tag == 7 }, "\(listen.pushesBefore)")
+            view.apply(listen.pushesBefore)
+            XCTAssertEqual(normalised(view.window(7)), normalised(json(#"{"b":{"s":5},"c":{"s":3}}"#)))
+
+            let query = #"orderBy=%22s%22&limitToLast=2"#
+            let writes: [(String, String, String)] = [
+                ("p", #"{"p":"/scores/d","d":{"s":9}}"#, "d enters, c leaves"),
+                ("m", #"{"p":"/scores/b","d":{"s":0}}"#, "b leaves, c enters"),
+                ("p", #"{"p":"/scores/c/note","d":"x"}"#, "c changes in place"),
+                ("p", #"{"p":"/scores/e","d":{"s":-1}}"#, "e stays out"),
+                ("p", #"{"p":"/scores/d","d":null}"#, "d leaves, a enters"),
+                ("m", #"{"p":"/scores","d":{"a":null,"f":{"s":4},"g":{"s":2}}}"#, "a leaves, f and g compete"),
+                ("p", #"{"p":"/scores","d":{"only":{"s":1}}}"#, "the whole list is replaced"),
+                ("p", #"{"p":"/scores","d":null}"#, "the window empties"),
+            ]
+            for (action, body, what) in writes {
+                let exchange = try await writer.request(action, body)
+                XCTAssertEqual(exchange.response.status, "ok", what)
+                var expected = try restGet(port, "/scores", query: query)
+                if expected == .object([]) { expected = .null }
+                try await client.pushes(into: &view, until: { normalised($0.window(7)) == normalised(expected) })
+                XCTAssertTrue(client.pushLog.allSatisfy { $0.tag == 7 }, "\(what): every push carries the tag")
+            }
+            // A write elsewhere does not touch the window.
+            try await writer.expectOK("p", #"{"p":"/elsewhere","d":1}"#)
+            try await client.expectSilence("for a write outside the query")
+            await client.close()
+            await writer.close()
+        }
+    }
+
+    /// The writer's own tagged listen gets the window's change before the write's ok.
+    func testTaggedChangeComesBeforeTheWritersOk() async throws {
+        try await withLiveServer { server in
+            let port = server.httpPort ?? 0
+            try restPut(port, "/scores", Self.scores)
+            let client = try await FirebaseWireClient(port: port)
+            var view = WireView()
+            view.track(tag: 1, at: "/scores")
+            view.apply(
+                try await client.expectOK("q", #"{"p":"/scores","q":{"l":2,"vf":"l","i":"s"},"t":1,"h":""}"#)
+                    .pushesBefore)
+            XCTAssertEqual(normalised(view.window(1)), normalised(json(#"{"a":{"s":1},"c":{"s":3}}"#)))
+            let write = try await client.expectOK("p", #"{"p":"/scores/z","d":{"s":0}}"#)
+            view.apply(write.pushesBefore)
+            XCTAssertEqual(normalised(view.window(1)), normalised(json(#"{"z":{"s":0},"a":{"s":1}}"#)))
+            await client.close()
+        }
+    }
+
+    /// Key and value queries (the encodings the SDK sends, recorded): no index warning for
+    /// .key and .value, the windows right, and an unlisten by tag ends that listen only.
+    func testKeyAndValueQueriesAndUnlistenByTag() async throws {
+        try await withLiveServer { server in
+            let port = server.httpPort ?? 0
+            try restPut(port, "/keys", #"{"a":1,"b":2,"c":3,"d":4,"e":5}"#)
+            try restPut(port, "/vals", #"{"p":2,"q":3,"r":3,"s":4}"#)
+            let client = try await FirebaseWireClient(port: port)
+            var view = WireView()
+            view.track(tag: 1, at: "/keys")
+            view.track(tag: 2, at: "/vals")
+            let keyQuery = #"{"sp":"b","sin":false,"l":2,"vf":"l","i":".key"}"#
+            let valueQuery = #"{"sp":3,"sin":true,"ep":3,"ein":true,"i":".value"}"#
+            var exchange = try await client.expectOK("q", #"{"p":"/keys","q":\#(keyQuery),"t":1,"h":""}"#)
+            XCTAssertEqual(exchange.response.data, .object([]), "no warning for .key")
+            view.apply(exchange.pushesBefore)
+            XCTAssertEqual(normalised(view.window(1)), normalised(json(#"{"c":3,"d":4}"#)))
+            exchange = try await client.expectOK("q", #"{"p":"/vals","q":\#(valueQuery),"t":2,"h":""}"#)
+            XCTAssertEqual(exchange.response.data, .object([]), "no warning for .value")
+            view.apply(exchange.pushesBefore)
+            XCTAssertEqual(normalised(view.window(2)), normalised(json(#"{"q":3,"r":3}"#)))
+
+            // startAfter("b"): a new key "bb" enters the first two, d leaves.
+            exchange = try await client.expectOK("p", #"{"p":"/keys/bb","d":0}"#)
+            view.apply(exchange.pushesBefore)
+            XCTAssertEqual(normalised(view.window(1)), normalised(json(#"{"bb":0,"c":3}"#)))
+            // equalTo(3): p becomes 3 and enters.
+            exchange = try await client.expectOK("p", #"{"p":"/vals/p","d":3}"#)
+            view.apply(exchange.pushesBefore)
+            XCTAssertEqual(normalised(view.window(2)), normalised(json(#"{"p":3,"q":3,"r":3}"#)))
+
+            // Unlisten tag 1 (with its query, as the SDK sends it): /keys pushes stop, /vals go on.
+            exchange = try await client.expectOK("n", #"{"p":"/keys","q":\#(keyQuery),"t":1}"#)
+            XCTAssertEqual(exchange.response.data, "")
+            exchange = try await client.expectOK("p", #"{"p":"/keys/ba","d":0}"#)
+            XCTAssertEqual(exchange.pushesBefore, [], "the /keys query was unlistened")
+            exchange = try await client.expectOK("p", #"{"p":"/vals/q","d":9}"#)
+            XCTAssertTrue(exchange.pushesBefore.allSatisfy { $0.tag == 2 })
+            view.apply(exchange.pushesBefore)
+            XCTAssertEqual(normalised(view.window(2)), normalised(json(#"{"p":3,"r":3}"#)))
+            await client.close()
+        }
+    }
+
+    /// A default listen and a tagged listen at the same path live side by side: the default
+    /// one gets every change untagged, the tagged one its window with its tag.
+    func testDefaultAndTaggedListensOnOnePath() async throws {
+        try await withLiveServer { server in
+            let port = server.httpPort ?? 0
+            try restPut(port, "/scores", Self.scores)
+            let client = try await FirebaseWireClient(port: port)
+            var view = WireView()
+            view.track(tag: 3, at: "/scores")
+            view.apply(try await client.expectOK("q", #"{"p":"/scores","h":""}"#).pushesBefore)
+            view.apply(
+                try await client.expectOK("q", #"{"p":"/scores","q":{"l":1,"vf":"r","i":"s"},"t":3,"h":""}"#)
+                    .pushesBefore)
+            XCTAssertEqual(normalised(view.value(at: "/scores")), normalised(json(Self.scores)))
+            XCTAssertEqual(view.window(3), json(#"{"b":{"s":5}}"#))
+            let write = try await client.expectOK("p", #"{"p":"/scores/a/s","d":8}"#)
+            view.apply(write.pushesBefore)
+            XCTAssertEqual(view.value(at: "/scores/a/s"), .int(8))
+            XCTAssertEqual(view.window(3), json(#"{"a":{"s":8}}"#))
+            await client.close()
+        }
+    }
+
+    /// With `.indexOn` for the child in the rules there is no warning.
+    func testNoWarningWhenTheIndexIsDeclared() async throws {
+        let rules = try temporaryFile(
+            #"{"rules":{".read":true,".write":true,"scores":{".indexOn":["s"]}}}"#)
+        try await withLiveServer(setting: \.rulesFile, to: rules) { server in
+            let port = server.httpPort ?? 0
+            let client = try await FirebaseWireClient(port: port)
+            try await client.expectOK("p", .object(["p": "/scores", "d": json(Self.scores)]))
+            var view = WireView()
+            view.track(tag: 1, at: "/scores")
+            let listen = try await client.expectOK("q", #"{"p":"/scores","q":{"l":2,"vf":"r","i":"s"},"t":1,"h":""}"#)
+            XCTAssertEqual(listen.response.data, .object([]))
+            view.apply(listen.pushesBefore)
+            XCTAssertEqual(normalised(view.window(1)), normalised(json(#"{"b":{"s":5},"c":{"s":3}}"#)))
+            let unindexed = try await client.expectOK("q", #"{"p":"/other","q":{"l":2,"vf":"r","i":"s"},"t":2,"h":""}"#)
+            XCTAssertEqual(unindexed.response.data, json(#"{"w":["no_index"]}"#))
+            await client.close()
+        }
+    }
+
+    /// A tagged listen re-sent with the hash of the window it holds gets no data; with any
+    /// other hash it gets the window.
+    func testTaggedListenHashSkip() async throws {
+        try await withLiveServer { server in
+            let port = server.httpPort ?? 0
+            try restPut(
+                port, "/list", #"{"-P8FJGc4jKh7OwcjKN97":{"score":7},"w":{"score":10},"y":{"score":5},"z":{"score":3}}"#
+            )
+            let client = try await FirebaseWireClient(port: port)
+            // The window's hash from the recorded session.
+            let matching = try await client.expectOK(
+                "q", #"{"p":"/list","q":{"l":2,"vf":"r","i":"score"},"t":1,"h":"S4RwUWS5QofmJCnw/YkZtNiSQsM="}"#)
+            XCTAssertEqual(matching.pushesBefore, [])
+            var view = WireView()
+            view.track(tag: 2, at: "/list")
+            let stale = try await client.expectOK(
+                "q", #"{"p":"/list","q":{"l":3,"vf":"r","i":"score"},"t":2,"h":"S4RwUWS5QofmJCnw/YkZtNiSQsM="}"#)
+            view.apply(stale.pushesBefore)
+            XCTAssertEqual(
+                normalised(view.window(2)),
+                normalised(json(#"{"-P8FJGc4jKh7OwcjKN97":{"score":7},"w":{"score":10},"y":{"score":5}}"#)))
+            await client.close()
+        }
+    }
+}
