@@ -135,7 +135,7 @@ let transcriptSeed = #"""
 
 /// Writes `body` at `path` over REST (`PUT path.json`), optionally as the admin.
 func restPut(_ port: Int, _ path: String, _ body: String, admin: Bool = false) throws {
-    let target = path + ".json" + (admin ? "?auth=\(TestSecrets.admin)" : "")
+    let target = (path.isEmpty ? "/" : path) + ".json" + (admin ? "?auth=\(TestSecrets.admin)" : "")
     let response = try HTTPTestClient(port: port).request("PUT", target, body: body)
     guard response.status == 200 else {
         throw TestClient.Failure(description: "PUT \(path) answered \(response.status): \(response.text)")
@@ -144,7 +144,7 @@ func restPut(_ port: Int, _ path: String, _ body: String, admin: Bool = false) t
 
 /// Reads `path` over REST (`GET path.json` + `query`), optionally as the admin.
 func restGet(_ port: Int, _ path: String, query: String = "", admin: Bool = false) throws -> JSONValue {
-    var target = path + ".json" + (query.isEmpty ? "" : "?" + query)
+    var target = (path.isEmpty ? "/" : path) + ".json" + (query.isEmpty ? "" : "?" + query)
     if admin { target += (query.isEmpty ? "?" : "&") + "auth=\(TestSecrets.admin)" }
     let response = try HTTPTestClient(port: port).request("GET", target)
     guard response.status == 200 else {
