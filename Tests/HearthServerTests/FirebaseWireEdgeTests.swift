@@ -4,6 +4,10 @@ import HearthServer
 import HearthTestSupport
 import XCTest
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// The Firebase wire protocol's refusals and edges: rules and identities, bad frames, unknown
 /// actions, oversized messages, binary frames, unknown databases, TLS.
 final class FirebaseWireEdgeTests: XCTestCase {
@@ -164,6 +168,45 @@ final class FirebaseWireEdgeTests: XCTestCase {
         }
     }
 
+    /// Count frames from the client: a count of 1, and a message cut in the middle of a token,
+    /// are read as one message each.
+    func testCountPrefixedMessagesFromTheClient() async throws {
+        try await withLiveServer { server in
+            let client = try await FirebaseWireClient(port: server.httpPort ?? 0)
+            var r = client.takeRequestNumber()
+            try await client.sendRawFrame("1")
+            try await client.sendRawFrame(#"{"t":"d","d":{"r":\#(r),"a":"p","b":{"p":"/c","d":"one"}}}"#)
+            let one = try await client.response(for: r)
+            XCTAssertEqual(one.status, "ok")
+            r = client.takeRequestNumber()
+            let text = #"{"t":"d","d":{"r":\#(r),"a":"p","b":{"p":"/c","d":"two pieces"}}}"#
+            let cut = text.index(text.startIndex, offsetBy: 35)
+            for frame in ["2", String(text[..<cut]), String(text[cut...])] { try await client.sendRawFrame(frame) }
+            let response = try await client.response(for: r)
+            XCTAssertEqual(response.status, "ok")
+            let stored = try await client.expectOK("g", #"{"p":"/c","q":{}}"#)
+            XCTAssertEqual(stored.response.data, "two pieces")
+            await client.close()
+        }
+    }
+
+    /// Data the server refuses (a key with a forbidden character) is answered with an error
+    /// status and a message; nothing is written and the connection goes on.
+    func testInvalidDataIsRefusedWithAMessage() async throws {
+        try await withLiveServer { server in
+            let port = server.httpPort ?? 0
+            let client = try await FirebaseWireClient(port: port)
+            for body in [#"{"p":"/bad","d":{"a.b":1}}"#, #"{"p":"/bad/a#b","d":1}"#] {
+                let exchange = try await client.request("p", body)
+                XCTAssertNotEqual(exchange.response.status, "ok", body)
+                XCTAssertFalse(exchange.response.data.stringValue?.isEmpty ?? true, "\(exchange.response)")
+            }
+            XCTAssertEqual(try restGet(port, "/bad"), .null)
+            try await client.stats()
+            await client.close()
+        }
+    }
+
     /// An unknown action is answered bad_request for its `r`; the connection goes on.
     func testUnknownActionIsABadRequest() async throws {
         try await withLiveServer { server in
@@ -209,16 +252,24 @@ final class FirebaseWireEdgeTests: XCTestCase {
     }
 
     /// An unknown database when databases are not created on first use: the shutdown control
-    /// `s` with a reason, then the server closes.
+    /// `s` with a reason, then the server closes. Read as raw bytes to the end of the stream, so
+    /// that what the server wrote before closing is all seen.
     func testUnknownDatabaseGetsShutdown() async throws {
         try await withLiveServer(setting: \.databases.autoCreate, to: false) { server in
-            let client = try await FirebaseWireClient(
-                port: server.httpPort ?? 0, target: FirebaseWireClient.sdkTarget(ns: "nosuchdb"), readHello: false)
-            let control = try await client.nextControl()
-            XCTAssertEqual(control.type, "s")
-            XCTAssertFalse(control.data.stringValue?.isEmpty ?? true, "\(control.data)")
-            let closed = await client.waitForClose(timeout: 10)
-            XCTAssertTrue(closed)
+            let bytes = try rawUpgrade(
+                port: server.httpPort ?? 0, target: FirebaseWireClient.sdkTarget(ns: "nosuchdb"))
+            let text = String(decoding: bytes, as: UTF8.self)
+            XCTAssertTrue(text.hasPrefix("HTTP/1.1 101"), text)
+            let separator = Array("\r\n\r\n".utf8)
+            guard let end = (0..<bytes.count).first(where: { bytes[$0...].starts(with: separator) }) else {
+                return XCTFail(text)
+            }
+            let frames = serverFrames(Array(bytes[(end + 4)...]))
+            XCTAssertEqual(frames.first?.opcode, 1, "a text frame first: \(frames)")
+            let control = json(String(decoding: frames.first?.payload ?? [], as: UTF8.self))
+            XCTAssertEqual(control["t"], "c")
+            XCTAssertEqual(control["d"]?["t"], "s", "\(control)")
+            XCTAssertFalse(control["d"]?["d"]?.stringValue?.isEmpty ?? true, "\(control)")
         }
     }
 
@@ -266,4 +317,51 @@ extension FirebaseWireClient {
         try await send()
         return try await nextControl()
     }
+}
+
+/// Sends a WebSocket upgrade for `target` on a plain socket and returns every byte the server
+/// sends until it closes (at most 10 s).
+func rawUpgrade(port: Int, target: String) throws -> [UInt8] {
+    let fd = try connectLoopback(port: port)
+    defer { Glibc.close(fd) }
+    let request = HTTPTestClient.requestText(
+        "GET", target,
+        headers: [
+            ("Upgrade", "websocket"), ("Connection", "Upgrade"), ("Sec-WebSocket-Version", "13"),
+            ("Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ=="),
+        ])
+    let bytes = Array(request.utf8)
+    guard bytes.withUnsafeBytes({ send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }) == bytes.count else {
+        throw TestClient.Failure(description: "send() failed")
+    }
+    var received: [UInt8] = []
+    var chunk = [UInt8](repeating: 0, count: 65536)
+    let deadline = Date().addingTimeInterval(10)
+    while deadline.timeIntervalSinceNow > 0 {
+        var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        guard poll(&pfd, 1, 100) > 0 else { continue }
+        let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+        if n <= 0 { return received }
+        received += chunk[0..<n]
+    }
+    throw TestClient.Failure(description: "the server did not close within 10 s")
+}
+
+/// The unmasked frames a server sent: opcode and payload (short and 16-bit lengths).
+func serverFrames(_ bytes: [UInt8]) -> [(opcode: UInt8, payload: [UInt8])] {
+    var frames: [(opcode: UInt8, payload: [UInt8])] = []
+    var i = 0
+    while i + 2 <= bytes.count {
+        let opcode = bytes[i] & 0x0F
+        var length = Int(bytes[i + 1] & 0x7F)
+        i += 2
+        if length == 126, i + 2 <= bytes.count {
+            length = Int(bytes[i]) << 8 | Int(bytes[i + 1])
+            i += 2
+        }
+        guard i + length <= bytes.count else { break }
+        frames.append((opcode, Array(bytes[i..<i + length])))
+        i += length
+    }
+    return frames
 }

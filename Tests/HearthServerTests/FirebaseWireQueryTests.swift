@@ -184,4 +184,60 @@ final class FirebaseWireQueryTests: XCTestCase {
             await client.close()
         }
     }
+
+    /// Two tagged queries on one path: each gets its own window with its own tag, and
+    /// unlistening one by its tag leaves the other live. The index is a deeper child path.
+    func testTwoTaggedQueriesOnOnePath() async throws {
+        try await withLiveServer { server in
+            let port = server.httpPort ?? 0
+            try restPut(port, "/p", #"{"a":{"m":{"r":1}},"b":{"m":{"r":2}},"c":{"m":{"r":3}}}"#)
+            let client = try await FirebaseWireClient(port: port)
+            let writer = try await FirebaseWireClient(port: port)
+            var view = WireView()
+            view.track(tag: 11, at: "/p")
+            view.track(tag: 12, at: "/p")
+            let first = #"{"l":1,"vf":"l","i":"m/r"}"#
+            let last = #"{"l":1,"vf":"r","i":"m/r"}"#
+            view.apply(try await client.expectOK("q", #"{"p":"/p","q":\#(first),"t":11,"h":""}"#).pushesBefore)
+            view.apply(try await client.expectOK("q", #"{"p":"/p","q":\#(last),"t":12,"h":""}"#).pushesBefore)
+            XCTAssertEqual(view.window(11), json(#"{"a":{"m":{"r":1}}}"#))
+            XCTAssertEqual(view.window(12), json(#"{"c":{"m":{"r":3}}}"#))
+            try await writer.expectOK("p", #"{"p":"/p/z","d":{"m":{"r":9}}}"#)
+            try await client.pushes(into: &view, until: { $0.window(12) == json(#"{"z":{"m":{"r":9}}}"#) })
+            XCTAssertEqual(view.window(11), json(#"{"a":{"m":{"r":1}}}"#))
+            try await client.expectOK("n", #"{"p":"/p","q":\#(last),"t":12}"#)
+            try await writer.expectOK("p", #"{"p":"/p/y","d":{"m":{"r":0}}}"#)
+            try await client.pushes(into: &view, until: { $0.window(11) == json(#"{"y":{"m":{"r":0}}}"#) })
+            try await writer.expectOK("p", #"{"p":"/p/x","d":{"m":{"r":99}}}"#)
+            try await client.expectSilence("for a write only the unlistened query would see")
+            XCTAssertTrue(client.pushLog.allSatisfy { $0.tag == 11 || $0.tag == 12 }, "\(client.pushLog)")
+            await client.close()
+            await writer.close()
+        }
+    }
+
+    /// Priorities travel in export form; a query with no index orders by priority.
+    func testPrioritiesInExportFormAndThePriorityOrder() async throws {
+        try await withLiveServer { server in
+            let port = server.httpPort ?? 0
+            let client = try await FirebaseWireClient(port: port)
+            try await client.expectOK(
+                "p", #"{"p":"/pr","d":{"a":{".value":"A",".priority":3},"b":{".value":"B",".priority":1}}}"#)
+            var view = WireView()
+            view.apply(try await client.expectOK("q", #"{"p":"/pr","h":""}"#).pushesBefore)
+            XCTAssertEqual(view.value(at: "/pr/a/.priority"), .int(3), "\(view.tree)")
+            XCTAssertEqual(view.value(at: "/pr/a/.value"), "A", "\(view.tree)")
+            view.track(tag: 1, at: "/pr")
+            view.apply(try await client.expectOK("q", #"{"p":"/pr","q":{"l":1,"vf":"r"},"t":1,"h":""}"#).pushesBefore)
+            XCTAssertEqual(view.window(1), json(#"{"a":{".value":"A",".priority":3}}"#))
+            // setPriority is a put to .priority: b now sorts last and enters the window.
+            let write = try await client.expectOK("p", #"{"p":"/pr/b/.priority","d":7}"#)
+            view.apply(write.pushesBefore)
+            XCTAssertEqual(view.window(1), json(#"{"b":{".value":"B",".priority":7}}"#))
+            XCTAssertEqual(view.value(at: "/pr/b/.priority"), .int(7), "\(view.tree)")
+            let stored = try await client.expectOK("g", #"{"p":"/pr/b","q":{}}"#)
+            XCTAssertEqual(stored.response.data, json(#"{".value":"B",".priority":7}"#))
+            await client.close()
+        }
+    }
 }

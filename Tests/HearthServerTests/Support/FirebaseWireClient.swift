@@ -91,11 +91,10 @@ final class FirebaseWireClient: Sendable {
         hostHeader: String? = nil, tls: (caFile: String, serverHostname: String)? = nil, readHello: Bool = true,
         timeout: Double = 10
     ) async throws {
-        var sslContext: NIOSSLContext?
-        if let tls {
+        let sslContext: NIOSSLContext? = try tls.map { tls in
             var configuration = TLSConfiguration.makeClientConfiguration()
             configuration.trustRoots = .certificates(try NIOSSLCertificate.fromPEMFile(tls.caFile))
-            sslContext = try NIOSSLContext(configuration: configuration)
+            return try NIOSSLContext(configuration: configuration)
         }
         var head = HTTPRequestHead(version: .http1_1, method: .GET, uri: target)
         head.headers.add(name: "Host", value: hostHeader ?? "\(host):\(port)")
@@ -555,6 +554,15 @@ private final class FrameCollector: ChannelInboundHandler, Sendable {
     private let inbox: Inbox
 
     init(inbox: Inbox) { self.inbox = inbox }
+
+    /// The socket may have ended while the upgrade was still under way; the bytes that came
+    /// with the 101 response are forwarded later in this same turn of the event loop, so the end
+    /// is recorded after them.
+    func handlerAdded(context: ChannelHandlerContext) {
+        guard !context.channel.isActive else { return }
+        let inbox = self.inbox
+        context.eventLoop.execute { inbox.ended("socket closed during the upgrade") }
+    }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let frame = unwrapInboundIn(data)
