@@ -11,12 +11,52 @@ extension FirebaseSocketHandler {
     /// Writes one message, cut into frames when it is long (`FirebaseFrameAssembler.split`).
     func send(_ message: [UInt8]) {
         guard let context, !closing else { return }
-        for piece in FirebaseFrameAssembler.split(message) {
-            let data = context.channel.allocator.buffer(bytes: piece)
-            stallWatch.handed(piece.count)
-            outputBound.noteOutput(piece.count, queuedBefore: context.unsentBytes)
-            context.write(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .text, data: data)), promise: nil)
+        if message.count <= FirebaseFrameAssembler.maxFrameBytes {
+            var data = frameBuffer(capacity: message.count, context: context)
+            data.writeBytes(message)
+            write(data, context: context)
+        } else {
+            for piece in FirebaseFrameAssembler.split(message) {
+                var data = frameBuffer(capacity: piece.count, context: context)
+                data.writeBytes(piece)
+                write(data, context: context)
+            }
         }
+    }
+
+    /// Writes a push: the listen's prefix and the body its view's listeners share.
+    func send(prefix: [UInt8], body: ByteBuffer) {
+        guard let context, !closing else { return }
+        let size = prefix.count + body.readableBytes
+        guard size <= FirebaseFrameAssembler.maxFrameBytes else {
+            send(prefix + Array(body.readableBytesView))
+            return
+        }
+        var data = frameBuffer(capacity: size, context: context)
+        data.writeBytes(prefix)
+        data.writeImmutableBuffer(body)
+        write(data, context: context)
+    }
+
+    /// A buffer for a frame's payload with room in front for the frame's header, which the frame
+    /// encoder then writes there rather than in a buffer of its own.
+    private func frameBuffer(capacity: Int, context: ChannelHandlerContext) -> ByteBuffer {
+        var buffer = context.channel.allocator.buffer(capacity: capacity + Self.headerRoom)
+        buffer.moveWriterIndex(forwardBy: Self.headerRoom)
+        buffer.moveReaderIndex(forwardBy: Self.headerRoom)
+        return buffer
+    }
+
+    /// The longest header of a server frame.
+    static let headerRoom = 10
+
+    private func write(_ data: ByteBuffer, context: ChannelHandlerContext) {
+        let size = data.readableBytes
+        stallWatch.handed(size)
+        if size > OutputBound.largeOutput {
+            outputBound.noteOutput(size, queuedBefore: context.unsentBytes)
+        }
+        context.write(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .text, data: data)), promise: nil)
         wroteSinceFlush = true
         lastActivity = .now()
     }
