@@ -93,6 +93,12 @@ final class FirebaseAuthTests: XCTestCase {
                 try client.request(.object(["op": "auth", "token": .string(own)]))["auth"]?["uid"], .string("carol"))
             XCTAssertEqual(try client.request(#"{"op":"get","path":"/legacy"}"#)["ok"], .bool(true))
 
+            // A reload (SIGHUP) re-reads the key files and keeps the fetched keys.
+            let failures = await server.reload()
+            XCTAssertEqual(failures, [])
+            XCTAssertEqual(
+                try client.request(.object(["op": "auth", "token": .string(token)]))["auth"]?["uid"], .string("alice"))
+
             // Every refusal is invalid_token, on both protocols.
             let otherKey = try await TestRSAKey(kid: "not-published")
             func with(_ changes: [String: JSONValue]) -> JSONValue {
