@@ -6,7 +6,8 @@ import JWTKit
 /// Turns the token of an `auth` request into an identity (docs/security.md, "Identity"): an admin secret
 /// (compared in constant time) or a JWT whose signature jwt-kit verifies with a configured key
 /// (HS256, RS256, ES256; `none` and unconfigured algorithms refused) and whose claims pass the
-/// time, subject, audience and issuer checks.
+/// time, subject, audience and issuer checks, or for a Firebase Auth ID token those of
+/// `firebaseProjectId` (docs/security.md, "Firebase Auth").
 ///
 /// Immutable and synchronous, so a connection verifies on its own I/O thread; a reload builds a
 /// new verifier (`TokenVerifier.load`).
