@@ -60,10 +60,12 @@ extension HTTPConnectionHandler {
                 + base64Encode(accept.finalize()) + "\r\n\r\n")
         context.writeAndFlush(wrapOutboundOut(response), promise: nil)
 
-        let socket = FirebaseSocketHandler(
-            id: id, databases: databases, databaseName: databaseName == databases.defaultName.text ? nil : databaseName,
-            host: headers.host ?? configuration.host, admission: admission, writeLimiter: writeLimiter,
-            configuration: configuration, security: security, registry: registry, logger: logger, clock: clock)
+        let session = FirebaseSession(
+            id: id, loop: context.eventLoop, databases: databases,
+            databaseName: databaseName == databases.defaultName.text ? nil : databaseName,
+            host: headers.host ?? configuration.host, remoteAddress: remoteAddress, writeLimiter: writeLimiter,
+            configuration: configuration, security: security, logger: logger, clock: clock)
+        let socket = FirebaseSocketHandler(session: session, admission: admission, registry: registry)
         retireForUpgrade()
         let pipeline = context.pipeline.syncOperations
         do {
