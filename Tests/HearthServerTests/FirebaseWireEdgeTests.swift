@@ -234,9 +234,42 @@ final class FirebaseWireEdgeTests: XCTestCase {
                 XCTAssertEqual(response.status, "too_large", "\(size) bytes: \(response)")
                 try await client.stats()
             }
+            // With `r` after the data it cannot be read from the start: a control error instead.
+            let late = client.takeRequestNumber()
+            let value = String(repeating: "y", count: 10_000)
+            try await client.send(text: #"{"t":"d","d":{"a":"p","b":{"p":"/huge","d":"\#(value)"},"r":\#(late)}}"#)
+            let control = try await client.nextControl()
+            XCTAssertEqual(control.type, "e", "\(control)")
+            try await client.stats()
             XCTAssertEqual(try restGet(port, "/huge"), .null)
             try await client.expectOK("p", #"{"p":"/small","d":1}"#)
             await client.close()
+        }
+    }
+
+    /// A client that stops reading while the server has more and more to push is closed as
+    /// a slow consumer (WebSocket code 1008 naming maxOutboundBytes, when the close frame gets
+    /// through); the writer is not held up.
+    func testSlowConsumerIsClosed() async throws {
+        try await withLiveServer(setting: \.maxOutboundBytes, to: 256 * 1024) { server in
+            let port = server.httpPort ?? 0
+            let slow = try await FirebaseWireClient(port: port)
+            try await slow.expectOK("q", #"{"p":"/flood","h":""}"#)
+            try await slow.setReading(false)
+            let writer = try await FirebaseWireClient(port: port)
+            let chunk = String(repeating: "z", count: 60_000)
+            for i in 0..<200 {
+                try await writer.expectOK("p", .object(["p": .string("/flood/\(i)"), "d": .string(chunk)]))
+            }
+            try await slow.setReading(true)
+            let closed = await slow.waitForClose(timeout: 20)
+            XCTAssertTrue(closed, "the slow consumer is still connected")
+            if let frame = slow.closeFrame {
+                XCTAssertEqual(frame.code, 1008)
+                XCTAssertTrue(frame.reason.contains("maxOutboundBytes"), frame.reason)
+            }
+            try await writer.stats()
+            await writer.close()
         }
     }
 

@@ -399,6 +399,12 @@ final class FirebaseWireClient: Sendable {
         return inbox.isClosed
     }
 
+    /// Stops reading from the socket (the server's output then backs up), or starts again.
+    func setReading(_ on: Bool) async throws {
+        try await channel.setOption(ChannelOptions.autoRead, value: on).get()
+        if on { channel.read() }
+    }
+
     /// Closes with a WebSocket close frame (code 1000), then the socket.
     func close() async {
         var payload = channel.allocator.buffer(capacity: 2)
