@@ -122,22 +122,31 @@ final class FirebaseWireEdgeTests: XCTestCase {
             let token = try await testToken(uid: "alice", now: clock.now, ttlSeconds: 1)
             try await client.expectOK("auth", .object(["cred": .string(token)]))
             try await client.expectOK("q", #"{"p":"/users/alice","h":""}"#)
+            // A tagged listen too: its revocation must name its query, or the SDK finds no listen
+            // to drop (it looks revoked listens up by path and query).
+            let query = #"{"l":5,"vf":"l","i":".key"}"#
+            try await client.expectOK("q", #"{"p":"/users/alice/items","q":\#(query),"t":4,"h":""}"#)
             clock.now += 3000
             var revokedAuth = false
-            var revokedListen = false
+            var revokedDefault = false
+            var revokedTagged = false
             let deadline = Date().addingTimeInterval(10)
-            while !(revokedAuth && revokedListen), Date() < deadline {
+            while !(revokedAuth && revokedDefault && revokedTagged), Date() < deadline {
                 let push = try await client.nextPush(timeout: max(0.1, deadline.timeIntervalSinceNow))
                 if push.action == "ac" {
                     XCTAssertEqual(push.body["s"], "expired_token", "\(push)")
                     revokedAuth = true
                 }
-                if push.action == "c" {
-                    XCTAssertEqual(canonicalWirePath(push.path), "/users/alice", "\(push)")
-                    revokedListen = true
+                if push.action == "c", canonicalWirePath(push.path) == "/users/alice" {
+                    XCTAssertNil(push.body["q"], "the default listen's revocation names no query: \(push)")
+                    revokedDefault = true
+                }
+                if push.action == "c", canonicalWirePath(push.path) == "/users/alice/items" {
+                    XCTAssertEqual(push.body["q"].map(normalised), .array([normalised(json(query))]), "\(push)")
+                    revokedTagged = true
                 }
             }
-            XCTAssertTrue(revokedAuth && revokedListen, "pushes: \(client.pushLog)")
+            XCTAssertTrue(revokedAuth && revokedDefault && revokedTagged, "pushes: \(client.pushLog)")
             let get = try await client.request("g", #"{"p":"/users/alice","q":{}}"#)
             XCTAssertEqual(get.response.status, "permission_denied")
             await client.close()
@@ -319,6 +328,25 @@ final class FirebaseWireEdgeTests: XCTestCase {
             XCTAssertEqual(back.response.data, "in one")
             await one.close()
             await other.close()
+        }
+    }
+
+    /// A host `<name>.localhost` names the database as ns= does.
+    func testHostNamesTheDatabase() async throws {
+        try await withLiveServer { server in
+            let port = server.httpPort ?? 0
+            let byName = try await FirebaseWireClient(port: port, target: FirebaseWireClient.sdkTarget(ns: "books"))
+            try await byName.expectOK("p", #"{"p":"/title","d":"Dune"}"#)
+            let byHost = try await FirebaseWireClient(port: port, hostHeader: "books.localhost:\(port)")
+            XCTAssertEqual(byHost.hello["h"], .string("books.localhost:\(port)"))
+            let title = try await byHost.expectOK("g", #"{"p":"/title","q":{}}"#)
+            XCTAssertEqual(title.response.data, "Dune")
+            let plain = try await FirebaseWireClient(port: port)
+            let none = try await plain.expectOK("g", #"{"p":"/title","q":{}}"#)
+            XCTAssertEqual(none.response.data, .null, "the default database is another one")
+            await byName.close()
+            await byHost.close()
+            await plain.close()
         }
     }
 
