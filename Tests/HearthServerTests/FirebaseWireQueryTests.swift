@@ -240,4 +240,47 @@ final class FirebaseWireQueryTests: XCTestCase {
             await client.close()
         }
     }
+
+    /// The query objects the SDK writes for start/end with key names, startAfter and endBefore
+    /// on a child index (the [MAX_NAME] and [MIN_NAME] sentinels), equalTo with a key, and key
+    /// ranges: get answers with the window and a tagged listen gets the same window.
+    func testQueryObjectsWithNamesAndSentinels() async throws {
+        try await withLiveServer { server in
+            let port = server.httpPort ?? 0
+            try restPut(port, "/s", #"{"a":{"s":1},"b":{"s":3},"c":{"s":3},"d":{"s":5}}"#)
+            let client = try await FirebaseWireClient(port: port)
+            let cases: [(String, String, String)] = [
+                ("startAt(3, c)", #"{"sp":3,"sn":"c","sin":true,"i":"s"}"#, #"{"c":{"s":3},"d":{"s":5}}"#),
+                ("startAfter(3)", #"{"sp":3,"sn":"[MAX_NAME]","sin":false,"i":"s"}"#, #"{"d":{"s":5}}"#),
+                ("endBefore(3)", #"{"ep":3,"en":"[MIN_NAME]","ein":false,"i":"s"}"#, #"{"a":{"s":1}}"#),
+                ("endAt(3, b)", #"{"ep":3,"en":"b","ein":true,"i":"s"}"#, #"{"a":{"s":1},"b":{"s":3}}"#),
+                (
+                    "equalTo(3, b)", #"{"sp":3,"sn":"b","sin":true,"ep":3,"en":"b","ein":true,"i":"s"}"#,
+                    #"{"b":{"s":3}}"#
+                ),
+                (
+                    "key range b..c", #"{"sp":"b","sin":true,"ep":"c","ein":true,"i":".key"}"#,
+                    #"{"b":{"s":3},"c":{"s":3}}"#
+                ),
+                (
+                    "startAt(3) limitToLast(2)", #"{"sp":3,"sin":true,"l":2,"vf":"r","i":"s"}"#,
+                    #"{"c":{"s":3},"d":{"s":5}}"#
+                ),
+            ]
+            var tag: Int64 = 20
+            for (what, query, expected) in cases {
+                let get = try await client.request("g", #"{"p":"/s","q":\#(query)}"#)
+                XCTAssertEqual(get.response.status, "ok", what)
+                XCTAssertEqual(normalised(get.response.data), normalised(json(expected)), "get \(what)")
+                tag += 1
+                var view = WireView()
+                view.track(tag: tag, at: "/s")
+                let listen = try await client.request("q", #"{"p":"/s","q":\#(query),"t":\#(tag),"h":""}"#)
+                XCTAssertEqual(listen.response.status, "ok", what)
+                view.apply(listen.pushesBefore)
+                XCTAssertEqual(normalised(view.window(tag)), normalised(json(expected)), "listen \(what)")
+            }
+            await client.close()
+        }
+    }
 }
