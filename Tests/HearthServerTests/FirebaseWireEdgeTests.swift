@@ -195,6 +195,14 @@ final class FirebaseWireEdgeTests: XCTestCase {
             XCTAssertEqual(response.status, "ok")
             let stored = try await client.expectOK("g", #"{"p":"/c","q":{}}"#)
             XCTAssertEqual(stored.response.data, "two pieces")
+            // Inside a counted message a piece that reads "0" is a piece, not a keepalive.
+            r = client.takeRequestNumber()
+            let head = #"{"t":"d","d":{"r":\#(r),"a":"p","b":{"p":"/c","d":"#
+            for frame in ["3", head, "0", "}}}"] { try await client.sendRawFrame(frame) }
+            let zero = try await client.response(for: r)
+            XCTAssertEqual(zero.status, "ok")
+            let stored0 = try await client.expectOK("g", #"{"p":"/c","q":{}}"#)
+            XCTAssertEqual(stored0.response.data, .int(0))
             await client.close()
         }
     }

@@ -542,6 +542,7 @@ final class FirebaseWireTests: XCTestCase {
             for _ in 0..<3 { try await client.sendRawFrame("0") }
             try await client.sendWebSocketPing([1, 2, 3])
             try await client.expectSilence("after keepalives")
+            XCTAssertEqual(client.webSocketPongs, [[1, 2, 3]], "a WebSocket ping gets its pong")
             try await client.stats()
             XCTAssertFalse(client.isClosed)
             await client.close()

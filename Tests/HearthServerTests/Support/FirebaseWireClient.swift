@@ -383,6 +383,9 @@ final class FirebaseWireClient: Sendable {
     /// Every text frame the server sent, as sent (count frames and pieces included).
     var receivedFrames: [String] { inbox.frames }
 
+    /// The payloads of the WebSocket pongs received so far.
+    var webSocketPongs: [[UInt8]] { inbox.pongs }
+
     /// True once the server closed the connection (or the socket ended).
     var isClosed: Bool { inbox.isClosed }
 
@@ -441,6 +444,7 @@ private final class Inbox: Sendable {
         var closeFrame: (code: Int, reason: String)?
         var refusal: String?
         var fragment: [UInt8]?
+        var pongs: [[UInt8]] = []
     }
 
     private let state = NIOLockedValueBox(State())
@@ -515,6 +519,10 @@ private final class Inbox: Sendable {
         if let whole { received(frame: String(decoding: whole, as: UTF8.self)) }
     }
 
+    func receivedPong(_ payload: [UInt8]) {
+        state.withLockedValue { $0.pongs.append(payload) }
+    }
+
     func receivedClose(code: Int, reason: String) {
         state.withLockedValue { $0.closeFrame = (code, reason) }
     }
@@ -551,6 +559,7 @@ private final class Inbox: Sendable {
     var isClosed: Bool { state.withLockedValue { $0.closed != nil } }
     var closeFrame: (code: Int, reason: String)? { state.withLockedValue { $0.closeFrame } }
     var refusal: String? { state.withLockedValue { $0.refusal } }
+    var pongs: [[UInt8]] { state.withLockedValue { $0.pongs } }
 }
 
 /// Reads WebSocket frames after the upgrade: text into the inbox, pings answered, the close kept.
@@ -585,6 +594,8 @@ private final class FrameCollector: ChannelInboundHandler, Sendable {
             let pong = WebSocketFrame(
                 fin: true, opcode: .pong, maskKey: .random(), data: context.channel.allocator.buffer(bytes: bytes))
             context.writeAndFlush(wrapOutboundOut(pong), promise: nil)
+        case .pong:
+            inbox.receivedPong(bytes)
         case .connectionClose:
             var closePayload = frame.unmaskedData
             let code = closePayload.readInteger(as: UInt16.self).map(Int.init) ?? 1005
