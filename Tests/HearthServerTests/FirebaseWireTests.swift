@@ -13,7 +13,7 @@ final class FirebaseWireTests: XCTestCase {
     func testRecordedSDKSessionReplayed() async throws {
         try await withLiveServer { server in
             let port = server.httpPort ?? 0
-            try restPut(port, "", transcriptSeed)
+            try restPut(port, "", recordedSessionSeed)
             let before = Int64(Date().timeIntervalSince1970 * 1000)
 
             // 01: the upgrade with the SDK's query; the hello comes first, then stats.
@@ -234,7 +234,7 @@ final class FirebaseWireTests: XCTestCase {
     }
 
     /// A listen whose `h` is the hash of the data gets no data, only ok; any other `h` gets the
-    /// data first. Hash vectors: 5 from the recorded session, true and 500 from firebase-server's.
+    /// data first. The hashes of 5, true and 500 are known values of the protocol's hash.
     func testListenSkipsTheDataWhenTheHashMatches() async throws {
         try await withLiveServer { server in
             let port = server.httpPort ?? 0

@@ -85,7 +85,7 @@ func canonicalWirePath(_ path: String?) -> String? {
 }
 
 extension FirebaseWireClient {
-    /// Connects to the HTTP listener's `/.ws` of `server`-like ports with the SDK's query.
+    /// The path and query of an upgrade as the JS SDK writes them (`extra` goes after `v=5`).
     static func sdkTarget(ns: String? = nil, extra: String = "") -> String {
         "/.ws?v=5\(extra)&p=1:1234567890:web:abcdef" + (ns.map { "&ns=\($0)" } ?? "")
     }
@@ -126,10 +126,10 @@ extension FirebaseWireClient {
     }
 }
 
-/// The seed data of the recorded SDK run (RUN 1 of the conformance transcript): the list whose
+/// The seed data of the recorded SDK session that the replay test follows: the list whose
 /// last two by score form the window, the counter the transaction finds, and the values `get`
 /// and `once` read.
-let transcriptSeed = #"""
+let recordedSessionSeed = #"""
     {"list":{"x":{"score":1},"z":{"score":3},"y":{"score":5}},"counter":5,"b":{"old":true},"seeded":{"hello":"world"}}
     """#
 
