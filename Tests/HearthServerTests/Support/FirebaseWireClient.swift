@@ -16,6 +16,10 @@ import NIOWebSocket
 /// `r` and returns its response together with the pushes that arrived before it, so tests can
 /// assert the protocol's ordering rules (data before a listen's `ok`, a write's pushes before its
 /// `ok`). Every wait is bounded by a timeout.
+///
+/// Frames that arrive in one burst with the 101 response and the end of the stream can be lost
+/// (NIO's HTTP response decoder may still be in the pipeline when the stream ends); a test of a
+/// server that answers the upgrade and closes at once reads raw bytes instead (`rawUpgrade`).
 final class FirebaseWireClient: Sendable {
     struct Failure: Error, CustomStringConvertible {
         let description: String
