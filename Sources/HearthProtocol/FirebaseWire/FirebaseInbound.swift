@@ -13,12 +13,18 @@ package enum FirebaseInbound {
     case refused(number: Int64, DatabaseError)
 
     /// Decodes one message; an error means it is not a message at all (no request number).
-    package static func decode(_ bytes: [UInt8], decoder: RequestDecoder) throws(DatabaseError) -> FirebaseInbound {
+    package static func decode(
+        _ bytes: [UInt8], decoder: RequestDecoder, workspace: inout JSONParseWorkspace
+    ) throws(DatabaseError) -> FirebaseInbound {
+        let parsed = bytes.withUnsafeBytes { raw in
+            Result { () throws(JSONError) -> JSONValue in
+                try JSONParser.parse(raw, limits: decoder.jsonLimits, reusing: &workspace)
+            }
+        }
         let json: JSONValue
-        do {
-            json = try JSONParser.parse(bytes, limits: decoder.jsonLimits)
-        } catch {
-            throw DatabaseError(.badRequest, "malformed JSON: \(error.message)")
+        switch parsed {
+        case .success(let value): json = value
+        case .failure(let error): throw DatabaseError(.badRequest, "malformed JSON: \(error.message)")
         }
         guard case .string(let type)? = json["t"], let payload = json["d"] else {
             throw DatabaseError(.badRequest, #"a message must be {"t":"c"|"d","d":…}"#)
@@ -72,9 +78,8 @@ package enum FirebaseRequest {
     case listen(FirebaseListenKey, query: JSONValue?, Operation)
     /// `n`.
     case unlisten(FirebaseListenKey)
-    /// `p`, `m` and `g`, and the onDisconnect ones: an engine operation; `path` for a `datastale`
-    /// push.
-    case operation(Operation, path: Path)
+    /// `p`, `m` and `g`, and the onDisconnect ones: an engine operation.
+    case operation(Operation)
     /// `auth` / `gauth`.
     case auth(String)
     /// `unauth`.
@@ -83,90 +88,91 @@ package enum FirebaseRequest {
     case appCheck
 
     init(action: String, body: JSONValue, decoder: RequestDecoder) throws(DatabaseError) {
-        func path() throws(DatabaseError) -> JSONValue {
-            guard case .string(let text)? = body["p"] else {
-                throw DatabaseError(.invalidPath, "the request needs a path p")
+        guard case .string(let pathText)? = body["p"] else {
+            switch action {
+            case "s": self = .stats
+            case "auth", "gauth": self = try Self.auth(body)
+            case "unauth": self = .unauth
+            case "appcheck", "unappeck": self = .appCheck
+            default: throw Self.unknownOrPathless(action)
             }
-            return .string(text)
+            return
         }
+        let path = JSONValue.string(pathText)
         func operation(_ members: KeyValuePairs<String, JSONValue>) throws(DatabaseError) -> Operation {
             try decoder.operation(.object(members))
         }
-        func parsedPath() throws(DatabaseError) -> Path {
-            try Path.parse(path().stringValue ?? "", limits: decoder.limits)
-        }
         let data = body["d"] ?? .null
         switch action {
-        case "s":
-            self = .stats
-        case "q", "l":
-            let key = FirebaseListenKey(path: try parsedPath(), tag: body["t"]?.int64Value)
-            let query = try FirebaseQuery.lineQuery(body["q"])
-            var hash = ""
-            if case .string(let sent)? = body["h"] { hash = sent }
-            let stream: Operation
-            switch try operation(["op": .string("subscribe"), "path": path(), "query": query ?? .null]) {
-            case .subscribe(let path, let spec, _, let ruleQuery, _):
-                stream = .stream(
-                    path: path, query: query == nil || key.tag == nil ? nil : spec, format: .export,
-                    ruleQuery: ruleQuery, firebase: FirebaseListen(knownHash: hash))
-            default:
-                throw DatabaseError(.internal, "a listen did not decode as a subscription")
-            }
-            self = .listen(key, query: body["q"], stream)
-        case "n", "u":
-            self = .unlisten(FirebaseListenKey(path: try parsedPath(), tag: body["t"]?.int64Value))
         case "p":
-            let target = try parsedPath()
             if case .string(let hash)? = body["h"] {
                 self = .operation(
                     try operation([
-                        "op": .string("transaction"), "path": path(), "value": data, "expectHash": .string(hash),
-                    ]),
-                    path: target)
+                        "op": .string("transaction"), "path": path, "value": data, "expectHash": .string(hash),
+                    ]))
             } else if data == .null {
-                self = .operation(try operation(["op": .string("remove"), "path": path()]), path: target)
+                self = .operation(try operation(["op": .string("remove"), "path": path]))
             } else {
-                self = .operation(try operation(["op": .string("set"), "path": path(), "value": data]), path: target)
+                self = .operation(try operation(["op": .string("set"), "path": path, "value": data]))
             }
         case "m":
-            self = .operation(
-                try operation(["op": .string("update"), "path": path(), "values": data]), path: try parsedPath())
+            self = .operation(try operation(["op": .string("update"), "path": path, "values": data]))
+        case "q", "l":
+            let query = try FirebaseQuery.lineQuery(body["q"])
+            let tag = body["t"]?.int64Value
+            var hash = ""
+            if case .string(let sent)? = body["h"] { hash = sent }
+            guard
+                case .subscribe(let target, let spec, _, let ruleQuery, _) = try operation([
+                    "op": .string("subscribe"), "path": path, "query": query ?? .null,
+                ])
+            else { throw DatabaseError(.internal, "a listen did not decode as a subscription") }
+            // Only a query with a range or a limit is tagged; any other is the plain listen.
+            let stream = Operation.stream(
+                path: target, query: query == nil || tag == nil ? nil : spec, format: .export, ruleQuery: ruleQuery,
+                firebase: FirebaseListen(knownHash: hash))
+            self = .listen(FirebaseListenKey(path: target, tag: tag), query: body["q"], stream)
+        case "n", "u":
+            let target = try Path.parse(pathText, limits: decoder.limits)
+            self = .unlisten(FirebaseListenKey(path: target, tag: body["t"]?.int64Value))
         case "o":
             let action: JSONValue = .string(data == .null ? "remove" : "set")
             self = .operation(
-                try operation(["op": .string("onDisconnect"), "action": action, "path": path(), "value": data]),
-                path: try parsedPath())
+                try operation(["op": .string("onDisconnect"), "action": action, "path": path, "value": data]))
         case "om":
             self = .operation(
                 try operation([
-                    "op": .string("onDisconnect"), "action": .string("update"), "path": path(), "values": data,
-                ]),
-                path: try parsedPath())
+                    "op": .string("onDisconnect"), "action": .string("update"), "path": path, "values": data,
+                ]))
         case "oc":
             self = .operation(
-                try operation(["op": .string("onDisconnect"), "action": .string("cancel"), "path": path()]),
-                path: try parsedPath())
+                try operation(["op": .string("onDisconnect"), "action": .string("cancel"), "path": path]))
         case "g":
             let query = try FirebaseQuery.lineQuery(body["q"])
             var members: [JSONMember] = [
-                JSONMember("op", .string("get")), JSONMember("path", try path()),
-                JSONMember("format", .string("export")),
+                JSONMember("op", .string("get")), JSONMember("path", path), JSONMember("format", .string("export")),
             ]
             if let query { members.append(JSONMember("query", query)) }
-            self = .operation(try decoder.operation(.object(members)), path: try parsedPath())
-        case "auth", "gauth":
-            guard case .string(let token)? = body["cred"], !token.isEmpty else {
-                throw DatabaseError(.badRequest, "auth needs a credential cred")
-            }
-            self = .auth(token)
-        case "unauth":
-            self = .unauth
-        case "appcheck", "unappeck":
-            self = .appCheck
+            self = .operation(try decoder.operation(.object(members)))
         default:
-            throw DatabaseError(.badRequest, "unknown action \"\(action)\"")
+            throw Self.unknownOrPathless(action)
         }
+    }
+
+    private static func unknownOrPathless(_ action: String) -> DatabaseError {
+        switch action {
+        case "p", "m", "q", "l", "n", "u", "o", "om", "oc", "g":
+            return DatabaseError(.invalidPath, "the request needs a path p")
+        default:
+            return DatabaseError(.badRequest, "unknown action \"\(action)\"")
+        }
+    }
+
+    private static func auth(_ body: JSONValue) throws(DatabaseError) -> FirebaseRequest {
+        guard case .string(let token)? = body["cred"], !token.isEmpty else {
+            throw DatabaseError(.badRequest, "auth needs a credential cred")
+        }
+        return .auth(token)
     }
 }
 

@@ -78,8 +78,8 @@ extension FirebaseSession {
                 FirebaseOutbound.response(number) {
                     JSONWriter.writeLiteral(warning == nil ? "{}" : #"{"w":["no_index"]}"#, into: &$0)
                 })
-        case .write(let number, let path):
-            if case .stale(let current) = body {
+        case .write(let number, let stalePath):
+            if case .stale(let current) = body, let path = stalePath {
                 // The client retries the transaction on what it holds: the current value first.
                 send(FirebaseOutbound.put(current, at: path))
                 send(

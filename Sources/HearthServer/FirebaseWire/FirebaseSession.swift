@@ -32,8 +32,9 @@ final class FirebaseSession {
     /// A request the engine will answer.
     enum Pending {
         case listen(Int64, FirebaseListenKey, query: JSONValue?)
-        /// A write (`p`, `m`): a `datastale` answer pushes the current value at `path` first.
-        case write(Int64, path: Path)
+        /// A write (`p`, `m`); for a transaction, where a `datastale` answer pushes the current
+        /// value first.
+        case write(Int64, stalePath: Path?)
         case get(Int64)
         case auth(Int64)
         case signOut(Int64)
@@ -71,24 +72,30 @@ final class FirebaseSession {
     let remoteAddress: String
     var writeLimiter: WriteLimits?
 
-    weak var transport: (any FirebaseTransport)?
+    // The state every message touches is `@exclusivity(unchecked)`: only the session's event
+    // loop touches it, and no access calls code that could reach it again (as in
+    // `ConnectionHandler`).
+    /// The transport; the session lets go of it when it ends (the transport holds the session).
+    @exclusivity(unchecked) var transport: (any FirebaseTransport)?
     var sessionLink: SessionLink?
     /// The database's engine, once the lease is held.
     var engine: Engine?
     var lease: DatabaseRegistry.Lease?
     /// Messages that arrived before the database was ready.
     var early: [[UInt8]] = []
-    var ready = false
-    var ended = false
-    var pending = CircularBuffer<Pending>()
+    @exclusivity(unchecked) var ready = false
+    @exclusivity(unchecked) var ended = false
+    @exclusivity(unchecked) var pending = CircularBuffer<Pending>()
+    /// The JSON parser's stacks, reused from one message to the next.
+    @exclusivity(unchecked) var parseWorkspace = JSONParseWorkspace()
     /// Requests read but not yet handed to the engine (`submitQueued`).
-    var queued: [Request] = []
-    var listens: [Int: Listen] = [:]
-    var subscriptionOf: [FirebaseListenKey: Int] = [:]
+    @exclusivity(unchecked) var queued: [Request] = []
+    @exclusivity(unchecked) var listens: [Int: Listen] = [:]
+    @exclusivity(unchecked) var subscriptionOf: [FirebaseListenKey: Int] = [:]
     /// Listens whose unlisten arrived before their answer: unsubscribed once it comes.
     var unlistenedEarly: Set<FirebaseListenKey> = []
     /// Signed in with a token that verified (no longer limited to `maxUnauthenticatedBodyBytes`).
-    var signedIn = false
+    @exclusivity(unchecked) var signedIn = false
 
     init(
         id: UInt64, loop: any EventLoop, databases: DatabaseRegistry, databaseName: String?, host: String,
@@ -166,6 +173,7 @@ final class FirebaseSession {
         lease?.release()
         lease = nil
         sessionLink = nil
+        transport = nil
     }
 
     func send(_ message: [UInt8]) { transport?.send(message) }
@@ -203,7 +211,7 @@ final class FirebaseSession {
         }
         let inbound: FirebaseInbound
         do {
-            inbound = try FirebaseInbound.decode(message, decoder: decoder)
+            inbound = try FirebaseInbound.decode(message, decoder: decoder, workspace: &parseWorkspace)
         } catch {
             send(FirebaseOutbound.control("e", error.message))
             return
@@ -240,7 +248,7 @@ final class FirebaseSession {
                 unlistenedEarly.insert(key)
             }
             send(FirebaseOutbound.ok(number))
-        case .operation(let operation, let path):
+        case .operation(let operation):
             if case .write = operation, let refusal = writeLimiter?.take() {
                 security.noticeLog.notice(logger, "write rate limit", metadata: ["peer": "\(remoteAddress)"])
                 send(FirebaseOutbound.failure(number, security.writeRateExceeded(refusal)))
@@ -248,7 +256,8 @@ final class FirebaseSession {
             }
             let kind: Pending
             switch operation {
-            case .write: kind = .write(number, path: path)
+            case .write(.transaction(let path, _, _, _), _): kind = .write(number, stalePath: path)
+            case .write: kind = .write(number, stalePath: nil)
             case .get: kind = .get(number)
             default: kind = .plain(number)
             }

@@ -32,6 +32,7 @@ extension FirebaseSocketHandler {
             send(prefix + Array(body.readableBytesView))
             return
         }
+        outbox.reserveCapacity(minimumWritableBytes: size + WebSocketFrameWriter.maxHeaderBytes)
         WebSocketFrameWriter.writeHeader(.text, length: size, into: &outbox)
         outbox.writeBytes(prefix)
         outbox.writeImmutableBuffer(body)
@@ -47,7 +48,6 @@ extension FirebaseSocketHandler {
 
     private func noteQueued() {
         wroteSinceFlush = true
-        lastActivity = .now()
         // A large outbox goes out at once, rather than growing with the rest of the turn.
         if outbox.readableBytes >= Self.outboxFlushBytes { writeOutbox() }
     }
@@ -74,6 +74,7 @@ extension FirebaseSocketHandler {
     func flush() {
         guard let context, wroteSinceFlush, !closing else { return }
         wroteSinceFlush = false
+        lastActivity = .now()
         writeOutbox()
         context.flush()
         checkOutputBound(context: context)

@@ -31,17 +31,17 @@ final class FirebaseSocketHandler: ChannelDuplexHandler, RemovableChannelHandler
     /// A text message that arrives in several WebSocket fragments.
     var fragments: [UInt8] = []
     var collectingFragments = false
-    var closing = false
-    var readPaused = false
-    var wroteSinceFlush = false
+    @exclusivity(unchecked) var closing = false
+    @exclusivity(unchecked) var readPaused = false
+    @exclusivity(unchecked) var wroteSinceFlush = false
     /// Frames queued during one event-loop turn, written with one write (`flush`).
-    var outbox = ByteBuffer()
-    var outputBound = OutputBound()
+    @exclusivity(unchecked) var outbox = ByteBuffer()
+    @exclusivity(unchecked) var outputBound = OutputBound()
     var charge = BufferCharge()
-    var stallWatch = StallWatch()
+    @exclusivity(unchecked) var stallWatch = StallWatch()
     var stallTimer: Scheduled<Void>?
     var idleTimer: Scheduled<Void>?
-    var lastActivity = NIODeadline.now()
+    @exclusivity(unchecked) var lastActivity = NIODeadline.now()
 
     /// A connection with no frame either way for this long is closed: the SDKs send a keep-alive
     /// after 45 seconds of silence.
