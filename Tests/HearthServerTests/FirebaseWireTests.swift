@@ -663,6 +663,50 @@ final class FirebaseWireTests: XCTestCase {
         }
     }
 
+    /// Many connections listening and writing at once (puts and merges): every writer sees its
+    /// own write before its ok, and every connection's pushes end at the data the database holds.
+    func testManyConnectionsConverge() async throws {
+        try await withLiveServer { server in
+            let port = server.httpPort ?? 0
+            var clients: [FirebaseWireClient] = []
+            for _ in 0..<12 { clients.append(try await FirebaseWireClient(port: port)) }
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for (n, client) in clients.enumerated() {
+                    group.addTask {
+                        var view = WireView()
+                        view.apply(try await client.expectOK("q", #"{"p":"/many","h":""}"#).pushesBefore)
+                        for i in 0..<10 {
+                            let value = JSONValue.int(Int64(i))
+                            let write =
+                                i % 2 == 0
+                                ? try await client.expectOK("p", .object(["p": .string("/many/c\(n)"), "d": value]))
+                                : try await client.expectOK(
+                                    "m", .object(["p": "/many", "d": .object(["c\(n)": value])]))
+                            view.apply(write.pushesBefore)
+                            XCTAssertEqual(view.value(at: "/many/c\(n)"), value, "connection \(n), write \(i)")
+                        }
+                    }
+                }
+                try await group.waitForAll()
+            }
+            let stored = try restGet(port, "/many")
+            XCTAssertEqual(stored.objectMembers?.count, 12)
+            for (n, client) in clients.enumerated() {
+                // Everything each connection received, in order, applied from the start.
+                let deadline = Date().addingTimeInterval(10)
+                var view = WireView()
+                repeat {
+                    view = WireView()
+                    view.apply(client.pushLog)
+                    if normalised(view.value(at: "/many")) == normalised(stored) { break }
+                    try await Task.sleep(nanoseconds: 20_000_000)
+                } while Date() < deadline
+                XCTAssertEqual(normalised(view.value(at: "/many")), normalised(stored), "connection \(n)")
+                await client.close()
+            }
+        }
+    }
+
     /// The values of /race/x a push of a listen at /race carries.
     private static func xValues(_ push: FirebaseWireClient.Push) -> [JSONValue] {
         let path = canonicalWirePath(push.path)
