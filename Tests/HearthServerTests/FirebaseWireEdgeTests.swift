@@ -224,6 +224,34 @@ final class FirebaseWireEdgeTests: XCTestCase {
         }
     }
 
+    /// Requests with bad bodies (no path, a bad path, a bad query object, a missing credential)
+    /// are answered with an error status and a message for their `r`; the connection goes on
+    /// and no listen is left behind.
+    func testBadRequestBodiesAreRefusedWithAStatus() async throws {
+        try await withLiveServer { server in
+            let port = server.httpPort ?? 0
+            let client = try await FirebaseWireClient(port: port)
+            for (action, body) in [
+                ("q", #"{"h":""}"#),
+                ("q", #"{"p":"/a.b","h":""}"#),
+                ("q", #"{"p":"/x","q":{"l":-1,"vf":"l"},"t":1,"h":""}"#),
+                ("q", #"{"p":"/x","q":"not an object","t":3,"h":""}"#),
+                ("m", #"{"p":"/x","d":5}"#),
+                ("auth", #"{}"#),
+                ("p", #""just a string""#),
+            ] {
+                let exchange = try await client.request(action, body)
+                XCTAssertNotEqual(exchange.response.status, "ok", "\(action) \(body): \(exchange)")
+                XCTAssertNotNil(exchange.response.data.stringValue, "\(action) \(body): \(exchange)")
+                XCTAssertEqual(exchange.pushesBefore, [], "\(action) \(body)")
+            }
+            try await client.stats()
+            try await client.expectOK("p", #"{"p":"/x","d":{"a":1}}"#)
+            try await client.expectSilence("no refused listen is live")
+            await client.close()
+        }
+    }
+
     /// An unknown action is answered bad_request for its `r`; the connection goes on.
     func testUnknownActionIsABadRequest() async throws {
         try await withLiveServer { server in
