@@ -386,6 +386,33 @@ final class FirebaseWireEdgeTests: XCTestCase {
         }
     }
 
+    /// Browsers send their page's Origin with the upgrade: a loopback page may use an open
+    /// server, and under rules any page may (the rules decide), as for REST.
+    func testBrowserOrigins() async throws {
+        try await withLiveServer { server in
+            let client = try await FirebaseWireClient(
+                port: server.httpPort ?? 0, headers: [("Origin", "http://127.0.0.1:5173")])
+            try await client.stats()
+            await client.close()
+            do {
+                let foreign = try await FirebaseWireClient(
+                    port: server.httpPort ?? 0, headers: [("Origin", "https://elsewhere.example")])
+                XCTFail("an open server let a foreign page in: \(foreign.hello)")
+                await foreign.close()
+            } catch {
+                XCTAssertTrue("\(error)".contains("refused the WebSocket upgrade"), "\(error)")
+            }
+        }
+        let rulesFile = try temporaryFile(#"{"rules":{".read":true,".write":false}}"#)
+        try await withSecureServer(secureConfiguration { $0.rulesFile = rulesFile }) { server in
+            let client = try await FirebaseWireClient(
+                port: server.httpPort ?? 0, headers: [("Origin", "https://app.example")])
+            try await client.stats()
+            try await client.expectOK("g", #"{"p":"/","q":{}}"#)
+            await client.close()
+        }
+    }
+
     /// With TLS configured the endpoint is wss:// on the HTTP listener.
     func testSecureWebSocket() async throws {
         let pki = try TestPKI.serverPKI()
