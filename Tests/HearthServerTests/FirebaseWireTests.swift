@@ -707,6 +707,45 @@ final class FirebaseWireTests: XCTestCase {
         }
     }
 
+    /// Listens made and dropped while another connection writes without pause: the data a
+    /// listen gets before its ok is never older than what an earlier listen saw, and the pushes
+    /// that follow only move forward, so no write falls between a listen's data and its updates.
+    func testListensDuringAStreamOfWritesNeverGoBackwards() async throws {
+        try await withLiveServer { server in
+            let port = server.httpPort ?? 0
+            let writer = try await FirebaseWireClient(port: port)
+            let listener = try await FirebaseWireClient(port: port)
+            try await writer.expectOK("p", #"{"p":"/hot","d":{"v":0}}"#)
+            let writes = Task {
+                for i in 1...300 {
+                    _ = try await writer.request("p", .object(["p": "/hot/v", "d": .int(Int64(i))]))
+                }
+            }
+            var lastSeen: Int64 = 0
+            for cycle in 0..<30 {
+                var view = WireView()
+                let listen = try await listener.expectOK("q", #"{"p":"/hot","h":""}"#)
+                view.apply(listen.pushesBefore)
+                guard let first = view.value(at: "/hot/v").int64Value else {
+                    XCTFail("cycle \(cycle): the listen's data before its ok is \(view.tree)")
+                    break
+                }
+                XCTAssertGreaterThanOrEqual(first, lastSeen, "cycle \(cycle): older data than an earlier listen saw")
+                lastSeen = first
+                let unlisten = try await listener.expectOK("n", #"{"p":"/hot"}"#)
+                for push in unlisten.pushesBefore {
+                    view.apply(push)
+                    let now = view.value(at: "/hot/v").int64Value ?? -1
+                    XCTAssertGreaterThanOrEqual(now, lastSeen, "cycle \(cycle): a push went backwards: \(push)")
+                    lastSeen = now
+                }
+            }
+            try await writes.value
+            await writer.close()
+            await listener.close()
+        }
+    }
+
     /// The values of /race/x a push of a listen at /race carries.
     private static func xValues(_ push: FirebaseWireClient.Push) -> [JSONValue] {
         let path = canonicalWirePath(push.path)
