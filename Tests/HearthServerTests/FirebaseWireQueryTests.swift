@@ -283,4 +283,46 @@ final class FirebaseWireQueryTests: XCTestCase {
             await client.close()
         }
     }
+
+    /// A tagged window under a stream of writes from two connections (scores moving, children
+    /// added and removed): after the last write the client's window is the query's answer.
+    func testWindowConvergesUnderAStreamOfWrites() async throws {
+        try await withLiveServer { server in
+            let port = server.httpPort ?? 0
+            let client = try await FirebaseWireClient(port: port)
+            var view = WireView()
+            view.track(tag: 1, at: "/board")
+            view.apply(
+                try await client.expectOK("q", #"{"p":"/board","q":{"l":3,"vf":"r","i":"s"},"t":1,"h":""}"#)
+                    .pushesBefore)
+            var generator = SystemRandomNumberGenerator()
+            let writers = [try await FirebaseWireClient(port: port), try await FirebaseWireClient(port: port)]
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for (n, writer) in writers.enumerated() {
+                    let seeds = (0..<150).map { _ in
+                        (Int.random(in: 0..<12, using: &generator), Int.random(in: -5..<40, using: &generator))
+                    }
+                    group.addTask {
+                        for (key, score) in seeds {
+                            let body: JSONValue =
+                                score < 0
+                                ? .object(["p": .string("/board/k\(key)"), "d": .null])
+                                : n == 0
+                                    ? .object(["p": .string("/board/k\(key)"), "d": .object(["s": .int(Int64(score))])])
+                                    : .object(["p": "/board", "d": .object(["k\(key)/s": .int(Int64(score))])])
+                            _ = try await writer.expectOK(n == 0 || score < 0 ? "p" : "m", body)
+                        }
+                    }
+                }
+                try await group.waitForAll()
+            }
+            var expected = try restGet(port, "/board", query: "orderBy=%22s%22&limitToLast=3")
+            if expected == .object([]) { expected = .null }
+            try await client.pushes(into: &view, until: { normalised($0.window(1)) == normalised(expected) })
+            // Whatever was still on its way leaves the window as it is.
+            for case .push(let push) in try await client.messages(within: 0.3) { view.apply(push) }
+            XCTAssertEqual(normalised(view.window(1)), normalised(expected))
+            for client in [client] + writers { await client.close() }
+        }
+    }
 }
