@@ -1,0 +1,127 @@
+// What the two Node drivers share: their options, the SDK folder, the vectors, the JSON-line
+// output, and a hearthd of the driver's own for the "restart" scenario.
+'use strict';
+const fs = require('fs');
+const net = require('net');
+const os = require('os');
+const path = require('path');
+const { spawn } = require('child_process');
+
+const repo = path.resolve(__dirname, '..', '..');
+
+function usage(driver) {
+  return 'usage: node ' + driver + ' --port HTTP_PORT [--host 127.0.0.1] [--ns demo] [--rules]\n' +
+    '         [--only a,b] [--vectors FILE] [--hearthd BINARY] [--sdk-log]\n' +
+    'The SDK folder is $HEARTH_FIREBASE_SDK, else ' + path.join(repo, '.firebase-sdk') + ' (docs/firebase-sdk.md).';
+}
+
+// The compat bundles: at the folder's top (as the extraction in docs/firebase-sdk.md leaves them)
+// or inside node_modules/firebase (as `npm install --prefix <folder> firebase` leaves them).
+function bundle(sdk, file) {
+  const top = path.join(sdk, file);
+  return fs.existsSync(top) ? top : path.join(sdk, 'node_modules', 'firebase', file);
+}
+
+function options(driver) {
+  const args = process.argv.slice(2);
+  const value = name => { const i = args.indexOf(name); return i >= 0 ? args[i + 1] : undefined; };
+  const port = Number(value('--port'));
+  if (!port) { console.error(usage(driver)); process.exit(2); }
+  const sdk = process.env.HEARTH_FIREBASE_SDK || path.join(repo, '.firebase-sdk');
+  if (!fs.existsSync(bundle(sdk, 'firebase-database-compat.js'))
+    || !fs.existsSync(path.join(sdk, 'node_modules', '@firebase', 'database'))) {
+    console.error('The Firebase JS SDK is not in ' + sdk + ': see docs/firebase-sdk.md');
+    process.exit(2);
+  }
+  const vectorsFile = value('--vectors') || path.join(repo, 'Tests', 'HearthCoreTests', 'Resources', 'vectors.json');
+  return {
+    host: value('--host') || '127.0.0.1',
+    port,
+    ns: value('--ns') || 'demo',
+    rules: args.includes('--rules'),
+    only: (value('--only') || '').split(',').filter(Boolean),
+    vectors: vectorsFile && fs.existsSync(vectorsFile) ? JSON.parse(fs.readFileSync(vectorsFile, 'utf8')) : null,
+    hearthd: value('--hearthd') || process.env.HEARTHD,
+    sdkLog: args.includes('--sdk-log'),
+    sdk,
+  };
+}
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => { const { port } = server.address(); server.close(() => resolve(port)); });
+  });
+}
+
+function accepts(port) {
+  return new Promise(resolve => {
+    const socket = net.connect(port, '127.0.0.1');
+    socket.once('connect', () => { socket.destroy(); resolve(true); });
+    socket.once('error', () => resolve(false));
+  });
+}
+
+// A hearthd on a fixed HTTP port and data directory that can be killed and started again.
+async function ownServer(binary, ns, log) {
+  const port = await freePort();
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'hearth-sdk-restart-'));
+  let child = null;
+  const server = {
+    port,
+    async start() {
+      child = spawn(binary, ['--port', '0', '--http-port', String(port), '--data-dir', dataDir, '--fsync', 'always'],
+        { env: Object.assign({}, process.env, { HEARTH_DEFAULT_DATABASE: ns }), stdio: ['ignore', 'ignore', 'pipe'] });
+      child.stderr.on('data', chunk => log(String(chunk)));
+      const end = Date.now() + 20000;
+      while (Date.now() < end) {
+        if (await accepts(port)) return;
+        await new Promise(r => setTimeout(r, 50));
+      }
+      throw new Error('hearthd did not listen on ' + port);
+    },
+    kill() { if (child) { child.kill('SIGKILL'); child = null; } },
+    async stop() {
+      if (child) {
+        const exited = new Promise(r => child.once('exit', r));
+        child.kill('SIGTERM');
+        await Promise.race([exited, new Promise(r => setTimeout(r, 5000))]);
+        child = null;
+      }
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+  await server.start();
+  return server;
+}
+
+// Runs the scenarios with `api` and exits 0 when none failed.
+async function drive(driver, opts, api) {
+  const scenarios = require('./scenarios.js');
+  const emit = line => console.log(JSON.stringify(Object.assign({ d: driver }, line)));
+  if (opts.sdkLog) api.enableLogging(m => emit({ sdk: m }));
+  emit({ e: 'start', sdk: api.kind + ' ' + api.sdkVersion, port: opts.port, ns: opts.ns });
+  let server = null;
+  const wantsRestart = !opts.only.length || opts.only.includes('restart');
+  if (opts.hearthd && wantsRestart) {
+    const serverLog = [];
+    server = await ownServer(opts.hearthd, opts.ns, text => serverLog.push(text));
+    process.on('exit', () => server && server.kill());
+  }
+  const ctx = {
+    host: opts.host, port: opts.port, ns: opts.ns, rules: opts.rules, vectors: opts.vectors, server,
+    prefix: 'sdk-' + driver + '-' + Date.now().toString(36), emit,
+  };
+  const killer = setTimeout(() => { emit({ e: 'driver timeout' }); process.exit(3); }, 600000);
+  const verdicts = await scenarios.runAll(api, ctx, opts.only);
+  clearTimeout(killer);
+  if (server) await server.stop();
+  const failed = verdicts.filter(v => v.verdict === 'FAIL').length;
+  emit({ e: 'done', pass: verdicts.filter(v => v.verdict === 'PASS').length, fail: failed,
+    skip: verdicts.filter(v => v.verdict === 'SKIP').length });
+  // The SDK keeps sockets and timers alive: leave explicitly once the output is written.
+  process.stdout.write('', () => process.exit(failed ? 1 : 0));
+}
+
+module.exports = { options, drive, bundle, repo };

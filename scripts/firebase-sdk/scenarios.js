@@ -1,0 +1,448 @@
+// Scenarios that run the Firebase JS SDK, unmodified, against hearthd's Firebase endpoint.
+// Written against a small adapter (api-compat.js, api-modular.js) so the same steps run in the
+// compat bundles in Node, the npm modular build in Node, and the compat bundles in Chromium.
+//
+// Each scenario prints the events the SDK raised as JSON lines through ctx.emit
+// ({"s":scenario,"c":client,"e":event,...}) and ends with its own verdict
+// ({"s":scenario,"verdict":"PASS"|"FAIL"|"SKIP","detail":...}).
+//
+// ctx: host, port, ns; prefix (a path of its own for this run); vectors (the parsed
+// conformance vectors, or null); rules (true when the server runs with scripts/firebase-sdk/rules.json);
+// server (Node only: kill() and start() of a hearthd this driver owns, for "restart").
+(function (root) {
+  'use strict';
+
+  const sleep = ms => new Promise(resolve => setTimeout(resolve, ms));
+
+  // JSON with object keys sorted, to compare values whatever their key order.
+  function canonical(value) {
+    if (value === null || typeof value !== 'object') return JSON.stringify(value);
+    if (Array.isArray(value)) return '[' + value.map(canonical).join(',') + ']';
+    return '{' + Object.keys(value).sort().map(k => JSON.stringify(k) + ':' + canonical(value[k])).join(',') + '}';
+  }
+  const same = (a, b) => canonical(a) === canonical(b);
+
+  async function waitFor(predicate, timeoutMs, what) {
+    const end = Date.now() + timeoutMs;
+    while (Date.now() < end) {
+      if (predicate()) return true;
+      await sleep(20);
+    }
+    if (predicate()) return true;
+    throw new Error('timed out after ' + timeoutMs + ' ms waiting for ' + what);
+  }
+
+  function withTimeout(promise, ms, what) {
+    let timer;
+    return Promise.race([
+      promise.finally(() => clearTimeout(timer)),
+      new Promise((_, reject) => { timer = setTimeout(() => reject(new Error('timed out after ' + ms + ' ms: ' + what)), ms); }),
+    ]);
+  }
+
+  const short = v => {
+    const text = canonical(v === undefined ? null : v);
+    return text.length > 200 ? text.slice(0, 120) + '...(' + text.length + ' chars)' : text;
+  };
+  const keysOf = snapshot => { const keys = []; snapshot.forEach(child => { keys.push(child.key); }); return keys; };
+  const errorText = e => (e && e.code ? e.code + ': ' : '') + (e && e.message || String(e));
+
+  // Listens for the given event types on `query`, recording [type, key, prevKey] and emitting
+  // each as a line; returns {events, off}.
+  function record(api, ctx, scenario, client, query, types, options) {
+    const events = [];
+    const offs = types.map(type => api.on(query, type, (snapshot, previous) => {
+      const event = type === 'value'
+        ? { type, key: null, prev: null, val: snapshot.val(), keys: keysOf(snapshot) }
+        : { type, key: snapshot.key, prev: type === 'child_removed' ? null : previous, val: snapshot.val() };
+      events.push(event);
+      const line = { s: scenario, c: client, e: type };
+      if (type !== 'value') { line.k = event.key; line.p = event.prev; }
+      if (!(options && options.quiet)) line.v = short(event.val);
+      ctx.emit(line);
+    }, options && options.cancel));
+    return { events, off: () => offs.forEach(off => off()) };
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // The seeds' examples.
+
+  async function readOnce(api, ctx, s) {
+    const a = api.connect(ctx), b = api.connect(ctx);
+    const base = ctx.prefix + '/' + s;
+    const dinosaurs = {
+      stegosaurus: { height: 4, length: 9, order: 'ornithischia' },
+      trex: { height: 6, length: 12, order: 'theropoda' },
+      bruhathkayosaurus: { height: 25, length: 44, order: 'saurischia' },
+    };
+    await api.set(api.ref(a, base + '/dinosaurs'), dinosaurs);
+    const once = await api.once(api.ref(b, base + '/dinosaurs'));
+    ctx.emit({ s, c: 'b', e: 'once', v: short(once.val()) });
+    const got = await api.get(api.ref(b, base + '/dinosaurs/trex/height'));
+    ctx.emit({ s, c: 'b', e: 'get', v: got.val() });
+    const missing = await api.get(api.ref(b, base + '/nothing'));
+    ctx.emit({ s, c: 'b', e: 'get', v: missing.val(), exists: missing.exists() });
+    const fresh = api.connect(ctx);
+    const fetched = await api.get(api.ref(fresh, base + '/dinosaurs'));
+    ctx.emit({ s, c: 'c', e: 'get', v: short(fetched.val()) });
+    const ok = same(once.val(), dinosaurs) && got.val() === 6 && missing.val() === null && !missing.exists()
+      && same(fetched.val(), dinosaurs);
+    return { ok, detail: ok ? 'once/get equal to what was written; absent location null' : 'values differ' };
+  }
+
+  async function valueAndChildEvents(api, ctx, s) {
+    const writer = api.connect(ctx), reader = api.connect(ctx);
+    const base = ctx.prefix + '/' + s + '/messages';
+    const rec = record(api, ctx, s, 'reader', api.ref(reader, base),
+      ['child_removed', 'child_added', 'child_moved', 'child_changed', 'value']);
+    await waitFor(() => rec.events.length >= 1, 5000, 'the first value event');
+    const ref = api.ref(writer, base);
+    await api.set(api.ref(writer, base + '/m1'), { from: 'ada', text: 'hello' });
+    await api.set(api.ref(writer, base + '/m2'), { from: 'bob', text: 'hi' });
+    await api.update(api.ref(writer, base + '/m1'), { text: 'hello, world' });
+    await api.remove(api.ref(writer, base + '/m2'));
+    await api.remove(ref);
+    await waitFor(() => rec.events.length >= 10, 5000, '10 events');
+    await sleep(200);
+    rec.off();
+    const got = rec.events.map(e => [e.type, e.key, e.prev]);
+    const expected = [
+      ['value', null, null],
+      ['child_added', 'm1', null], ['value', null, null],
+      ['child_added', 'm2', 'm1'], ['value', null, null],
+      ['child_changed', 'm1', null], ['value', null, null],
+      ['child_removed', 'm2', null], ['value', null, null],
+      ['child_removed', 'm1', null], ['value', null, null],
+    ];
+    const values = rec.events.filter(e => e.type === 'value').map(e => e.val);
+    const expectedValues = [null, { m1: { from: 'ada', text: 'hello' } },
+      { m1: { from: 'ada', text: 'hello' }, m2: { from: 'bob', text: 'hi' } },
+      { m1: { from: 'ada', text: 'hello, world' }, m2: { from: 'bob', text: 'hi' } },
+      { m1: { from: 'ada', text: 'hello, world' } }, null];
+    const ok = same(got, expected) && same(values, expectedValues);
+    return { ok, detail: ok ? 'events and values as expected' : 'got ' + JSON.stringify(got) + ' values ' + short(values) };
+  }
+
+  // The vectors' queries: data written by one client, the query run by another that never saw it.
+  async function vectorQueries(api, ctx, s) {
+    if (!ctx.vectors) return { skip: 'no vectors.json given' };
+    const writer = api.connect(ctx), reader = api.connect(ctx);
+    const failures = [];
+    let index = 0;
+    for (const vector of ctx.vectors.queries) {
+      const base = ctx.prefix + '/' + s + '/' + index++;
+      await api.set(api.ref(writer, base), vector.data);
+      const path = vector.path === '/' ? base : base + vector.path;
+      const query = api.query(api.ref(reader, path), vector.query || {});
+      const rec = record(api, ctx, s, 'reader', query, ['child_added', 'value'], { quiet: true });
+      let keys = null, prevKeys = null;
+      try {
+        await waitFor(() => rec.events.some(e => e.type === 'value'), 5000, 'the value event');
+        const value = rec.events.find(e => e.type === 'value');
+        keys = value.keys;
+        prevKeys = rec.events.filter(e => e.type === 'child_added').map(e => e.prev);
+      } catch (e) {
+        keys = 'error: ' + errorText(e);
+      }
+      rec.off();
+      const ok = same(keys, vector.expectKeys) && same(prevKeys, vector.expectInitialPrevKeys);
+      ctx.emit({ s, e: 'vector', name: vector.name, ok, keys, expectKeys: vector.expectKeys });
+      if (!ok) failures.push(vector.name + ': got ' + JSON.stringify(keys) + ' / prev ' + JSON.stringify(prevKeys));
+    }
+    return { ok: failures.length === 0, detail: (ctx.vectors.queries.length - failures.length) + '/' + ctx.vectors.queries.length + ' vectors' + (failures.length ? '; failed: ' + failures.join(' | ') : '') };
+  }
+
+  // The vectors' event sequences: a subscriber with every event type on the query, another
+  // client doing the writes.
+  async function vectorEvents(api, ctx, s) {
+    if (!ctx.vectors) return { skip: 'no vectors.json given' };
+    const writer = api.connect(ctx), reader = api.connect(ctx);
+    const failures = [];
+    let index = 0;
+    const types = ['child_removed', 'child_added', 'child_moved', 'child_changed', 'value'];
+    for (const vector of ctx.vectors.events) {
+      const base = ctx.prefix + '/' + s + '/' + index++;
+      if (vector.initial !== null && vector.initial !== undefined) await api.set(api.ref(writer, base), vector.initial);
+      const path = vector.path === '/' ? base : base + vector.path;
+      const rec = record(api, ctx, s, 'reader', api.query(api.ref(reader, path), vector.query || {}), types, { quiet: true });
+      let error = null;
+      try {
+        let expectedCount = 0;
+        for (let step = 0; step < vector.expectEventsByStep.length; step++) {
+          if (step > 0) {
+            const write = vector.writes[step - 1];
+            const ref = api.ref(writer, write.path === '/' ? base : base + write.path);
+            if (write.op === 'set') await api.set(ref, write.value);
+            else if (write.op === 'update') await api.update(ref, write.value);
+            else if (write.op === 'remove') await api.remove(ref);
+            else if (write.op === 'setPriority') await api.setPriority(ref, write.value);
+            else if (write.op === 'setWithPriority') await api.setWithPriority(ref, write.value, write.priority);
+          }
+          expectedCount += vector.expectEventsByStep[step].length;
+          await waitFor(() => rec.events.length >= expectedCount, 3000, expectedCount + ' events').catch(() => {});
+          await sleep(60);
+        }
+      } catch (e) {
+        error = errorText(e);
+      }
+      rec.off();
+      const got = rec.events.map(e => [e.type, e.key, e.prev]);
+      const ok = !error && same(got, vector.expectEvents);
+      ctx.emit({ s, e: 'vector', name: vector.name, ok, events: got, ...(ok ? {} : { expectEvents: vector.expectEvents, error }) });
+      if (!ok) failures.push(vector.name);
+    }
+    return { ok: failures.length === 0, detail: (ctx.vectors.events.length - failures.length) + '/' + ctx.vectors.events.length + ' vectors' + (failures.length ? '; failed: ' + failures.join(' | ') : '') };
+  }
+
+  async function pushLists(api, ctx, s) {
+    const writer = api.connect(ctx), reader = api.connect(ctx);
+    const base = ctx.prefix + '/' + s + '/posts';
+    const rec = record(api, ctx, s, 'reader', api.query(api.ref(reader, base), { limitToLast: 3 }),
+      ['child_removed', 'child_added', 'value']);
+    await waitFor(() => rec.events.length >= 1, 5000, 'the first value event');
+    const keys = [];
+    for (let i = 0; i < 5; i++) {
+      const ref = api.push(api.ref(writer, base), { n: i, author: 'ada' });
+      keys.push(ref.key);
+      await ref;
+    }
+    await waitFor(() => rec.events.filter(e => e.type === 'value').length >= 6, 5000, '6 value events');
+    await sleep(150);
+    rec.off();
+    const ordered = keys.slice().sort();
+    const lastValue = rec.events.filter(e => e.type === 'value').pop();
+    const ok = same(ordered, keys) && same(lastValue.keys, keys.slice(2))
+      && rec.events.filter(e => e.type === 'child_removed').length === 2;
+    return { ok, detail: 'keys in push order: ' + same(ordered, keys) + '; last window ' + JSON.stringify(lastValue.keys) };
+  }
+
+  async function updateFanOut(api, ctx, s) {
+    const writer = api.connect(ctx), reader = api.connect(ctx);
+    const base = ctx.prefix + '/' + s;
+    const user = record(api, ctx, s, 'reader:user', api.ref(reader, base + '/users/ada'), ['value']);
+    const post = record(api, ctx, s, 'reader:post', api.ref(reader, base + '/posts/p1'), ['value']);
+    const feed = record(api, ctx, s, 'reader:feed', api.ref(reader, base + '/feeds/ada'), ['child_added', 'value']);
+    await waitFor(() => user.events.length && post.events.length && feed.events.length, 5000, 'first values');
+    await api.update(api.ref(writer, base), {
+      'users/ada/name': 'Ada', 'users/ada/postCount': 1,
+      'posts/p1': { author: 'ada', title: 'Notes' }, 'feeds/ada/p1': true,
+    });
+    await waitFor(() => user.events.length >= 2 && post.events.length >= 2 && feed.events.length >= 3, 5000, 'the fan-out');
+    await sleep(150);
+    [user, post, feed].forEach(r => r.off());
+    const whole = await api.get(api.ref(api.connect(ctx), base));
+    const expected = { users: { ada: { name: 'Ada', postCount: 1 } }, posts: { p1: { author: 'ada', title: 'Notes' } }, feeds: { ada: { p1: true } } };
+    const ok = same(whole.val(), expected) && user.events.length === 2 && post.events.length === 2
+      && same(user.events[1].val, expected.users.ada) && same(post.events[1].val, expected.posts.p1);
+    return { ok, detail: 'one event per listener for one multi-path update; get: ' + short(whole.val()) };
+  }
+
+  async function serverValues(api, ctx, s) {
+    const a = api.connect(ctx), b = api.connect(ctx);
+    const base = ctx.prefix + '/' + s;
+    const offsetEvents = record(api, ctx, s, 'a:.info/serverTimeOffset', api.ref(a, '.info/serverTimeOffset'), ['value']);
+    const watch = record(api, ctx, s, 'b', api.ref(b, base), ['value']);
+    const before = Date.now();
+    await api.set(api.ref(a, base + '/created'), api.serverTimestamp());
+    const after = Date.now();
+    const stamp = (await api.get(api.ref(b, base + '/created'))).val();
+    await Promise.all([
+      ...[1, 2, 3].map(() => api.set(api.ref(a, base + '/count'), api.increment(1))),
+      ...[1, 2, 3].map(() => api.update(api.ref(b, base), { count: api.increment(10) })),
+    ]);
+    await sleep(300);
+    const count = (await api.get(api.ref(api.connect(ctx), base + '/count'))).val();
+    watch.off(); offsetEvents.off();
+    const offset = offsetEvents.events.length ? offsetEvents.events[offsetEvents.events.length - 1].val : null;
+    ctx.emit({ s, e: 'result', stamp, before, after, count, offset });
+    const ok = typeof stamp === 'number' && stamp >= before - 2000 && stamp <= after + 2000 && count === 33
+      && typeof offset === 'number' && Math.abs(offset) < 5000;
+    return { ok, detail: 'timestamp ' + stamp + ' within [' + before + ', ' + after + '] ±2 s, six increments from two clients = ' + count + ' (33 expected), serverTimeOffset ' + offset };
+  }
+
+  // ---------------------------------------------------------------------------------------------
+
+  async function transactions(api, ctx, s) {
+    const a = api.connect(ctx), b = api.connect(ctx);
+    const path = ctx.prefix + '/' + s + '/counter';
+    const perClient = 25;
+    let runs = 0;
+    const run = client => api.transaction(api.ref(client, path), current => { runs++; return (current || 0) + 1; });
+    const results = await withTimeout(Promise.all([
+      ...Array.from({ length: perClient }, () => run(a)),
+      ...Array.from({ length: perClient }, () => run(b)),
+    ]), 60000, 'the transactions');
+    const committed = results.filter(r => r.committed).length;
+    const final = (await api.get(api.ref(api.connect(ctx), path))).val();
+    ctx.emit({ s, e: 'result', committed, final, updateFunctionRuns: runs });
+    const ok = committed === 2 * perClient && final === 2 * perClient;
+    return { ok, detail: committed + ' committed, final ' + final + ' (expected ' + 2 * perClient + '), update function ran ' + runs + ' times' };
+  }
+
+  async function presence(api, ctx, s) {
+    const a = api.connect(ctx), b = api.connect(ctx);
+    const base = ctx.prefix + '/' + s;
+    const bConnected = record(api, ctx, s, 'b:.info/connected', api.ref(b, '.info/connected'), ['value']);
+    const status = record(api, ctx, s, 'b:status', api.ref(b, base + '/status/ada'), ['value']);
+    const kept = record(api, ctx, s, 'b:kept', api.ref(b, base + '/kept'), ['value']);
+    // The usual presence pattern: on every connect, register what the server does on disconnect,
+    // then say we are online.
+    const aConnected = api.on(api.ref(a, '.info/connected'), 'value', snapshot => {
+      ctx.emit({ s, c: 'a', e: '.info/connected', v: snapshot.val() });
+      if (snapshot.val() !== true) return;
+      const ref = api.ref(a, base + '/status/ada');
+      api.onDisconnect(ref).set({ state: 'offline', lastSeen: api.serverTimestamp() })
+        .then(() => api.set(ref, { state: 'online' }));
+    });
+    await api.set(api.ref(a, base + '/kept'), 'stays');
+    await api.onDisconnect(api.ref(a, base + '/kept')).remove();
+    await api.onDisconnect(api.ref(a, base + '/kept')).cancel();
+    const state = () => (status.events.length ? (status.events[status.events.length - 1].val || {}).state : undefined);
+    await waitFor(() => state() === 'online', 5000, 'online');
+    api.goOffline(a);
+    await waitFor(() => state() === 'offline', 5000, 'offline after goOffline');
+    const offline = status.events[status.events.length - 1].val;
+    api.goOnline(a);
+    await waitFor(() => state() === 'online', 8000, 'online again after goOnline');
+    await sleep(200);
+    aConnected(); status.off(); kept.off(); bConnected.off();
+    const states = status.events.map(e => e.val && e.val.state);
+    const ok = bConnected.events.some(e => e.val === true) && typeof (offline && offline.lastSeen) === 'number'
+      && kept.events.length && kept.events[kept.events.length - 1].val === 'stays';
+    return { ok, detail: 'b saw states ' + JSON.stringify(states) + ', lastSeen ' + (offline && offline.lastSeen) + ', cancelled remove left /kept = ' + JSON.stringify(kept.events.length ? kept.events[kept.events.length - 1].val : undefined) };
+  }
+
+  async function rulesDenied(api, ctx, s) {
+    if (!ctx.rules) return { skip: 'the server has no rules file (scripts/firebase-sdk/rules.json)' };
+    const a = api.connect(ctx);
+    const ref = api.ref(a, 'secret/' + ctx.prefix.replace(/\//g, '_'));
+    const cancelled = [];
+    const listening = new Promise(resolve => {
+      api.on(ref, 'value', snapshot => ctx.emit({ s, c: 'a', e: 'value', v: short(snapshot.val()) }), error => {
+        cancelled.push(error);
+        ctx.emit({ s, c: 'a', e: 'cancel', code: error.code, message: error.message });
+        resolve();
+      });
+    });
+    await withTimeout(listening, 5000, 'the listen to be cancelled');
+    let writeError = null, getError = null;
+    try { await api.set(ref, 'x'); ctx.emit({ s, c: 'a', e: 'set resolved' }); } catch (e) {
+      writeError = e; ctx.emit({ s, c: 'a', e: 'set rejected', code: e.code, message: e.message });
+    }
+    try { await api.get(api.ref(api.connect(ctx), 'secret/x')); ctx.emit({ s, c: 'b', e: 'get resolved' }); } catch (e) {
+      getError = e; ctx.emit({ s, c: 'b', e: 'get rejected', code: e.code, message: e.message });
+    }
+    const open = await api.get(api.ref(a, ctx.prefix + '/' + s + '/open')).then(() => true, () => false);
+    const ok = cancelled.length === 1 && /PERMISSION_DENIED/i.test(cancelled[0].code || cancelled[0].message)
+      && writeError && /PERMISSION_DENIED/.test(writeError.code || writeError.message)
+      && getError && /permission/i.test(getError.message) && open;
+    return { ok, detail: 'listen cancel ' + (cancelled[0] && cancelled[0].code) + '; set ' + (writeError && writeError.code) + '; get ' + (getError && getError.message) + '; an allowed read still works: ' + open };
+  }
+
+  async function largeValue(api, ctx, s) {
+    const a = api.connect(ctx), b = api.connect(ctx);
+    const base = ctx.prefix + '/' + s;
+    // 40,000 characters, some outside ASCII and outside the BMP, so frames are cut between code points.
+    const unit = 'Hearth \u00e9t\u00e9 \u4f60\u597d \ud83d\udd25 ';
+    const make = seed => { let t = seed; while (t.length < 40000) t += unit; return t.slice(0, 39998) + 'ok'; };
+    const up = make('a>');
+    const down = make('b>');
+    const seenByB = record(api, ctx, s, 'b', api.ref(b, base + '/fromA'), ['value']);
+    const seenByA = record(api, ctx, s, 'a', api.ref(a, base + '/fromB'), ['value']);
+    await api.set(api.ref(a, base + '/fromA'), up);
+    await api.set(api.ref(b, base + '/fromB'), down);
+    await waitFor(() => seenByB.events.some(e => e.val === up) && seenByA.events.some(e => e.val === down), 10000, 'both values');
+    const fetched = (await api.get(api.ref(api.connect(ctx), base))).val();
+    seenByA.off(); seenByB.off();
+    const ok = fetched && fetched.fromA === up && fetched.fromB === down;
+    return { ok, detail: 'a 40,000-char value (' + new TextEncoder().encode(up).length + ' UTF-8 bytes) each way, and read back by a third client: ' + (ok ? 'identical' : 'different') };
+  }
+
+  // A ws:// databaseURL without emulator mode: the SDK takes the hello's host for later connections.
+  async function wsUrl(api, ctx, s) {
+    const a = api.connect(ctx, 'url');
+    const base = ctx.prefix + '/' + s;
+    await withTimeout(api.set(api.ref(a, base + '/x'), 1), 8000, 'the set');
+    api.goOffline(a); api.goOnline(a);
+    await withTimeout(api.set(api.ref(a, base + '/y'), 2), 8000, 'the set after reconnecting');
+    const got = (await api.get(api.ref(api.connect(ctx), base))).val();
+    const ok = same(got, { x: 1, y: 2 });
+    return { ok, detail: 'databaseURL ws://' + ctx.host + ':' + ctx.port + '?ns=' + ctx.ns + ': ' + short(got) };
+  }
+
+  // hearthd killed with SIGKILL and restarted on the same port and data under a connected client.
+  async function restart(api, ctx, s) {
+    if (!ctx.server) return { skip: 'needs a hearthd of its own (Node drivers with --hearthd)' };
+    const sctx = Object.assign({}, ctx, { port: ctx.server.port });
+    const a = api.connect(sctx);
+    const base = ctx.prefix + '/' + s;
+    const connected = [];
+    const offConnected = api.on(api.ref(a, '.info/connected'), 'value', snapshot => {
+      connected.push(snapshot.val()); ctx.emit({ s, c: 'a', e: '.info/connected', v: snapshot.val() });
+    });
+    const seen = record(api, ctx, s, 'a', api.ref(a, base + '/items'), ['value'], { quiet: true });
+    const acked = new Set();
+    const write = i => api.set(api.ref(a, base + '/items/i' + String(i).padStart(2, '0')), i).then(() => { acked.add(i); });
+    for (let i = 0; i < 10; i++) await write(i);
+    const counter = api.transaction(api.ref(a, base + '/counter'), v => (v || 0) + 1);
+    await counter;
+    // Writes in flight when the server dies.
+    const inFlight = [];
+    for (let i = 10; i < 20; i++) inFlight.push(write(i));
+    await sleep(5);
+    const ackedAtKill = new Set(acked);
+    ctx.server.kill();
+    ctx.emit({ s, e: 'server killed', ackedBeforeKill: ackedAtKill.size });
+    await waitFor(() => connected[connected.length - 1] === false, 10000, '.info/connected false');
+    // Writes made while the server is down.
+    for (let i = 20; i < 30; i++) inFlight.push(write(i));
+    const offlineTransaction = api.transaction(api.ref(a, base + '/counter'), v => (v || 0) + 1);
+    await sleep(1500);
+    await ctx.server.start();
+    ctx.emit({ s, e: 'server restarted' });
+    await waitFor(() => connected[connected.length - 1] === true, 30000, '.info/connected true again');
+    await withTimeout(Promise.all(inFlight), 30000, 'the queued writes');
+    const tx = await withTimeout(offlineTransaction, 30000, 'the transaction');
+    const expected = {};
+    for (let i = 0; i < 30; i++) expected['i' + String(i).padStart(2, '0')] = i;
+    await waitFor(() => seen.events.length && same(seen.events[seen.events.length - 1].val, expected), 5000, 'the listener to hold all 30 items').catch(() => {});
+    const fresh = api.connect(sctx);
+    const stored = (await api.get(api.ref(fresh, base))).val() || {};
+    seen.off(); offConnected();
+    const lost = [...ackedAtKill].filter(i => !stored.items || stored.items['i' + String(i).padStart(2, '0')] !== i);
+    const listenerFinal = seen.events.length ? seen.events[seen.events.length - 1].val : null;
+    ctx.emit({ s, e: 'result', connected, stored: short(stored), lostAcknowledged: lost, transactionCommitted: tx.committed });
+    const ok = lost.length === 0 && same(stored.items, expected) && stored.counter === 2 && tx.committed
+      && same(listenerFinal, expected);
+    return { ok, detail: '.info/connected ' + JSON.stringify(connected) + '; ' + ackedAtKill.size + ' writes acknowledged before the kill, lost ' + lost.length + '; after restart all 30 stored: ' + same(stored.items, expected) + ', counter ' + stored.counter + ' (2), listener final value complete: ' + same(listenerFinal, expected) };
+  }
+
+  const all = [
+    ['read-once', readOnce], ['value-child-events', valueAndChildEvents], ['queries-vectors', vectorQueries],
+    ['events-vectors', vectorEvents], ['push-lists', pushLists], ['update-fan-out', updateFanOut],
+    ['server-values', serverValues], ['transactions', transactions], ['presence', presence],
+    ['rules-denied', rulesDenied], ['large-value', largeValue], ['ws-url', wsUrl], ['restart', restart],
+  ];
+
+  async function runAll(api, ctx, only) {
+    const verdicts = [];
+    for (const [name, scenario] of all) {
+      if (only && only.length && !only.includes(name)) continue;
+      let verdict;
+      try {
+        const result = await withTimeout(scenario(api, ctx, name), 120000, name);
+        verdict = result.skip ? { s: name, verdict: 'SKIP', detail: result.skip }
+          : { s: name, verdict: result.ok ? 'PASS' : 'FAIL', detail: result.detail };
+      } catch (e) {
+        verdict = { s: name, verdict: 'FAIL', detail: 'error: ' + errorText(e) };
+      }
+      ctx.emit(verdict);
+      verdicts.push(verdict);
+    }
+    return verdicts;
+  }
+
+  const exported = { runAll, names: all.map(([name]) => name), canonical, sleep, waitFor, withTimeout, errorText, record, short };
+  if (typeof module !== 'undefined' && module.exports) module.exports = exported;
+  else root.HearthScenarios = exported;
+})(typeof globalThis !== 'undefined' ? globalThis : this);
