@@ -171,6 +171,7 @@ def transport_scenarios(args, files):
             if state.get("flag") == "true" and state.get("webSocketAttempts", 0) >= 1:
                 break
             time.sleep(0.1)
+        seen = pump(driver, 0, [])
         emit({"d": "chromium", "s": name, "e": "server down", "state": state})
         server.start()
         emit({"d": "chromium", "s": name, "e": "server started", "port": port})
@@ -180,7 +181,7 @@ def transport_scenarios(args, files):
             if state.get("acknowledged") is not None and state.get("upgraded"):
                 break
             time.sleep(0.2)
-        seen = pump(driver, 0, [])
+        pump(driver, seen, [])
         requests = lp_requests(driver)
         statuses = {}
         for request in requests:
@@ -194,9 +195,9 @@ def transport_scenarios(args, files):
             verdict, detail = "FAIL", "connected and write acknowledged, but no upgrade to WebSocket seen"
         else:
             verdict = "FAIL"
-            detail = ("never connected: localStorage firebase:previous_websocket_failure=%s; the SDK tried "
-                      "long polling %d times and WebSocket %d times after the failure; /.lp requests %d, "
-                      "answered %s (long polling /.lp is not served by hearthd yet)"
+            detail = ("never connected: localStorage firebase:previous_websocket_failure=%s; connection "
+                      "attempts by long polling %d, by WebSocket %d (counting the failed one while the server "
+                      "was down); /.lp requests %d, answered %s"
                       % (state.get("flag"), state.get("longPollAttempts", 0), state.get("webSocketAttempts", 0),
                          len(requests), json.dumps(statuses)))
         verdicts.append({"d": "chromium", "s": name, "verdict": verdict, "detail": detail})

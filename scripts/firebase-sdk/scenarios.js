@@ -245,6 +245,9 @@
     const before = Date.now();
     await api.set(api.ref(a, base + '/created'), api.serverTimestamp());
     const after = Date.now();
+    // b listens above the location: its get() answers from that listen's data, so wait for the
+    // write to reach it first.
+    await waitFor(() => watch.events.some(e => e.val && typeof e.val.created === 'number'), 5000, 'the timestamp at b');
     const stamp = (await api.get(api.ref(b, base + '/created'))).val();
     await Promise.all([
       ...[1, 2, 3].map(() => api.set(api.ref(a, base + '/count'), api.increment(1))),
