@@ -78,7 +78,7 @@ public struct SHA1 {
 }
 
 /// Standard Base64 with padding.
-func base64Encode(_ bytes: [UInt8]) -> String {
+public func base64Encode(_ bytes: [UInt8]) -> String {
     let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
     var out: [UInt8] = []
     out.reserveCapacity((bytes.count + 2) / 3 * 4)

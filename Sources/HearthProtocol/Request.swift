@@ -78,7 +78,12 @@ public indirect enum Operation: Sendable {
     /// delivered as `put`/`patch` events in `format`. Without a query (nil) each write is shaped
     /// as it was made; with one, each change of the window is one `patch` (docs/REST.md,
     /// "Streaming (Server-Sent Events)").
-    case stream(path: Path, query: QuerySpec?, format: Node.Format, ruleQuery: RuleQuery?)
+    ///
+    /// `firebase` makes it a listen of Firebase's realtime protocol instead: the same events, as
+    /// that protocol's data pushes, the first one before the answer and only when the client does
+    /// not already hold the data (docs/firebase-sdk.md).
+    case stream(
+        path: Path, query: QuerySpec?, format: Node.Format, ruleQuery: RuleQuery?, firebase: FirebaseListen? = nil)
     /// End a subscription of this connection.
     case unsubscribe(sub: Int)
     /// Register, edit or cancel an onDisconnect operation for this connection.
@@ -98,6 +103,15 @@ public indirect enum Operation: Sendable {
     /// A connection's choice of database, or an admin's database lifecycle request: answered by
     /// the server, which holds the databases, never by one database's engine.
     case database(DatabaseRequest)
+}
+
+/// What a Firebase realtime-protocol listen adds to an event stream.
+public struct FirebaseListen: Sendable {
+    /// The hash of the data the client holds for the listen (`""`: none): when the data has that
+    /// hash, its first push is not sent.
+    public var knownHash: String
+
+    public init(knownHash: String) { self.knownHash = knownHash }
 }
 
 /// `use`, `listDatabases`, `createDatabase`, `databaseInfo` and `deleteDatabase`

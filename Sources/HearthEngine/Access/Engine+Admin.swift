@@ -58,7 +58,7 @@ extension Engine {
         switch operation {
         case .get(let path, let options):
             return rules.checkRead(path: path, query: options.ruleQuery, auth: identity, root: root, now: now)
-        case .subscribe(let path, _, _, let ruleQuery, _), .stream(let path, _, _, let ruleQuery):
+        case .subscribe(let path, _, _, let ruleQuery, _), .stream(let path, _, _, let ruleQuery, _):
             return rules.checkRead(path: path, query: ruleQuery, auth: identity, root: root, now: now)
         case .write(let simulated, _):
             write = simulated.unconditional(in: root)

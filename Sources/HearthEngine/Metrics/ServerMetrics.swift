@@ -23,8 +23,16 @@ public final class ServerMetrics: Sendable {
         case tcp
         /// The HTTP API (REST and Server-Sent Events).
         case http
+        /// Firebase's realtime protocol (WebSocket).
+        case firebase
 
-        var label: String { self == .tcp ? "tcp" : "http" }
+        var label: String {
+            switch self {
+            case .tcp: "tcp"
+            case .http: "http"
+            case .firebase: "firebase"
+            }
+        }
     }
 
     /// The registry every metric of this server lives in.

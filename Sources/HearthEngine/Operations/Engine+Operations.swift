@@ -58,11 +58,13 @@ extension Engine {
                 session, path: path, query: query, delivery: .events(events, cache: cache != nil),
                 since: cache?.since, ruleQuery: ruleQuery, identity: identity, now: now, id: request.id,
                 batch: &batch)
-        case .stream(let path, let query, let format, let ruleQuery):
+        case .stream(let path, let query, let format, let ruleQuery, let firebase):
+            let framing: StreamFraming = firebase == nil ? .serverSentEvents : .firebase(location: path)
             subscribe(
                 session, path: path, query: query ?? .default,
-                delivery: .stream(.init(format: format, shapedByWrite: query == nil)), ruleQuery: ruleQuery,
-                identity: identity, now: now, id: request.id, batch: &batch)
+                delivery: .stream(.init(format: format, shapedByWrite: query == nil, framing: framing)),
+                knownHash: firebase?.knownHash, ruleQuery: ruleQuery, identity: identity, now: now, id: request.id,
+                batch: &batch)
         case .unsubscribe(let sub):
             unsubscribe(sub, reply: reply, batch: &batch)
         case .onDisconnect(let action):

@@ -9,7 +9,8 @@ extension Engine {
     /// (in cache mode resuming from `since` when the change log allows).
     func subscribe(
         _ session: SessionLink, path: Path, query: QuerySpec, delivery: ViewRegistry.Delivery, since: UInt64? = nil,
-        ruleQuery: RuleQuery?, identity: AuthContext?, now: Int64, id: RequestID, batch: inout Batch
+        knownHash: String? = nil, ruleQuery: RuleQuery?, identity: AuthContext?, now: Int64, id: RequestID,
+        batch: inout Batch
     ) {
         func respond(_ body: ResponseBody) { batch.append(.response(id, body), for: session) }
         if let denial = readDenial("subscribe", at: path, query: ruleQuery, identity: identity, now: now) {
@@ -54,15 +55,41 @@ extension Engine {
                     batch.append(.event(sub: sub, body: allocator.buffer(bytes: body)), for: session)
                 }
             case .stream(let shape):
-                respond(.subscribed(sub: sub, rev: database.rev, warning: warning))
                 let location = database.root.child(at: path)
-                let first =
+                func first() -> [UInt8] {
                     shape.shapedByWrite
-                    ? StreamEvents.initial(location, format: shape.format)
-                    : StreamEvents.initial(view, location: location, format: shape.format)
-                batch.append(.event(sub: sub, body: allocator.buffer(bytes: first)), for: session)
+                        ? StreamEvents.initial(location, format: shape.format, framing: shape.framing)
+                        : StreamEvents.initial(view, location: location, format: shape.format, framing: shape.framing)
+                }
+                guard case .firebase = shape.framing else {
+                    respond(.subscribed(sub: sub, rev: database.rev, warning: warning))
+                    batch.append(.event(sub: sub, body: allocator.buffer(bytes: first())), for: session)
+                    return
+                }
+                // Firebase's clients take the answer as "the data is complete": the data goes
+                // first, unless the client holds it already.
+                let holdsIt: Bool
+                if let knownHash, !knownHash.isEmpty {
+                    holdsIt =
+                        Self.firebaseHash(shapedByWrite: shape.shapedByWrite, view: view, location: location)
+                        == knownHash
+                } else {
+                    holdsIt = shape.shapedByWrite ? location.isEmpty : view.window.isEmpty
+                }
+                if !holdsIt {
+                    batch.append(.event(sub: sub, body: allocator.buffer(bytes: first())), for: session)
+                }
+                respond(.subscribed(sub: sub, rev: database.rev, warning: warning))
             }
         }
+    }
+
+    /// The hash a Firebase client computes over what it holds for a listen: the location's value
+    /// for a listen without a query, the window's children as one object for a query.
+    static func firebaseHash(shapedByWrite: Bool, view: View, location: Node) -> String {
+        if shapedByWrite || (view.spec.isUnfiltered && location.isLeaf) { return location.hash }
+        let entries = view.window.sorted { $0.key < $1.key }
+        return Node.object(ChildMap(sortedUniqueEntries: entries.map { ($0.key, $0.node) })).hash
     }
 
     func unsubscribe(_ sub: Int, reply: Reply, batch: inout Batch) {

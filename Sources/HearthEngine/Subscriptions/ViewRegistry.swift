@@ -29,6 +29,8 @@ final class ViewRegistry {
     struct StreamShape: Hashable {
         let format: Node.Format
         let shapedByWrite: Bool
+        /// Server-Sent Events, or Firebase realtime-protocol pushes.
+        let framing: StreamFraming
     }
 
     final class ViewSlot {
@@ -287,8 +289,10 @@ final class ViewRegistry {
                 let bytes =
                     shape.shapedByWrite
                     ? StreamEvents.shaped(
-                        write, at: location, before: rootBefore, after: rootAfter, format: shape.format)
-                    : StreamEvents.windowChange(events, view: slot.view, location: new, format: shape.format)
+                        write, at: location, before: rootBefore, after: rootAfter, format: shape.format,
+                        framing: shape.framing)
+                    : StreamEvents.windowChange(
+                        events, view: slot.view, location: new, format: shape.format, framing: shape.framing)
                 frames = bytes.map { allocator.buffer(bytes: $0) }
                 encoded[shape] = frames
             }

@@ -347,6 +347,10 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
         head: HTTPRequestHead, headers: RequestHeaders, body: [UInt8], context: ChannelHandlerContext
     ) {
         requestsServed += 1
+        if Self.isFirebaseSocketPath(head.uri) {
+            upgradeToFirebase(head: head, headers: headers, context: context)
+            return
+        }
         let call: RESTCall
         do { call = try parser.parse(head: head, headers: headers, body: body) } catch {
             countRejection(error)

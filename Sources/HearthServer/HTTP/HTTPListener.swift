@@ -19,9 +19,10 @@ enum HTTPListener {
         let bootstrap = context.bootstrap(on: group) { channel in
             let pipeline = channel.pipeline.syncOperations
             // The request decoder alone: HTTPConnectionHandler orders pipelined requests and
-            // writes its answers as bytes.
+            // writes its answers as bytes. Bytes after a WebSocket upgrade go on to its decoder.
             try pipeline.addHandler(
-                ByteToMessageHandler(HTTPRequestDecoder(leftOverBytesStrategy: .dropBytes, limitConfiguration: limits)))
+                ByteToMessageHandler(
+                    HTTPRequestDecoder(leftOverBytesStrategy: .forwardBytes, limitConfiguration: limits)))
             try pipeline.addHandler(
                 HTTPConnectionHandler(
                     id: context.connectionIDs.next(), databases: context.databases,

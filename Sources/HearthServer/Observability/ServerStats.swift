@@ -25,6 +25,7 @@ struct ServerStats: Sendable {
             "connections": .object([
                 "tcp": count(totals.connections[ServerMetrics.ConnectionKind.tcp.rawValue]),
                 "http": count(totals.connections[ServerMetrics.ConnectionKind.http.rawValue]),
+                "firebase": count(totals.connections[ServerMetrics.ConnectionKind.firebase.rawValue]),
             ]),
             "sseStreams": count(totals.streams),
             "subscriptions": count(totals.subscriptions),
