@@ -148,7 +148,7 @@ for driver in drivers:
             if line["s"] not in order:
                 order.append(line["s"])
             verdicts[(line["s"], driver)] = line
-width = max([len(s) for s in order] + [8])
+width = max([len(s) for s in order] + [8]) + 2
 print()
 print("scenario".ljust(width) + "".join(d.ljust(10) for d in drivers))
 failed = False
