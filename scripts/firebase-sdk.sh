@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs the real, unmodified Firebase JS SDK against hearthd (docs/firebase-sdk.md): starts a
 # hearthd of its own (free HTTP port, temporary data directory, the rules of
-# scripts/firebase-sdk/rules.json, default database "demo"), runs every driver of
+# scripts/firebase-sdk/rules.json, default database "demo", an admin secret of its own), runs every driver of
 # scripts/firebase-sdk/ against it, stops it by pid, and prints a table of the scenarios' verdicts.
 #
 #   scripts/firebase-sdk.sh [--build] [--scratch-path DIR] [--drivers compat,modular,chromium]
@@ -97,7 +97,8 @@ stop() {
 trap 'stop; rm -rf "$work/data"' EXIT
 trap 'exit 130' INT TERM
 
-HEARTH_DEFAULT_DATABASE=demo "$hearthd" --port 0 --http-port "$http_port" --data-dir "$work/data" \
+admin_secret=sdk-$(python3 -c 'import secrets; print(secrets.token_hex(16))')
+HEARTH_ADMIN_SECRET=$admin_secret HEARTH_DEFAULT_DATABASE=demo "$hearthd" --port 0 --http-port "$http_port" --data-dir "$work/data" \
     --fsync always --rules-file "$root/scripts/firebase-sdk/rules.json" 2> "$logs/hearthd.log" &
 pid=$!
 for _ in $(seq 200); do
@@ -107,7 +108,7 @@ for _ in $(seq 200); do
 done
 echo "hearthd (pid $pid) on HTTP port $http_port; logs in $logs" >&2
 
-common=(--port "$http_port" --ns demo --rules --hearthd "$hearthd")
+common=(--port "$http_port" --ns demo --rules --admin-secret "$admin_secret" --hearthd "$hearthd")
 [ -z "$only" ] || common+=(--only "$only")
 run_driver() {
     local name=$1; shift

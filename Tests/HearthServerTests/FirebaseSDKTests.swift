@@ -49,12 +49,13 @@ final class FirebaseSDKTests: XCTestCase {
         let configure: (inout ServerConfiguration) -> Void = {
             $0.rulesFile = rules
             $0.databases.defaultName = "demo"
+            $0.tokens.adminSecrets = [TestSecrets.admin]
         }
         try await withLiveServer(configure: configure) { server in
             var arguments =
                 nodeArguments + [
                     Self.root.appendingPathComponent("scripts/firebase-sdk/\(script)").path,
-                    "--port", "\(server.httpPort ?? 0)", "--ns", "demo", "--rules",
+                    "--port", "\(server.httpPort ?? 0)", "--ns", "demo", "--rules", "--admin-secret", TestSecrets.admin,
                 ]
             if let hearthd { arguments += ["--hearthd", hearthd] }
             let (status, output) = FirebaseAdminTests.run(node, arguments, timeout: 600)

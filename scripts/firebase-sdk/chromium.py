@@ -1,6 +1,6 @@
 """The Firebase JS SDK's compat bundles, unmodified, in headless Chromium against hearthd.
 
-    python chromium.py --port HTTP_PORT [--ns demo] [--rules] [--only a,b] [--vectors FILE]
+    python chromium.py --port HTTP_PORT [--ns demo] [--rules] [--admin-secret S] [--only a,b] [--vectors FILE]
                        [--hearthd BINARY] [--skip-transport]
 
 Serves page.html, the scenarios and the SDK (from $HEARTH_FIREBASE_SDK, else <repo>/.firebase-sdk)
@@ -27,6 +27,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.parse
 
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
@@ -231,6 +232,7 @@ def main():
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--ns", default="demo")
     parser.add_argument("--rules", action="store_true")
+    parser.add_argument("--admin-secret")
     parser.add_argument("--only", default="")
     parser.add_argument("--vectors", default=os.path.join(REPO, "Tests", "HearthCoreTests", "Resources", "vectors.json"))
     parser.add_argument("--hearthd")
@@ -247,8 +249,9 @@ def main():
     if not only or page_only:
         driver = chromium()
         try:
-            url = "http://127.0.0.1:%d/page.html?port=%d&ns=%s&only=%s%s" % (
-                files.server_address[1], args.port, args.ns, ",".join(page_only), "&rules=1" if args.rules else "")
+            url = "http://127.0.0.1:%d/page.html?port=%d&ns=%s&only=%s%s%s" % (
+                files.server_address[1], args.port, args.ns, ",".join(page_only), "&rules=1" if args.rules else "",
+                "&admin=" + urllib.parse.quote(args.admin_secret) if args.admin_secret else "")
             driver.get(url)
             seen = 0
             deadline = time.time() + 900

@@ -10,7 +10,7 @@ const { spawn } = require('child_process');
 const repo = path.resolve(__dirname, '..', '..');
 
 function usage(driver) {
-  return 'usage: node ' + driver + ' --port HTTP_PORT [--host 127.0.0.1] [--ns demo] [--rules]\n' +
+  return 'usage: node ' + driver + ' --port HTTP_PORT [--host 127.0.0.1] [--ns demo] [--rules] [--admin-secret S]\n' +
     '         [--only a,b] [--vectors FILE] [--hearthd BINARY] [--sdk-log]\n' +
     'The SDK folder is $HEARTH_FIREBASE_SDK, else ' + path.join(repo, '.firebase-sdk') + ' (docs/firebase-sdk.md).';
 }
@@ -39,6 +39,7 @@ function options(driver) {
     port,
     ns: value('--ns') || 'demo',
     rules: args.includes('--rules'),
+    adminSecret: value('--admin-secret') || process.env.HEARTH_SDK_ADMIN_SECRET,
     only: (value('--only') || '').split(',').filter(Boolean),
     vectors: vectorsFile && fs.existsSync(vectorsFile) ? JSON.parse(fs.readFileSync(vectorsFile, 'utf8')) : null,
     hearthd: value('--hearthd') || process.env.HEARTHD,
@@ -110,7 +111,8 @@ async function drive(driver, opts, api) {
     process.on('exit', () => server && server.kill());
   }
   const ctx = {
-    host: opts.host, port: opts.port, ns: opts.ns, rules: opts.rules, vectors: opts.vectors, server,
+    host: opts.host, port: opts.port, ns: opts.ns, rules: opts.rules, adminSecret: opts.adminSecret,
+    vectors: opts.vectors, server,
     prefix: 'sdk-' + driver + '-' + Date.now().toString(36), emit,
   };
   const killer = setTimeout(() => { emit({ e: 'driver timeout' }); process.exit(3); }, 600000);

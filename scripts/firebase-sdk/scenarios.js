@@ -8,7 +8,8 @@
 //
 // ctx: host, port, ns; prefix (a path of its own for this run); vectors (the parsed
 // conformance vectors, or null); rules (true when the server runs with scripts/firebase-sdk/rules.json);
-// server (Node only: kill() and start() of a hearthd this driver owns, for "restart").
+// adminSecret (an admin secret of that server, for "rules-revoked"); server (Node only: kill()
+// and start() of a hearthd this driver owns, for "restart").
 (function (root) {
   'use strict';
 
@@ -342,6 +343,47 @@
     return { ok, detail: 'listen cancel ' + (cancelled[0] && cancelled[0].code) + '; set ' + (writeError && writeError.code) + '; get ' + (getError && getError.message) + '; an allowed read still works: ' + open };
   }
 
+  // A live listen whose read a rules change takes away: the server revokes it and the SDK calls
+  // the cancel callback. The rules are replaced through the REST rules endpoint with the admin
+  // secret, then put back as scripts/firebase-sdk/rules.json has them.
+  async function rulesRevoked(api, ctx, s) {
+    if (!ctx.rules || !ctx.adminSecret) return { skip: 'needs the scenarios\' rules and an admin secret (--admin-secret)' };
+    const deny = { '.read': false, '.write': false };
+    const open = { '.read': true, '.write': true };
+    const put = async rules => {
+      const response = await fetch('http://' + ctx.host + ':' + ctx.port + '/.settings/rules.json?ns=' + ctx.ns
+        + '&auth=' + encodeURIComponent(ctx.adminSecret), { method: 'PUT', body: JSON.stringify({ rules }) });
+      const text = await response.text();
+      ctx.emit({ s, e: 'rules PUT', status: response.status, answer: text.slice(0, 200) });
+      if (!response.ok) throw new Error('the rules endpoint answered ' + response.status + ' ' + text);
+    };
+    const a = api.connect(ctx), b = api.connect(ctx);
+    const path = 'revocable/' + ctx.prefix.replace(/\//g, '_');
+    await api.set(api.ref(a, path), 'visible');
+    let cancelled = null;
+    const values = [];
+    api.on(api.ref(b, path), 'value', snapshot => { values.push(snapshot.val()); ctx.emit({ s, c: 'b', e: 'value', v: snapshot.val() }); },
+      error => { cancelled = error; ctx.emit({ s, c: 'b', e: 'cancel', code: error.code, message: error.message }); });
+    // A query listen too (on a client of its own: beside a default listen at the same path the
+    // SDK would not send it), so the revocation has to name the query.
+    const c = api.connect(ctx);
+    let queryCancelled = null;
+    const queryValues = [];
+    api.on(api.query(api.ref(c, 'revocable'), { orderBy: 'key', limitToLast: 2 }), 'value', snapshot => {
+      queryValues.push(snapshot.val()); ctx.emit({ s, c: 'c', e: 'value', v: short(snapshot.val()) });
+    }, error => { queryCancelled = error; ctx.emit({ s, c: 'c', e: 'cancel', code: error.code, message: error.message }); });
+    await waitFor(() => values.length >= 1 && queryValues.length >= 1, 5000, 'the first values');
+    await put({ secret: deny, revocable: deny, $top: open });
+    try {
+      await waitFor(() => cancelled !== null && queryCancelled !== null, 5000, 'both listens to be revoked').catch(() => {});
+    } finally {
+      await put({ secret: deny, $top: open });
+    }
+    const ok = values[0] === 'visible' && cancelled && cancelled.code === 'PERMISSION_DENIED'
+      && queryCancelled && queryCancelled.code === 'PERMISSION_DENIED';
+    return { ok, detail: 'value ' + JSON.stringify(values) + ', then after the rules change: cancel ' + (cancelled && cancelled.code) + ' (' + (cancelled && cancelled.message) + '); the query listen: cancel ' + (queryCancelled && queryCancelled.code) };
+  }
+
   async function largeValue(api, ctx, s) {
     const a = api.connect(ctx), b = api.connect(ctx);
     const base = ctx.prefix + '/' + s;
@@ -434,7 +476,7 @@
     ['read-once', readOnce], ['value-child-events', valueAndChildEvents], ['queries-vectors', vectorQueries],
     ['events-vectors', vectorEvents], ['push-lists', pushLists], ['update-fan-out', updateFanOut],
     ['server-values', serverValues], ['transactions', transactions], ['presence', presence],
-    ['rules-denied', rulesDenied], ['large-value', largeValue], ['ws-url', wsUrl], ['restart', restart],
+    ['rules-denied', rulesDenied], ['rules-revoked', rulesRevoked], ['large-value', largeValue], ['ws-url', wsUrl], ['restart', restart],
   ];
 
   async function runAll(api, ctx, only) {
