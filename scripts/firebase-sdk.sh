@@ -85,6 +85,7 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/hearth-firebase-sdk.XXXXXX")
 mkdir -p "$logs"
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 http_port=$(free_port)
+tcp_port=$(free_port)
 pid=""
 stop() {
     if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
@@ -98,7 +99,7 @@ trap 'stop; rm -rf "$work/data"' EXIT
 trap 'exit 130' INT TERM
 
 admin_secret=sdk-$(python3 -c 'import secrets; print(secrets.token_hex(16))')
-HEARTH_ADMIN_SECRET=$admin_secret HEARTH_DEFAULT_DATABASE=demo "$hearthd" --port 0 --http-port "$http_port" --data-dir "$work/data" \
+HEARTH_ADMIN_SECRET=$admin_secret HEARTH_DEFAULT_DATABASE=demo "$hearthd" --port "$tcp_port" --http-port "$http_port" --data-dir "$work/data" \
     --fsync always --rules-file "$root/scripts/firebase-sdk/rules.json" 2> "$logs/hearthd.log" &
 pid=$!
 for _ in $(seq 200); do
@@ -106,9 +107,9 @@ for _ in $(seq 200); do
     kill -0 "$pid" 2>/dev/null || { cat "$logs/hearthd.log" >&2; exit 1; }
     sleep 0.1
 done
-echo "hearthd (pid $pid) on HTTP port $http_port; logs in $logs" >&2
+echo "hearthd (pid $pid) on HTTP port $http_port, line protocol $tcp_port; logs in $logs" >&2
 
-common=(--port "$http_port" --ns demo --rules --admin-secret "$admin_secret" --hearthd "$hearthd")
+common=(--port "$http_port" --tcp-port "$tcp_port" --ns demo --rules --admin-secret "$admin_secret" --hearthd "$hearthd")
 [ -z "$only" ] || common+=(--only "$only")
 run_driver() {
     local name=$1; shift

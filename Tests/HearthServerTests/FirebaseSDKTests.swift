@@ -56,6 +56,7 @@ final class FirebaseSDKTests: XCTestCase {
                 nodeArguments + [
                     Self.root.appendingPathComponent("scripts/firebase-sdk/\(script)").path,
                     "--port", "\(server.httpPort ?? 0)", "--ns", "demo", "--rules", "--admin-secret", TestSecrets.admin,
+                    "--tcp-port", "\(server.port)",
                 ]
             if let hearthd { arguments += ["--hearthd", hearthd] }
             let (status, output) = FirebaseAdminTests.run(node, arguments, timeout: 600)

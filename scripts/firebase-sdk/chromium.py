@@ -233,6 +233,7 @@ def main():
     parser.add_argument("--ns", default="demo")
     parser.add_argument("--rules", action="store_true")
     parser.add_argument("--admin-secret")
+    parser.add_argument("--tcp-port", help="accepted for the runner's sake; the page does not use it")
     parser.add_argument("--only", default="")
     parser.add_argument("--vectors", default=os.path.join(REPO, "Tests", "HearthCoreTests", "Resources", "vectors.json"))
     parser.add_argument("--hearthd")

@@ -11,6 +11,7 @@ const repo = path.resolve(__dirname, '..', '..');
 
 function usage(driver) {
   return 'usage: node ' + driver + ' --port HTTP_PORT [--host 127.0.0.1] [--ns demo] [--rules] [--admin-secret S]\n' +
+    '         [--tcp-port LINE_PROTOCOL_PORT]\n' +
     '         [--only a,b] [--vectors FILE] [--hearthd BINARY] [--sdk-log]\n' +
     'The SDK folder is $HEARTH_FIREBASE_SDK, else ' + path.join(repo, '.firebase-sdk') + ' (docs/firebase-sdk.md).';
 }
@@ -40,6 +41,7 @@ function options(driver) {
     ns: value('--ns') || 'demo',
     rules: args.includes('--rules'),
     adminSecret: value('--admin-secret') || process.env.HEARTH_SDK_ADMIN_SECRET,
+    tcpPort: Number(value('--tcp-port')) || null,
     only: (value('--only') || '').split(',').filter(Boolean),
     vectors: vectorsFile && fs.existsSync(vectorsFile) ? JSON.parse(fs.readFileSync(vectorsFile, 'utf8')) : null,
     hearthd: value('--hearthd') || process.env.HEARTHD,
@@ -97,6 +99,44 @@ async function ownServer(binary, ns, log) {
   return server;
 }
 
+// A line-protocol connection (docs/PROTOCOL.md): request(object) answers with the response of the
+// same id; every event line goes to onEvent.
+function lineClient(host, port, onEvent) {
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(port, host);
+    const waiting = new Map();
+    let buffer = '';
+    let id = 0;
+    let hello = false;
+    socket.setEncoding('utf8');
+    socket.once('error', reject);
+    socket.on('data', chunk => {
+      buffer += chunk;
+      let end;
+      while ((end = buffer.indexOf('\n')) >= 0) {
+        const line = JSON.parse(buffer.slice(0, end));
+        buffer = buffer.slice(end + 1);
+        if (!hello && line.event === 'hello') {
+          hello = true;
+          resolve({
+            request(object) {
+              const requestId = ++id;
+              socket.write(JSON.stringify(Object.assign({ id: requestId }, object)) + '\n');
+              return new Promise(done => waiting.set(requestId, done));
+            },
+            close() { socket.destroy(); },
+          });
+        } else if (line.id !== undefined && waiting.has(line.id)) {
+          waiting.get(line.id)(line);
+          waiting.delete(line.id);
+        } else {
+          onEvent(line);
+        }
+      }
+    });
+  });
+}
+
 // Runs the scenarios with `api` and exits 0 when none failed.
 async function drive(driver, opts, api) {
   const scenarios = require('./scenarios.js');
@@ -113,6 +153,7 @@ async function drive(driver, opts, api) {
   const ctx = {
     host: opts.host, port: opts.port, ns: opts.ns, rules: opts.rules, adminSecret: opts.adminSecret,
     vectors: opts.vectors, server,
+    line: opts.tcpPort ? onEvent => lineClient(opts.host, opts.tcpPort, onEvent) : null,
     prefix: 'sdk-' + driver + '-' + Date.now().toString(36), emit,
   };
   const killer = setTimeout(() => { emit({ e: 'driver timeout' }); process.exit(3); }, 600000);

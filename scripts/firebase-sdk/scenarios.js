@@ -8,7 +8,8 @@
 //
 // ctx: host, port, ns; prefix (a path of its own for this run); vectors (the parsed
 // conformance vectors, or null); rules (true when the server runs with scripts/firebase-sdk/rules.json);
-// adminSecret (an admin secret of that server, for "rules-revoked"); server (Node only: kill()
+// adminSecret (an admin secret of that server, for "rules-revoked"); line (Node only: opens a
+// line-protocol connection, for "cross-protocol"); server (Node only: kill()
 // and start() of a hearthd this driver owns, for "restart").
 (function (root) {
   'use strict';
@@ -415,6 +416,58 @@
     return { ok, detail: 'databaseURL ws://' + ctx.host + ':' + ctx.port + '?ns=' + ctx.ns + ': ' + short(got) };
   }
 
+  // The same location watched through the three protocols (an SDK listener, a REST event stream
+  // and a line-protocol subscription) while an SDK client, REST and the line protocol add children
+  // to it at once: all three see the same children in the same order.
+  async function crossProtocol(api, ctx, s) {
+    if (!ctx.line) return { skip: 'needs the line protocol\'s port (Node drivers with --tcp-port)' };
+    const path = ctx.prefix + '/' + s;
+    const http = 'http://' + ctx.host + ':' + ctx.port + '/' + path;
+    const viaSDK = [], viaREST = [], viaLine = [];
+    const reader = api.connect(ctx);
+    const off = api.on(api.ref(reader, path), 'child_added', snapshot => viaSDK.push(snapshot.key));
+    const lineEvents = [];
+    const line = await ctx.line(event => { if (event.event === 'child_added') viaLine.push(event.key); lineEvents.push(event); });
+    const subscribed = await line.request({ op: 'subscribe', path: '/' + path, events: ['child_added'] });
+    if (!subscribed.ok) throw new Error('line-protocol subscribe: ' + JSON.stringify(subscribed));
+    const abort = new AbortController();
+    const stream = await fetch(http + '.json?ns=' + ctx.ns, { headers: { Accept: 'text/event-stream' }, signal: abort.signal });
+    const reading = (async () => {
+      const decoder = new TextDecoder();
+      let text = '';
+      for await (const chunk of stream.body) {
+        text += decoder.decode(chunk, { stream: true });
+        let end;
+        while ((end = text.indexOf('\n\n')) >= 0) {
+          const block = text.slice(0, end);
+          text = text.slice(end + 2);
+          const event = (block.match(/^event: (.*)$/m) || [])[1];
+          const data = (block.match(/^data: (.*)$/m) || [])[1];
+          if (event === 'put' && data) {
+            const body = JSON.parse(data);
+            if (body.path !== '/' && body.data !== null) viaREST.push(body.path.slice(1));
+          }
+        }
+      }
+    })().catch(() => {});
+    await sleep(300);
+    const writer = api.connect(ctx);
+    const writes = [];
+    for (let i = 0; i < 30; i++) {
+      const key = 'k' + String(i).padStart(2, '0');
+      const value = { n: i, by: ['sdk', 'rest', 'line'][i % 3] };
+      if (i % 3 === 0) writes.push(api.set(api.ref(writer, path + '/' + key), value));
+      else if (i % 3 === 1) writes.push(fetch(http + '/' + key + '.json?ns=' + ctx.ns, { method: 'PUT', body: JSON.stringify(value) }));
+      else writes.push(line.request({ op: 'set', path: '/' + path + '/' + key, value }));
+    }
+    await withTimeout(Promise.all(writes), 20000, 'the writes');
+    await waitFor(() => viaSDK.length >= 30 && viaREST.length >= 30 && viaLine.length >= 30, 10000, '30 children through each protocol').catch(() => {});
+    off(); abort.abort(); line.close(); await reading;
+    ctx.emit({ s, e: 'orders', sdk: viaSDK.join(' '), rest: viaREST.join(' '), line: viaLine.join(' ') });
+    const ok = viaSDK.length === 30 && same(viaSDK, viaREST) && same(viaSDK, viaLine);
+    return { ok, detail: 'children seen: SDK ' + viaSDK.length + ', REST stream ' + viaREST.length + ', line protocol ' + viaLine.length + '; same order in all three: ' + (same(viaSDK, viaREST) && same(viaSDK, viaLine)) };
+  }
+
   // hearthd killed with SIGKILL and restarted on the same port and data under a connected client.
   async function restart(api, ctx, s) {
     if (!ctx.server) return { skip: 'needs a hearthd of its own (Node drivers with --hearthd)' };
@@ -476,7 +529,7 @@
     ['read-once', readOnce], ['value-child-events', valueAndChildEvents], ['queries-vectors', vectorQueries],
     ['events-vectors', vectorEvents], ['push-lists', pushLists], ['update-fan-out', updateFanOut],
     ['server-values', serverValues], ['transactions', transactions], ['presence', presence],
-    ['rules-denied', rulesDenied], ['rules-revoked', rulesRevoked], ['large-value', largeValue], ['ws-url', wsUrl], ['restart', restart],
+    ['rules-denied', rulesDenied], ['rules-revoked', rulesRevoked], ['large-value', largeValue], ['ws-url', wsUrl], ['cross-protocol', crossProtocol], ['restart', restart],
   ];
 
   async function runAll(api, ctx, only) {
