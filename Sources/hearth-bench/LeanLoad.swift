@@ -30,6 +30,16 @@ struct LeanLoad {
         var inFlight = 0
         /// Line ends still to skip before counting answers (the Hearth hello).
         var skipLines: Int
+        /// Frames read so far, for answers counted as WebSocket frames.
+        var frames = WebSocketFrameCounter()
+    }
+
+    /// How answers are told apart.
+    enum Answers {
+        /// One line each (the line protocol, RESP).
+        case lines
+        /// One WebSocket frame each (Firebase's realtime protocol).
+        case webSocketFrames
     }
 
     let host: String
@@ -45,6 +55,9 @@ struct LeanLoad {
     /// The line connection `c` sends first and waits for, before the timed run (Hearth's `use`):
     /// its answer must say `"ok":true`. Nil: none.
     var opening: ((Int) -> [UInt8])? = nil
+    var answers = Answers.lines
+    /// Run on each connected, still blocking socket before anything else (a WebSocket upgrade).
+    var upgrade: ((Int32) throws -> Void)? = nil
 
     func run() throws -> Result {
         var pool: [Connection] = []
@@ -55,6 +68,7 @@ struct LeanLoad {
             var burst: [UInt8] = []
             burst.reserveCapacity(one.count * window)
             for _ in 0..<window { burst.append(contentsOf: one) }
+            try upgrade?(fd)
             pool.append(Connection(fd: fd, burst: burst, skipLines: greetingLines))
             if let opening {
                 try open(fd: fd, with: opening(c))
@@ -91,7 +105,10 @@ struct LeanLoad {
                 if got < 0, errno == EAGAIN || errno == EINTR { continue }
                 guard got > 0 else { throw Failure(description: "the server closed connection \(c)") }
                 var lines = 0
-                for j in 0..<got where buffer[j] == 0x0A { lines += 1 }
+                switch answers {
+                case .lines: for j in 0..<got where buffer[j] == 0x0A { lines += 1 }
+                case .webSocketFrames: lines = pool[c].frames.count(buffer[0..<got])
+                }
                 let skipped = min(lines, pool[c].skipLines)
                 pool[c].skipLines -= skipped
                 lines -= skipped

@@ -36,6 +36,7 @@ extension FirebaseSession {
             }
             if ended { return }
         }
+        submitQueued()
         transport?.flush()
         transport?.pendingShrank()
     }

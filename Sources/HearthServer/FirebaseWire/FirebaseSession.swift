@@ -79,6 +79,8 @@ final class FirebaseSession {
     var ready = false
     var ended = false
     var pending = CircularBuffer<Pending>()
+    /// Requests read but not yet handed to the engine (`submitQueued`).
+    var queued: [Request] = []
     var listens: [Int: Listen] = [:]
     var subscriptionOf: [FirebaseListenKey: Int] = [:]
     /// Listens whose unlisten arrived before their answer: unsubscribed once it comes.
@@ -144,6 +146,7 @@ final class FirebaseSession {
             let waiting = early
             early = []
             for message in waiting where !ended { received(message) }
+            submitQueued()
             transport?.flush()
         case .failure(let error):
             let reason = (error as? DatabaseError)?.message ?? "\(error)"
@@ -156,6 +159,7 @@ final class FirebaseSession {
     func end() {
         guard !ended else { return }
         ended = true
+        queued = []
         engine?.submit(.disconnected(sessionID: id))
         lease?.release()
         lease = nil
@@ -267,9 +271,22 @@ final class FirebaseSession {
         }
     }
 
+    /// Queues a request for the engine; `submitQueued` hands the queue over, once per read.
     func submit(_ operation: HearthProtocol.Operation, pending entry: Pending, engine: Engine, link: SessionLink) {
         pending.append(entry)
-        engine.submit(.request(link, Request(id: .null, operation: operation)))
+        queued.append(Request(id: .null, operation: operation))
+        if queued.count >= Submission.burstSlice { submitQueued() }
+    }
+
+    /// Hands the engine the requests read since the last call, as one submission.
+    func submitQueued() {
+        guard !queued.isEmpty, let engine, let link = sessionLink else { return }
+        if queued.count == 1 {
+            engine.submit(.request(link, queued[0]))
+        } else {
+            engine.submit(.requests(link, queued))
+        }
+        queued = []
     }
 
     /// Drops what the session knows of a subscription it ends.

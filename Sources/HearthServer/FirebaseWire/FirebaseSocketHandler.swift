@@ -135,6 +135,7 @@ final class FirebaseSocketHandler: ChannelDuplexHandler, RemovableChannelHandler
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
+        session.submitQueued()
         flush()
         context.fireChannelReadComplete()
     }
