@@ -92,6 +92,31 @@
     return { ok, detail: ok ? 'once/get equal to what was written; absent location null' : 'values differ' };
   }
 
+  // The guides' dinosaur example: read one dinosaur's height once, then query the dinosaurs up to
+  // that height, the last two in height order (the one just shorter, and itself); a listener
+  // removed raises nothing more.
+  async function dinosaurFacts(api, ctx, s) {
+    const a = api.connect(ctx), b = api.connect(ctx);
+    const base = ctx.prefix + '/' + s + '/dinosaurs';
+    await api.set(api.ref(a, base), {
+      bruhathkayosaurus: { height: 25, length: 44 }, lambeosaurus: { height: 2.1, length: 12.5 },
+      linhenykus: { height: 0.6, length: 1 }, pterodactyl: { height: 0.6, length: 0.8 },
+      stegosaurus: { height: 4, length: 9 }, triceratops: { height: 3, length: 8 },
+    });
+    const height = (await api.once(api.ref(b, base + '/stegosaurus/height'))).val();
+    const window = await api.once(api.query(api.ref(b, base), { orderBy: 'child', child: 'height', endAt: height, limitToLast: 2 }));
+    const keys = keysOf(window);
+    ctx.emit({ s, c: 'b', e: 'once', height, keys });
+    const added = record(api, ctx, s, 'b', api.query(api.ref(b, base), { orderBy: 'child', child: 'height', limitToFirst: 2 }), ['child_added']);
+    await waitFor(() => added.events.length >= 2, 5000, 'two child_added');
+    added.off();
+    await api.set(api.ref(a, base + '/compsognathus'), { height: 0.3, length: 1 });
+    await sleep(300);
+    const ok = height === 4 && same(keys, ['triceratops', 'stegosaurus'])
+      && same(added.events.map(e => e.key), ['linhenykus', 'pterodactyl']) && added.events.length === 2;
+    return { ok, detail: 'stegosaurus height ' + height + '; up to it, last two: ' + JSON.stringify(keys) + '; two shortest: ' + JSON.stringify(added.events.map(e => e.key)) + ', nothing after off()' };
+  }
+
   async function valueAndChildEvents(api, ctx, s) {
     const writer = api.connect(ctx), reader = api.connect(ctx);
     const base = ctx.prefix + '/' + s + '/messages';
@@ -526,7 +551,7 @@
   }
 
   const all = [
-    ['read-once', readOnce], ['value-child-events', valueAndChildEvents], ['queries-vectors', vectorQueries],
+    ['read-once', readOnce], ['dinosaur-facts', dinosaurFacts], ['value-child-events', valueAndChildEvents], ['queries-vectors', vectorQueries],
     ['events-vectors', vectorEvents], ['push-lists', pushLists], ['update-fan-out', updateFanOut],
     ['server-values', serverValues], ['transactions', transactions], ['presence', presence],
     ['rules-denied', rulesDenied], ['rules-revoked', rulesRevoked], ['large-value', largeValue], ['ws-url', wsUrl], ['cross-protocol', crossProtocol], ['restart', restart],
