@@ -13,13 +13,13 @@
       // with an http databaseURL; mode "url": a ws:// databaseURL and no emulator mode.
       connect(ctx, mode) {
         const name = 'app' + ++apps;
-        const url = mode === 'url'
-          ? 'ws://' + ctx.host + ':' + ctx.port + '?ns=' + ctx.ns
-          : 'http://' + ctx.host + ':' + ctx.port + '?ns=' + ctx.ns;
+        // With ctx.tls the URL says https:// (or wss://) and emulator mode, which is always plain, is off.
+        const scheme = mode === 'url' ? (ctx.tls ? 'wss' : 'ws') : (ctx.tls ? 'https' : 'http');
+        const url = scheme + '://' + ctx.host + ':' + ctx.port + '?ns=' + ctx.ns;
         const app = firebase.initializeApp(
           { apiKey: 'hearth-test', projectId: ctx.ns, appId: '1:1:web:' + name, databaseURL: url }, name);
         const db = app.database();
-        if (mode !== 'url') db.useEmulator(ctx.host, ctx.port);
+        if (mode !== 'url' && !ctx.tls) db.useEmulator(ctx.host, ctx.port);
         return { app, db, name };
       },
       ref: (c, path) => c.db.ref(path),

@@ -14,13 +14,13 @@ function makeApi(sdk) {
     sdkVersion: appModule.SDK_VERSION,
     connect(ctx, mode) {
       const name = 'app' + ++apps;
-      const url = mode === 'url'
-        ? 'ws://' + ctx.host + ':' + ctx.port + '?ns=' + ctx.ns
-        : 'http://' + ctx.host + ':' + ctx.port + '?ns=' + ctx.ns;
+      // With ctx.tls the URL says https:// (or wss://) and emulator mode, which is always plain, is off.
+      const scheme = mode === 'url' ? (ctx.tls ? 'wss' : 'ws') : (ctx.tls ? 'https' : 'http');
+      const url = scheme + '://' + ctx.host + ':' + ctx.port + '?ns=' + ctx.ns;
       const app = appModule.initializeApp(
         { apiKey: 'hearth-test', projectId: ctx.ns, appId: '1:1:node:' + name, databaseURL: url }, name);
       const db = d.getDatabase(app);
-      if (mode !== 'url') d.connectDatabaseEmulator(db, ctx.host, ctx.port);
+      if (mode !== 'url' && !ctx.tls) d.connectDatabaseEmulator(db, ctx.host, ctx.port);
       return { app, db, name };
     },
     ref: (c, p) => d.ref(c.db, p),

@@ -11,7 +11,8 @@ const repo = path.resolve(__dirname, '..', '..');
 
 function usage(driver) {
   return 'usage: node ' + driver + ' --port HTTP_PORT [--host 127.0.0.1] [--ns demo] [--rules] [--admin-secret S]\n' +
-    '         [--tcp-port LINE_PROTOCOL_PORT]\n' +
+    '         [--tcp-port LINE_PROTOCOL_PORT] [--tls (the server has TLS: https/wss URLs; trust its\n' +
+    '         certificate with NODE_EXTRA_CA_CERTS)]\n' +
     '         [--only a,b] [--vectors FILE] [--hearthd BINARY] [--sdk-log]\n' +
     'The SDK folder is $HEARTH_FIREBASE_SDK, else ' + path.join(repo, '.firebase-sdk') + ' (docs/firebase-sdk.md).';
 }
@@ -40,6 +41,7 @@ function options(driver) {
     port,
     ns: value('--ns') || 'demo',
     rules: args.includes('--rules'),
+    tls: args.includes('--tls'),
     adminSecret: value('--admin-secret') || process.env.HEARTH_SDK_ADMIN_SECRET,
     tcpPort: Number(value('--tcp-port')) || null,
     only: (value('--only') || '').split(',').filter(Boolean),
@@ -142,7 +144,7 @@ async function drive(driver, opts, api) {
   const scenarios = require('./scenarios.js');
   const emit = line => console.log(JSON.stringify(Object.assign({ d: driver }, line)));
   if (opts.sdkLog) api.enableLogging(m => emit({ sdk: m }));
-  emit({ e: 'start', sdk: api.kind + ' ' + api.sdkVersion, port: opts.port, ns: opts.ns });
+  emit({ e: 'start', sdk: api.kind + ' ' + api.sdkVersion, port: opts.port, ns: opts.ns, tls: opts.tls });
   let server = null;
   const wantsRestart = !opts.only.length || opts.only.includes('restart');
   if (opts.hearthd && wantsRestart) {
@@ -151,7 +153,7 @@ async function drive(driver, opts, api) {
     process.on('exit', () => server && server.kill());
   }
   const ctx = {
-    host: opts.host, port: opts.port, ns: opts.ns, rules: opts.rules, adminSecret: opts.adminSecret,
+    host: opts.host, port: opts.port, ns: opts.ns, tls: opts.tls, rules: opts.rules, adminSecret: opts.adminSecret,
     vectors: opts.vectors, server,
     line: opts.tcpPort ? onEvent => lineClient(opts.host, opts.tcpPort, onEvent) : null,
     prefix: 'sdk-' + driver + '-' + Date.now().toString(36), emit,

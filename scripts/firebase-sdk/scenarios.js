@@ -6,7 +6,7 @@
 // ({"s":scenario,"c":client,"e":event,...}) and ends with its own verdict
 // ({"s":scenario,"verdict":"PASS"|"FAIL"|"SKIP","detail":...}).
 //
-// ctx: host, port, ns; prefix (a path of its own for this run); vectors (the parsed
+// ctx: host, port, ns; tls (the server speaks TLS: https:// and wss:// URLs, no emulator mode); prefix (a path of its own for this run); vectors (the parsed
 // conformance vectors, or null); rules (true when the server runs with scripts/firebase-sdk/rules.json);
 // adminSecret (an admin secret of that server, for "rules-revoked"); line (Node only: opens a
 // line-protocol connection, for "cross-protocol"); server (Node only: kill()
@@ -23,6 +23,7 @@
     return '{' + Object.keys(value).sort().map(k => JSON.stringify(k) + ':' + canonical(value[k])).join(',') + '}';
   }
   const same = (a, b) => canonical(a) === canonical(b);
+  const httpBase = ctx => (ctx.tls ? 'https://' : 'http://') + ctx.host + ':' + ctx.port;
 
   async function waitFor(predicate, timeoutMs, what) {
     const end = Date.now() + timeoutMs;
@@ -377,7 +378,7 @@
     const deny = { '.read': false, '.write': false };
     const open = { '.read': true, '.write': true };
     const put = async rules => {
-      const response = await fetch('http://' + ctx.host + ':' + ctx.port + '/.settings/rules.json?ns=' + ctx.ns
+      const response = await fetch(httpBase(ctx) + '/.settings/rules.json?ns=' + ctx.ns
         + '&auth=' + encodeURIComponent(ctx.adminSecret), { method: 'PUT', body: JSON.stringify({ rules }) });
       const text = await response.text();
       ctx.emit({ s, e: 'rules PUT', status: response.status, answer: text.slice(0, 200) });
@@ -438,7 +439,7 @@
     await withTimeout(api.set(api.ref(a, base + '/y'), 2), 8000, 'the set after reconnecting');
     const got = (await api.get(api.ref(api.connect(ctx), base))).val();
     const ok = same(got, { x: 1, y: 2 });
-    return { ok, detail: 'databaseURL ws://' + ctx.host + ':' + ctx.port + '?ns=' + ctx.ns + ': ' + short(got) };
+    return { ok, detail: 'databaseURL ' + (ctx.tls ? 'wss://' : 'ws://') + ctx.host + ':' + ctx.port + '?ns=' + ctx.ns + ': ' + short(got) };
   }
 
   // The same location watched through the three protocols (an SDK listener, a REST event stream
@@ -447,7 +448,7 @@
   async function crossProtocol(api, ctx, s) {
     if (!ctx.line) return { skip: 'needs the line protocol\'s port (Node drivers with --tcp-port)' };
     const path = ctx.prefix + '/' + s;
-    const http = 'http://' + ctx.host + ':' + ctx.port + '/' + path;
+    const http = httpBase(ctx) + '/' + path;
     const viaSDK = [], viaREST = [], viaLine = [];
     const reader = api.connect(ctx);
     const off = api.on(api.ref(reader, path), 'child_added', snapshot => viaSDK.push(snapshot.key));
@@ -496,7 +497,7 @@
   // hearthd killed with SIGKILL and restarted on the same port and data under a connected client.
   async function restart(api, ctx, s) {
     if (!ctx.server) return { skip: 'needs a hearthd of its own (Node drivers with --hearthd)' };
-    const sctx = Object.assign({}, ctx, { port: ctx.server.port });
+    const sctx = Object.assign({}, ctx, { port: ctx.server.port, tls: false });
     const a = api.connect(sctx);
     const base = ctx.prefix + '/' + s;
     const connected = [];
