@@ -325,6 +325,10 @@
       api.onDisconnect(ref).set({ state: 'offline', lastSeen: api.serverTimestamp() })
         .then(() => api.set(ref, { state: 'online' }));
     });
+    // The other onDisconnect forms: update (om) and remove (o with null).
+    await api.set(api.ref(a, base + '/typing'), true);
+    await api.onDisconnect(api.ref(a, base + '/typing')).remove();
+    await api.onDisconnect(api.ref(a, base + '/meta')).update({ left: true, 'count/a': api.increment(1) });
     await api.set(api.ref(a, base + '/kept'), 'stays');
     await api.onDisconnect(api.ref(a, base + '/kept')).remove();
     await api.onDisconnect(api.ref(a, base + '/kept')).cancel();
@@ -333,14 +337,17 @@
     api.goOffline(a);
     await waitFor(() => state() === 'offline', 5000, 'offline after goOffline');
     const offline = status.events[status.events.length - 1].val;
+    const afterwards = (await api.get(api.ref(api.connect(ctx), base))).val() || {};
+    ctx.emit({ s, c: 'c', e: 'get', v: short(afterwards) });
     api.goOnline(a);
     await waitFor(() => state() === 'online', 8000, 'online again after goOnline');
     await sleep(200);
     aConnected(); status.off(); kept.off(); bConnected.off();
     const states = status.events.map(e => e.val && e.val.state);
     const ok = bConnected.events.some(e => e.val === true) && typeof (offline && offline.lastSeen) === 'number'
-      && kept.events.length && kept.events[kept.events.length - 1].val === 'stays';
-    return { ok, detail: 'b saw states ' + JSON.stringify(states) + ', lastSeen ' + (offline && offline.lastSeen) + ', cancelled remove left /kept = ' + JSON.stringify(kept.events.length ? kept.events[kept.events.length - 1].val : undefined) };
+      && kept.events.length && kept.events[kept.events.length - 1].val === 'stays'
+      && afterwards.typing === undefined && same(afterwards.meta, { left: true, count: { a: 1 } });
+    return { ok, detail: 'b saw states ' + JSON.stringify(states) + ', lastSeen ' + (offline && offline.lastSeen) + ', cancelled remove left /kept = ' + JSON.stringify(kept.events.length ? kept.events[kept.events.length - 1].val : undefined) + ', onDisconnect remove and update gave typing ' + JSON.stringify(afterwards.typing) + ', meta ' + JSON.stringify(afterwards.meta) };
   }
 
   async function rulesDenied(api, ctx, s) {
