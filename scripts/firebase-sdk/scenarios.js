@@ -522,10 +522,12 @@
     const p = api.connect(sctx);
     await api.set(api.ref(p, base + '/presence'), 'here');
     await api.onDisconnect(api.ref(p, base + '/presence')).set('gone');
+    // A query listen across the restart too (on p: beside a's default listen it would not be sent).
+    const windowed = record(api, ctx, s, 'p', api.query(api.ref(p, base + '/items'), { orderBy: 'key', limitToLast: 3 }), ['value'], { quiet: true });
     // Writes in flight when the server dies.
     const inFlight = [];
     for (let i = 10; i < 20; i++) inFlight.push(write(i));
-    await sleep(5);
+    await sleep(1);
     const ackedAtKill = new Set(acked);
     ctx.server.kill();
     ctx.emit({ s, e: 'server killed', ackedBeforeKill: ackedAtKill.size });
@@ -549,13 +551,15 @@
       if (stored.presence === 'gone') break;
       await sleep(100);
     }
-    seen.off(); offConnected();
+    await waitFor(() => windowed.events.length && same(windowed.events[windowed.events.length - 1].keys, ['i27', 'i28', 'i29']), 5000, 'the window').catch(() => {});
+    const finalWindow = windowed.events.length ? windowed.events[windowed.events.length - 1].keys : null;
+    seen.off(); offConnected(); windowed.off();
     const lost = [...ackedAtKill].filter(i => !stored.items || stored.items['i' + String(i).padStart(2, '0')] !== i);
     const listenerFinal = seen.events.length ? seen.events[seen.events.length - 1].val : null;
     ctx.emit({ s, e: 'result', connected, stored: short(stored), lostAcknowledged: lost, transactionCommitted: tx.committed });
     const ok = lost.length === 0 && same(stored.items, expected) && stored.counter === 2 && tx.committed
-      && same(listenerFinal, expected) && stored.presence === 'gone';
-    return { ok, detail: '.info/connected ' + JSON.stringify(connected) + '; ' + ackedAtKill.size + ' writes acknowledged before the kill, lost ' + lost.length + '; after restart all 30 stored: ' + same(stored.items, expected) + ', counter ' + stored.counter + ' (2), listener final value complete: ' + same(listenerFinal, expected) + ', onDisconnect registered before the kill ran: ' + (stored.presence === 'gone') };
+      && same(listenerFinal, expected) && stored.presence === 'gone' && same(finalWindow, ['i27', 'i28', 'i29']);
+    return { ok, detail: '.info/connected ' + JSON.stringify(connected) + '; ' + ackedAtKill.size + ' writes acknowledged before the kill, lost ' + lost.length + '; after restart all 30 stored: ' + same(stored.items, expected) + ', counter ' + stored.counter + ' (2), listener final value complete: ' + same(listenerFinal, expected) + ', onDisconnect registered before the kill ran: ' + (stored.presence === 'gone') + ', limitToLast(3) window ' + JSON.stringify(finalWindow) };
   }
 
   const all = [
