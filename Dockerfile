@@ -28,7 +28,9 @@ RUN swift build -c release --static-swift-stdlib --product hearthd \
 FROM ubuntu:24.04
 # jemalloc as the allocator (README.md, "Allocator"): about a fifth more pipelined writes per second
 # than glibc's malloc on the same binary. Linked under one path whatever the architecture.
-RUN apt-get update && apt-get install -y --no-install-recommends libjemalloc2 && rm -rf /var/lib/apt/lists/* \
+# ca-certificates: the trust roots for an https jwtPublicKeysURL (docs/security.md, "Firebase Auth").
+RUN apt-get update && apt-get install -y --no-install-recommends libjemalloc2 ca-certificates \
+    && rm -rf /var/lib/apt/lists/* \
     && ln -s "$(ls /usr/lib/*/libjemalloc.so.2 | head -n 1)" /usr/local/lib/libjemalloc.so.2
 ENV LD_PRELOAD=/usr/local/lib/libjemalloc.so.2
 RUN groupadd --system hearth \

@@ -6,7 +6,8 @@ import JWTKit
 /// Turns the token of an `auth` request into an identity (docs/security.md, "Identity"): an admin secret
 /// (compared in constant time) or a JWT whose signature jwt-kit verifies with a configured key
 /// (HS256, RS256, ES256; `none` and unconfigured algorithms refused) and whose claims pass the
-/// time, subject, audience and issuer checks.
+/// time, subject, audience and issuer checks, or for a Firebase Auth ID token those of
+/// `firebaseProjectId` (docs/security.md, "Firebase Auth").
 ///
 /// Immutable and synchronous, so a connection verifies on its own I/O thread; a reload builds a
 /// new verifier (`TokenVerifier.load`).
@@ -27,13 +28,31 @@ public struct TokenVerifier: Sendable {
         public var clockSkewSeconds = 60
         /// Treat the Firebase emulator's `owner` token as admin (local test setups only).
         public var emulatorOwnerIsAdmin = false
+        /// The Firebase project whose Auth ID tokens are accepted (`firebaseProjectId`): a token
+        /// whose `iss` is securetoken's must be RS256 and name this project in `iss` and `aud`.
+        public var firebaseProjectId: String?
+        /// A JWKS document's URL (`jwtPublicKeysURL`); the server fetches it and refreshes it.
+        public var jwtPublicKeysURL: String?
+        /// PEM file of the certificate authorities trusted for an https `jwtPublicKeysURL`
+        /// instead of the system's (`jwtPublicKeysCAFile`).
+        public var jwtPublicKeysCAFile: String?
 
         public init() {}
     }
 
     private let adminSecrets: [[UInt8]]
+    /// The keys of the settings' secret and files.
+    private let ownKeys: [VerificationKey]
+    /// The keys fetched from `jwtPublicKeysURL`.
+    public let fetchedKeys: FetchedKeys
+    /// `ownKeys` and `fetchedKeys` together.
     private let keys: [VerificationKey]
+    /// Told when a token names a `kid` no key has (the fetched keys may be out of date).
+    private let onUnknownKid: (@Sendable () -> Void)?
     private let settings: Settings
+
+    /// The `iss` of every Firebase Auth ID token, followed by the project id.
+    public static let firebaseIssuerPrefix = "https://securetoken.google.com/"
 
     /// The algorithms this verifier accepts (`HS256`, `RS256`, `ES256`).
     public var algorithms: Set<String> { Set(keys.map(\.algorithm)) }
@@ -43,6 +62,12 @@ public struct TokenVerifier: Sendable {
     public static func load(
         _ settings: Settings, readFile: (String) throws -> String
     ) async throws(DatabaseError) -> TokenVerifier {
+        if settings.firebaseProjectId != nil, settings.jwtPublicKeyFiles.isEmpty, settings.jwtPublicKeysURL == nil {
+            throw DatabaseError(
+                .badRequest,
+                "firebaseProjectId needs the keys Firebase Auth signs with: set jwtPublicKeysURL to https://www.googleapis.com/service_accounts/v1/jwk/securetoken@system.gserviceaccount.com (or jwtPublicKeys to a copy of that JWKS document)"
+            )
+        }
         var keys: [VerificationKey] = []
         if let secret = settings.jwtSecret, !secret.isEmpty {
             keys.append(try await VerificationKey.hmac(secret: secret))
@@ -57,10 +82,30 @@ public struct TokenVerifier: Sendable {
         return TokenVerifier(settings: settings, keys: keys)
     }
 
-    init(settings: Settings, keys: [VerificationKey]) {
+    init(
+        settings: Settings, keys: [VerificationKey], fetchedKeys: FetchedKeys = .none,
+        onUnknownKid: (@Sendable () -> Void)? = nil
+    ) {
         self.settings = settings
-        self.keys = keys
+        self.ownKeys = keys
+        self.fetchedKeys = fetchedKeys
+        self.keys = keys + fetchedKeys.keys
+        self.onUnknownKid = onUnknownKid
         self.adminSecrets = settings.adminSecrets.filter { !$0.isEmpty }.map { Array($0.utf8) }
+    }
+
+    /// This verifier with `fetchedKeys` in place of the fetched keys it had; `onUnknownKid` is
+    /// called (on the verifying thread, so it must return at once) when a token names a `kid`
+    /// that no key has.
+    public func replacingFetchedKeys(
+        _ fetchedKeys: FetchedKeys, onUnknownKid: (@Sendable () -> Void)?
+    ) -> TokenVerifier {
+        TokenVerifier(settings: settings, keys: ownKeys, fetchedKeys: fetchedKeys, onUnknownKid: onUnknownKid)
+    }
+
+    /// This verifier with the fetched keys of `other` (a verifier built anew keeps what was fetched).
+    public func keepingFetchedKeys(of other: TokenVerifier) -> TokenVerifier {
+        replacingFetchedKeys(other.fetchedKeys, onUnknownKid: other.onUnknownKid)
     }
 
     /// Verifies `token` at time `now` (ms since the epoch). The error is `invalid_token` with the
@@ -133,13 +178,17 @@ public struct TokenVerifier: Sendable {
         let signed = bytes[..<(parts[1].endIndex)]
         let matching = candidates.filter { key in kid == nil || key.kid == nil || key.kid == kid }
         guard matching.contains(where: { $0.verifies(signature, signs: signed) }) else {
+            if let kid, !candidates.contains(where: { $0.kid == kid }) {
+                onUnknownKid?()
+                throw Self.invalid("unknown key id (kid)")
+            }
             throw Self.invalid("bad signature")
         }
         let claims = try Self.decodeObject(parts[1], what: "payload")
-        return try checkClaims(claims, now: now)
+        return try checkClaims(claims, algorithm: algorithm, now: now)
     }
 
-    private func checkClaims(_ claims: JSONValue, now: Int64) throws(DatabaseError) -> AuthContext {
+    private func checkClaims(_ claims: JSONValue, algorithm: String, now: Int64) throws(DatabaseError) -> AuthContext {
         let skew = Int64(settings.clockSkewSeconds) * 1000
         guard let exp = Self.seconds(claims["exp"]) else { throw Self.invalid("the token has no \"exp\" claim") }
         let expiresAt = exp * 1000
@@ -152,6 +201,39 @@ public struct TokenVerifier: Sendable {
             throw Self.invalid("the token has no \"sub\" claim")
         }
         guard sub.utf8.count <= 128 else { throw Self.invalid("\"sub\" is longer than 128 bytes") }
+        if let project = settings.firebaseProjectId, case .string(let iss)? = claims["iss"],
+            iss.hasPrefix(Self.firebaseIssuerPrefix)
+        {
+            try Self.checkFirebaseClaims(claims, iss: iss, project: project, algorithm: algorithm, now: now, skew: skew)
+        } else {
+            try checkAudienceAndIssuer(claims)
+        }
+        // `auth.provider`: the `provider` claim, else Firebase's sign-in provider.
+        let provider =
+            claims["provider"]?.stringValue ?? claims["firebase"]?["sign_in_provider"]?.stringValue ?? "custom"
+        return AuthContext(uid: sub, provider: provider, claims: claims, expiresAt: expiresAt + skew)
+    }
+
+    /// A Firebase Auth ID token (its `iss` is securetoken's, with `firebaseProjectId` set): RS256,
+    /// this project's issuer and audience, and an `auth_time` in the past. `jwtAudience` and
+    /// `jwtIssuer` are for the other tokens.
+    private static func checkFirebaseClaims(
+        _ claims: JSONValue, iss: String, project: String, algorithm: String, now: Int64, skew: Int64
+    ) throws(DatabaseError) {
+        guard algorithm == "RS256" else { throw invalid("a Firebase ID token must be signed with RS256") }
+        guard iss == firebaseIssuerPrefix + project else {
+            throw invalid("wrong issuer (iss): not Firebase project \(project)'s")
+        }
+        guard case .string(let aud)? = claims["aud"], aud == project else {
+            throw invalid("wrong audience (aud): not Firebase project \(project)")
+        }
+        if let authTime = seconds(claims["auth_time"]), now + skew < authTime * 1000 {
+            throw invalid("signed in in the future (auth_time)")
+        }
+    }
+
+    /// `jwtAudience` and `jwtIssuer`, when set.
+    private func checkAudienceAndIssuer(_ claims: JSONValue) throws(DatabaseError) {
         if let audience = settings.audience {
             let accepted: Bool
             switch claims["aud"] {
@@ -166,8 +248,6 @@ public struct TokenVerifier: Sendable {
                 throw Self.invalid("wrong issuer (iss)")
             }
         }
-        let provider = claims["provider"]?.stringValue ?? "custom"
-        return AuthContext(uid: sub, provider: provider, claims: claims, expiresAt: expiresAt + skew)
     }
 
     /// A NumericDate claim in whole seconds (fractions dropped); nil when absent or not a number.

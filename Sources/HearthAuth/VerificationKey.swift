@@ -59,7 +59,7 @@ struct VerificationKey: Sendable {
     }
 
     /// Every RS256/ES256 key of a JWKS document, by its `kid`.
-    private static func jwks(_ text: String, into keys: JWTKeyCollection) async throws -> [VerificationKey] {
+    static func jwks(_ text: String, into keys: JWTKeyCollection) async throws -> [VerificationKey] {
         try await keys.add(jwksJSON: text)
         let document = try Array(text.utf8).withUnsafeBytes { try JSONParser.parse($0) }
         guard case .array(let entries)? = document["keys"] else {

@@ -107,6 +107,8 @@ public final class HearthServer: Sendable {
         let security = SecurityState(
             limits: configuration.protection, verifier: verifier, open: rules == nil,
             helloWarning: reachable ? openWarning : nil, clusterSecret: cluster?.secret ?? configuration.clusterSecret)
+        let keyRefresher = try await JWKSRefresher.start(configuration.tokens, security: security, logger: logger)
+        security.keyRefresher.withLockedValue { $0 = keyRefresher }
         warnIfDescriptorsRunOutFirst(configuration.protection, logger: logger)
         // A taken port is reported now, not after a recovery that may take long.
         try ListenError.probe(host: configuration.host, port: configuration.port)
@@ -301,7 +303,7 @@ public final class HearthServer: Sendable {
         let tokens = configuration.tokens
         let canSignIn =
             !tokens.adminSecrets.isEmpty || !(tokens.jwtSecret ?? "").isEmpty || !tokens.jwtPublicKeyFiles.isEmpty
-            || tokens.emulatorOwnerIsAdmin
+            || tokens.jwtPublicKeysURL != nil || tokens.emulatorOwnerIsAdmin
         guard !canSignIn, mentionsAuth(rules.document) else { return nil }
         return
             "the rules need sign-in but nobody can sign in: no admin secret and no JWT key is configured, so what the rules keep for signed-in users is served to no one; set HEARTH_ADMIN_SECRET (adminSecrets) for admins and HEARTH_JWT_SECRET (jwtSecret) or jwtPublicKeys for users' tokens"
@@ -415,6 +417,7 @@ public final class HearthServer: Sendable {
 
     private func performShutdown() async {
         logger.info("shutting down", metadata: ["connections": "\(registry.count)"])
+        security.keyRefresher.withLockedValue { $0 }?.stop()
         if let node = clusterNode.withLockedValue({ $0 }) {
             await node.leave()
             node.detach()

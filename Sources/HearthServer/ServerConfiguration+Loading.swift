@@ -173,6 +173,9 @@ extension ServerConfiguration {
         case "jwtIssuer": tokens.issuer = try string()
         case "jwtClockSkewSeconds": tokens.clockSkewSeconds = try integer(0...86_400)
         case "emulatorOwnerIsAdmin": tokens.emulatorOwnerIsAdmin = try bool()
+        case "firebaseProjectId": tokens.firebaseProjectId = try FirebaseAuthSettings.projectId(try string(), source)
+        case "jwtPublicKeysURL": tokens.jwtPublicKeysURL = try KeysURL(try string(), source: source).text
+        case "jwtPublicKeysCAFile": tokens.jwtPublicKeysCAFile = try string()
         case "tlsCertificate": tlsCertificate = try string()
         case "tlsKey": tlsKey = try string()
         case "tlsClientCA": tlsClientCA = try string()
@@ -235,6 +238,7 @@ extension ServerConfiguration {
                 tlsKey = resolve(tlsKey)
                 tlsClientCA = resolve(tlsClientCA)
                 tokens.jwtPublicKeyFiles = tokens.jwtPublicKeyFiles.compactMap { resolve($0) }
+                tokens.jwtPublicKeysCAFile = resolve(tokens.jwtPublicKeysCAFile)
                 for (name, var settings) in databases.perDatabase {
                     settings.rulesFile = resolve(settings.rulesFile)
                     databases.perDatabase[name] = settings

@@ -33,7 +33,8 @@ public struct ServerConfiguration: Sendable, Equatable {
     public var insecureOpen = false
     /// Admin secrets, JWT keys and claim checks (`adminSecrets`, `HEARTH_ADMIN_SECRET`,
     /// `jwtSecret`, `HEARTH_JWT_SECRET`, `jwtPublicKeys`, `jwtAudience`, `jwtIssuer`,
-    /// `jwtClockSkewSeconds`, `emulatorOwnerIsAdmin`). Secrets are never taken from flags.
+    /// `jwtClockSkewSeconds`, `emulatorOwnerIsAdmin`; Firebase Auth: `firebaseProjectId`,
+    /// `jwtPublicKeysURL`, `jwtPublicKeysCAFile`). Secrets are never taken from flags.
     public var tokens = TokenVerifier.Settings()
     /// PEM certificate chain and private key: both listeners speak TLS when set (`tlsCertificate`,
     /// `tlsKey`); `tlsClientCA` also requires client certificates signed by that CA.

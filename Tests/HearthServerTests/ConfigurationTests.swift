@@ -75,6 +75,33 @@ final class ConfigurationTests: XCTestCase {
         XCTAssertThrowsError(try c.apply(file: json(#"[1]"#), source: "f"))
     }
 
+    func testFirebaseAuthSettings() throws {
+        var c = ServerConfiguration()
+        try c.apply(
+            file: json(
+                #"{"firebaseProjectId":"demo-project","jwtPublicKeysURL":"https://www.googleapis.com/service_accounts/v1/jwk/securetoken@system.gserviceaccount.com","jwtPublicKeysCAFile":"/etc/ssl/ca.pem"}"#
+            ), source: "f")
+        XCTAssertEqual(c.tokens.firebaseProjectId, "demo-project")
+        XCTAssertEqual(
+            c.tokens.jwtPublicKeysURL,
+            "https://www.googleapis.com/service_accounts/v1/jwk/securetoken@system.gserviceaccount.com")
+        XCTAssertEqual(c.tokens.jwtPublicKeysCAFile, "/etc/ssl/ca.pem")
+        for (file, expected) in [
+            (#"{"firebaseProjectId":"Demo Project"}"#, "firebaseProjectId"),
+            (#"{"firebaseProjectId":""}"#, "firebaseProjectId"),
+            (#"{"firebaseProjectId":7}"#, "must be a string"),
+            (#"{"jwtPublicKeysURL":"ftp://keys.example/jwks"}"#, "http:// or https://"),
+            (#"{"jwtPublicKeysURL":"https://user:pw@keys.example/jwks"}"#, "user name"),
+            (#"{"jwtPublicKeysURL":"https://keys.example:99999/jwks"}"#, "port"),
+            (#"{"jwtPublicKeysURL":["https://a.example/jwks"]}"#, "must be a string"),
+        ] {
+            var bad = ServerConfiguration()
+            XCTAssertThrowsError(try bad.apply(file: json(file), source: "f"), file) {
+                XCTAssertTrue("\($0)".contains(expected), "\($0)")
+            }
+        }
+    }
+
     func testShippedConfigFileLoadsAndEqualsTheDefaults() throws {
         let path = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
             .appendingPathComponent("../../config/hearth.json").standardized.path

@@ -127,9 +127,6 @@ extension FirebaseSession {
 
     /// A push: the listen's prefix, then the body shared by every listener of the view.
     func push(prefix: [UInt8], body: ByteBuffer) {
-        var message = prefix
-        message.reserveCapacity(prefix.count + body.readableBytes)
-        message.append(contentsOf: body.readableBytesView)
-        send(message)
+        transport?.send(prefix: prefix, body: body)
     }
 }

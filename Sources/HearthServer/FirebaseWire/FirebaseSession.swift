@@ -10,6 +10,8 @@ import NIOCore
 protocol FirebaseTransport: AnyObject {
     /// Queues one protocol message for the client.
     func send(_ message: [UInt8])
+    /// Queues one push: a listen's prefix, then a body shared by every listener of its view.
+    func send(prefix: [UInt8], body: ByteBuffer)
     /// Hands what was queued to the client, then holds the connection to its bounds.
     func flush()
     /// Ends the connection; `refusal` says why when the client must not come back.

@@ -8,23 +8,73 @@ import NIOWebSocket
 /// What leaves a Firebase WebSocket: the session's messages cut into frames, and the bounds on
 /// what the peer leaves unread.
 extension FirebaseSocketHandler {
-    /// Writes one message, cut into frames when it is long (`FirebaseFrameAssembler.split`).
+    /// Queues one message in the outbox, cut into frames when it is long
+    /// (`FirebaseFrameAssembler.split`).
     func send(_ message: [UInt8]) {
-        guard let context, !closing else { return }
-        for piece in FirebaseFrameAssembler.split(message) {
-            let data = context.channel.allocator.buffer(bytes: piece)
-            stallWatch.handed(piece.count)
-            outputBound.noteOutput(piece.count, queuedBefore: context.unsentBytes)
-            context.write(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .text, data: data)), promise: nil)
+        guard !closing else { return }
+        if message.count <= FirebaseFrameAssembler.maxFrameBytes {
+            WebSocketFrameWriter.writeHeader(.text, length: message.count, into: &outbox)
+            outbox.writeBytes(message)
+        } else {
+            for piece in FirebaseFrameAssembler.split(message) {
+                WebSocketFrameWriter.writeHeader(.text, length: piece.count, into: &outbox)
+                outbox.writeBytes(piece)
+            }
         }
-        wroteSinceFlush = true
-        lastActivity = .now()
+        noteQueued()
     }
 
-    /// Flushes what was written, then holds the connection to its bounds.
+    /// Queues a push: the listen's prefix and the body its view's listeners share.
+    func send(prefix: [UInt8], body: ByteBuffer) {
+        guard !closing else { return }
+        let size = prefix.count + body.readableBytes
+        guard size <= FirebaseFrameAssembler.maxFrameBytes else {
+            send(prefix + Array(body.readableBytesView))
+            return
+        }
+        WebSocketFrameWriter.writeHeader(.text, length: size, into: &outbox)
+        outbox.writeBytes(prefix)
+        outbox.writeImmutableBuffer(body)
+        noteQueued()
+    }
+
+    /// Queues a control frame (a pong, a close).
+    func sendControl(_ opcode: WebSocketOpcode, payload: ByteBuffer) {
+        WebSocketFrameWriter.writeHeader(opcode, length: payload.readableBytes, into: &outbox)
+        outbox.writeImmutableBuffer(payload)
+        noteQueued()
+    }
+
+    private func noteQueued() {
+        wroteSinceFlush = true
+        lastActivity = .now()
+        // A large outbox goes out at once, rather than growing with the rest of the turn.
+        if outbox.readableBytes >= Self.outboxFlushBytes { writeOutbox() }
+    }
+
+    /// Outboxes this large are written without waiting for the end of the turn.
+    static let outboxFlushBytes = 1 << 20
+
+    /// Hands the outbox to the channel, with one write.
+    func writeOutbox() {
+        guard let context, outbox.readableBytes > 0 else { return }
+        let size = outbox.readableBytes
+        stallWatch.handed(size)
+        if size > OutputBound.largeOutput {
+            outputBound.noteOutput(size, queuedBefore: context.unsentBytes)
+        }
+        context.write(wrapOutboundOut(outbox), promise: nil)
+        outbox = context.channel.allocator.buffer(capacity: Self.outboxCapacity)
+    }
+
+    /// The room a new outbox starts with.
+    static let outboxCapacity = 1024
+
+    /// Writes and flushes what was queued, then holds the connection to its bounds.
     func flush() {
         guard let context, wroteSinceFlush, !closing else { return }
         wroteSinceFlush = false
+        writeOutbox()
         context.flush()
         checkOutputBound(context: context)
     }

@@ -16,7 +16,7 @@ import NIOWebSocket
 final class FirebaseSocketHandler: ChannelDuplexHandler, RemovableChannelHandler, FirebaseTransport, StallWatching {
     typealias InboundIn = WebSocketFrame
     typealias OutboundIn = Never
-    typealias OutboundOut = WebSocketFrame
+    typealias OutboundOut = ByteBuffer
 
     let session: FirebaseSession
     let configuration: ServerConfiguration
@@ -34,6 +34,8 @@ final class FirebaseSocketHandler: ChannelDuplexHandler, RemovableChannelHandler
     var closing = false
     var readPaused = false
     var wroteSinceFlush = false
+    /// Frames queued during one event-loop turn, written with one write (`flush`).
+    var outbox = ByteBuffer()
     var outputBound = OutputBound()
     var charge = BufferCharge()
     var stallWatch = StallWatch()
@@ -82,6 +84,12 @@ final class FirebaseSocketHandler: ChannelDuplexHandler, RemovableChannelHandler
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        // A frame the WebSocket decoder refused: closed with the code that says why.
+        if let error = error as? NIOWebSocketError {
+            let code: WebSocketErrorCode = error == .invalidFrameLength ? .messageTooLarge : .protocolError
+            closeSocket(code: code, reason: "\(error)", context: context)
+            return
+        }
         security.logConnectionError(error, peer: remoteAddress, message: "Firebase connection error", logger: logger)
         context.close(promise: nil)
     }
@@ -114,9 +122,7 @@ final class FirebaseSocketHandler: ChannelDuplexHandler, RemovableChannelHandler
         case .binary:
             closeSocket(code: .unacceptableData, context: context)
         case .ping:
-            let pong = WebSocketFrame(fin: true, opcode: .pong, data: frame.unmaskedData)
-            context.write(wrapOutboundOut(pong), promise: nil)
-            wroteSinceFlush = true
+            sendControl(.pong, payload: frame.unmaskedData)
         case .connectionClose:
             closeSocket(code: .normalClosure, context: context)
         default:
@@ -175,17 +181,17 @@ final class FirebaseSocketHandler: ChannelDuplexHandler, RemovableChannelHandler
         }
     }
 
-    /// Sends a close frame with `code` and closes once it is written.
+    /// Sends what was queued and a close frame with `code`, and closes once they are written.
     func closeSocket(code: WebSocketErrorCode, reason: String = "", context: ChannelHandlerContext) {
         guard !closing else { return }
-        closing = true
         var data = context.channel.allocator.buffer(capacity: 2 + reason.utf8.count)
         data.write(webSocketErrorCode: code)
         data.writeString(reason)
-        let frame = WebSocketFrame(fin: true, opcode: .connectionClose, data: data)
-        context.writeAndFlush(wrapOutboundOut(frame)).assumeIsolated().whenComplete { _ in
-            context.close(promise: nil)
-        }
+        sendControl(.connectionClose, payload: data)
+        writeOutbox()
+        closing = true
+        context.writeAndFlush(wrapOutboundOut(context.channel.allocator.buffer(capacity: 0))).assumeIsolated()
+            .whenComplete { _ in context.close(promise: nil) }
         // A peer that does not read gets its connection closed all the same.
         context.eventLoop.assumeIsolated().scheduleTask(in: Self.closeGrace) { context.close(promise: nil) }
     }

@@ -40,7 +40,18 @@ final class SecurityState: Sendable {
 
     var verifier: TokenVerifier { verifierBox.withLockedValue { $0 } }
 
-    func replaceVerifier(_ verifier: TokenVerifier) { verifierBox.withLockedValue { $0 = verifier } }
+    /// A verifier built anew (SIGHUP); the keys fetched from `jwtPublicKeysURL` stay.
+    func replaceVerifier(_ verifier: TokenVerifier) {
+        verifierBox.withLockedValue { $0 = verifier.keepingFetchedKeys(of: $0) }
+    }
+
+    /// Keys fetched from `jwtPublicKeysURL` in place of the previous ones.
+    func replaceFetchedKeys(_ keys: FetchedKeys, onUnknownKid: @escaping @Sendable () -> Void) {
+        verifierBox.withLockedValue { $0 = $0.replacingFetchedKeys(keys, onUnknownKid: onUnknownKid) }
+    }
+
+    /// Keeps the keys of `jwtPublicKeysURL` fresh; nil when none is configured.
+    let keyRefresher = NIOLockedValueBox<JWKSRefresher?>(nil)
 
     /// No rules: every connection may do everything.
     var isOpen: Bool { access.isOpen }
