@@ -4,6 +4,14 @@
 (function (root) {
   'use strict';
 
+  // A component as @firebase/component makes them (the compat bundle does not export the class).
+  function authComponent(auth) {
+    return {
+      name: 'auth-internal', instanceFactory: () => auth, type: 'PRIVATE', multipleInstances: false,
+      serviceProps: {}, instantiationMode: 'LAZY', onInstanceCreated: null,
+    };
+  }
+
   function makeApi(firebase) {
     let apps = 0;
     const api = {
@@ -11,13 +19,16 @@
       sdkVersion: firebase.SDK_VERSION,
       // A new app (so a new connection) on the server. mode "emulator": useEmulator(host, port)
       // with an http databaseURL; mode "url": a ws:// databaseURL and no emulator mode.
-      connect(ctx, mode) {
+      // `auth`, when given, is what Firebase Auth would give the database SDK (the
+      // "auth-internal" component: getToken, addAuthTokenListener, ...), so the app sends its tokens.
+      connect(ctx, mode, auth) {
         const name = 'app' + ++apps;
         // With ctx.tls the URL says https:// (or wss://) and emulator mode, which is always plain, is off.
         const scheme = mode === 'url' ? (ctx.tls ? 'wss' : 'ws') : (ctx.tls ? 'https' : 'http');
         const url = scheme + '://' + ctx.host + ':' + ctx.port + '?ns=' + ctx.ns;
         const app = firebase.initializeApp(
           { apiKey: 'hearth-test', projectId: ctx.ns, appId: '1:1:web:' + name, databaseURL: url }, name);
+        if (auth) app._addComponent(authComponent(auth));
         const db = app.database();
         if (mode !== 'url' && !ctx.tls) db.useEmulator(ctx.host, ctx.port);
         return { app, db, name };

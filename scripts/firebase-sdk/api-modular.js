@@ -8,17 +8,20 @@ function makeApi(sdk) {
   const modules = path.join(sdk, 'node_modules');
   const appModule = require(path.join(modules, '@firebase/app'));
   const d = require(path.join(modules, '@firebase/database'));
+  const { Component } = require(path.join(modules, '@firebase/component'));
   let apps = 0;
   return {
     kind: 'modular',
     sdkVersion: appModule.SDK_VERSION,
-    connect(ctx, mode) {
+    // `auth`, when given, stands in for Firebase Auth (the "auth-internal" component).
+    connect(ctx, mode, auth) {
       const name = 'app' + ++apps;
       // With ctx.tls the URL says https:// (or wss://) and emulator mode, which is always plain, is off.
       const scheme = mode === 'url' ? (ctx.tls ? 'wss' : 'ws') : (ctx.tls ? 'https' : 'http');
       const url = scheme + '://' + ctx.host + ':' + ctx.port + '?ns=' + ctx.ns;
       const app = appModule.initializeApp(
         { apiKey: 'hearth-test', projectId: ctx.ns, appId: '1:1:node:' + name, databaseURL: url }, name);
+      if (auth) appModule._addComponent(app, new Component('auth-internal', () => auth, 'PRIVATE'));
       const db = d.getDatabase(app);
       if (mode !== 'url' && !ctx.tls) d.connectDatabaseEmulator(db, ctx.host, ctx.port);
       return { app, db, name };

@@ -69,22 +69,23 @@ function accepts(port) {
 }
 
 // A hearthd on a fixed HTTP port and data directory that can be killed and started again.
-async function ownServer(binary, ns, log) {
+async function ownServer(binary, ns, log, extra = []) {
   const port = await freePort();
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'hearth-sdk-restart-'));
   let child = null;
   const server = {
     port,
     async start() {
-      child = spawn(binary, ['--port', '0', '--http-port', String(port), '--data-dir', dataDir, '--fsync', 'always'],
+      child = spawn(binary, ['--port', '0', '--http-port', String(port), '--data-dir', dataDir, '--fsync', 'always', ...extra],
         { env: Object.assign({}, process.env, { HEARTH_DEFAULT_DATABASE: ns }), stdio: ['ignore', 'ignore', 'pipe'] });
-      child.stderr.on('data', chunk => log(String(chunk)));
+      let recent = '';
+      child.stderr.on('data', chunk => { log(String(chunk)); recent = (recent + String(chunk)).slice(-2000); });
       const end = Date.now() + 20000;
       while (Date.now() < end) {
         if (await accepts(port)) return;
         await new Promise(r => setTimeout(r, 50));
       }
-      throw new Error('hearthd did not listen on ' + port);
+      throw new Error('hearthd did not listen on ' + port + ': ' + recent);
     },
     kill() { if (child) { child.kill('SIGKILL'); child = null; } },
     async stop() {
@@ -99,6 +100,54 @@ async function ownServer(binary, ns, log) {
   };
   await server.start();
   return server;
+}
+
+// Firebase Auth as the server sees it: an RSA key whose public half is served as a JWKS document
+// (as Google serves its securetoken keys) and a hearthd configured with firebaseProjectId and
+// jwtPublicKeysURL, under rules that use auth.uid and auth.token. mint() signs ID tokens shaped
+// like Firebase's.
+async function firebaseAuthServer(binary, ns, log) {
+  const crypto = require('crypto');
+  const http = require('http');
+  const project = 'hearth-sdk-test';
+  const { publicKey, privateKey } = crypto.generateKeyPairSync('rsa', { modulusLength: 2048 });
+  const jwks = JSON.stringify({ keys: [Object.assign(publicKey.export({ format: 'jwk' }), { kid: 'test-key', alg: 'RS256', use: 'sig' })] });
+  const keys = http.createServer((request, response) => {
+    response.writeHead(200, { 'Content-Type': 'application/json', 'Cache-Control': 'max-age=3600' });
+    response.end(jwks);
+  });
+  await new Promise(resolve => keys.listen(0, '127.0.0.1', resolve));
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'hearth-sdk-auth-'));
+  fs.writeFileSync(path.join(dir, 'rules.json'), JSON.stringify({ rules: {
+    users: { $uid: { '.read': 'auth != null && auth.uid == $uid', '.write': 'auth != null && auth.uid == $uid' } },
+    verified: { '.read': 'auth != null && auth.token.email_verified == true', '.write': false },
+  } }));
+  fs.writeFileSync(path.join(dir, 'hearth.json'), JSON.stringify({
+    firebaseProjectId: project, jwtPublicKeysURL: 'http://127.0.0.1:' + keys.address().port + '/jwks',
+    rulesFile: 'rules.json', defaultDatabase: ns, jwtClockSkewSeconds: 0,
+  }));
+  const server = await ownServer(binary, ns, log, ['--config', path.join(dir, 'hearth.json')]);
+  const b64 = value => Buffer.from(typeof value === 'string' ? value : JSON.stringify(value)).toString('base64url');
+  return {
+    port: server.port,
+    project,
+    mint(uid, { ttl = 3600, issuer = project, emailVerified = false } = {}) {
+      const now = Math.floor(Date.now() / 1000);
+      const head = b64({ alg: 'RS256', kid: 'test-key', typ: 'JWT' });
+      const body = b64({
+        iss: 'https://securetoken.google.com/' + issuer, aud: issuer, auth_time: now - 10, user_id: uid, sub: uid,
+        iat: now - 5, exp: now + ttl, email: uid + '@example.com', email_verified: emailVerified,
+        firebase: { identities: { email: [uid + '@example.com'] }, sign_in_provider: 'password' },
+      });
+      const signature = crypto.sign('sha256', Buffer.from(head + '.' + body), privateKey).toString('base64url');
+      return head + '.' + body + '.' + signature;
+    },
+    async stop() {
+      await server.stop();
+      keys.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    },
+  };
 }
 
 // A line-protocol connection (docs/PROTOCOL.md): request(object) answers with the response of the
@@ -155,6 +204,7 @@ async function drive(driver, opts, api) {
   const ctx = {
     host: opts.host, port: opts.port, ns: opts.ns, tls: opts.tls, rules: opts.rules, adminSecret: opts.adminSecret,
     vectors: opts.vectors, server,
+    firebaseAuthServer: opts.hearthd ? () => firebaseAuthServer(opts.hearthd, opts.ns, () => {}) : null,
     line: opts.tcpPort ? onEvent => lineClient(opts.host, opts.tcpPort, onEvent) : null,
     prefix: 'sdk-' + driver + '-' + Date.now().toString(36), emit,
   };

@@ -449,6 +449,80 @@
     return { ok, detail: 'databaseURL ' + (ctx.tls ? 'wss://' : 'ws://') + ctx.host + ':' + ctx.port + '?ns=' + ctx.ns + ': ' + short(got) };
   }
 
+  // What Firebase Auth gives the database SDK: the signed-in user's ID token, refreshed on demand
+  // (forceRefresh after the server refused or revoked one) and announced to listeners on change.
+  function tokenSource(ctx, name, first, refresh) {
+    let token = first;
+    const listeners = new Set();
+    const source = {
+      forced: 0,
+      getToken(forceRefresh) {
+        if (forceRefresh) { source.forced++; token = refresh(); ctx.emit({ s: 'firebase-auth', c: name, e: 'token refreshed (forced)' }); }
+        return Promise.resolve(token ? { accessToken: token } : null);
+      },
+      getUid: () => null,
+      addAuthTokenListener(listener) { listeners.add(listener); },
+      removeAuthTokenListener(listener) { listeners.delete(listener); },
+      set(next) { token = next; listeners.forEach(listener => listener(next)); },
+    };
+    return source;
+  }
+
+  // Firebase Auth ID tokens (RS256, a test key served as JWKS, project id checked) sent by the SDK
+  // itself; rules on auth.uid and auth.token; a token refreshed while connected; a token that
+  // expires while connected (the server revokes it, the SDK gets a new one and goes on); a token of
+  // another project (refused, then the SDK's forced refresh succeeds).
+  async function firebaseAuth(api, ctx, s) {
+    if (!ctx.firebaseAuthServer) return { skip: 'needs a hearthd of its own (Node drivers with --hearthd)' };
+    const fa = await ctx.firebaseAuthServer();
+    try {
+      const sctx = Object.assign({}, ctx, { port: fa.port, tls: false });
+      const results = {};
+      const aliceAuth = tokenSource(ctx, 'alice', fa.mint('alice'), () => fa.mint('alice'));
+      const alice = api.connect(sctx, undefined, aliceAuth);
+      await withTimeout(api.set(api.ref(alice, 'users/alice/profile'), { name: 'Alice' }), 8000, 'alice\'s own write');
+      results.ownWrite = 'ok';
+      results.otherWrite = await api.set(api.ref(alice, 'users/bob/profile'), { name: 'not Alice' }).then(() => 'ok', e => e.code);
+      const anonymous = api.connect(sctx);
+      results.anonymousRead = await api.get(api.ref(anonymous, 'users/alice')).then(() => 'ok', e => e.message);
+      results.unverifiedRead = await api.get(api.ref(alice, 'verified')).then(() => 'ok', e => e.message);
+      // A new token with email_verified, as after the user verified their address.
+      aliceAuth.set(fa.mint('alice', { emailVerified: true }));
+      await sleep(300);
+      results.verifiedRead = await api.get(api.ref(api.connect(sctx, undefined, tokenSource(ctx, 'alice2', fa.mint('alice', { emailVerified: true }), () => fa.mint('alice', { emailVerified: true }))), 'verified')).then(() => 'ok', e => e.message);
+      results.verifiedReadAfterRefresh = await api.get(api.ref(alice, 'verified')).then(() => 'ok', e => e.message);
+      ctx.emit({ s, e: 'results', results });
+      // Expiry while connected.
+      const bobAuth = tokenSource(ctx, 'bob', fa.mint('bob', { ttl: 3 }), () => fa.mint('bob'));
+      const bob = api.connect(sctx, undefined, bobAuth);
+      const bobConnected = [];
+      api.on(api.ref(bob, '.info/connected'), 'value', snapshot => { bobConnected.push(snapshot.val()); ctx.emit({ s, c: 'bob', e: '.info/connected', v: snapshot.val() }); });
+      const bobSeen = record(api, ctx, s, 'bob', api.ref(bob, 'users/bob/inbox'), ['value'], { cancel: e => ctx.emit({ s, c: 'bob', e: 'cancel', code: e.code }) });
+      await withTimeout(api.set(api.ref(bob, 'users/bob/inbox/m1'), 'before expiry'), 8000, 'bob\'s first write');
+      await waitFor(() => bobAuth.forced >= 1, 15000, 'the server to revoke the expired token and the SDK to refresh it').catch(() => {});
+      await waitFor(() => bobConnected[bobConnected.length - 1] === true, 10000, 'bob connected again').catch(() => {});
+      results.afterExpiry = await withTimeout(api.set(api.ref(bob, 'users/bob/inbox/m2'), 'after expiry'), 10000, 'bob\'s write after expiry').then(() => 'ok', e => errorText(e));
+      await waitFor(() => bobSeen.events.some(e => e.val && e.val.m2), 5000, 'bob\'s listener to see m2').catch(() => {});
+      results.bobForcedRefreshes = bobAuth.forced;
+      results.bobListenerLast = bobSeen.events.length ? bobSeen.events[bobSeen.events.length - 1].val : null;
+      bobSeen.off();
+      // Another project's token: refused; the SDK asks for a new one.
+      const carolAuth = tokenSource(ctx, 'carol', fa.mint('carol', { issuer: 'someone-elses-project' }), () => fa.mint('carol'));
+      const carol = api.connect(sctx, undefined, carolAuth);
+      results.wrongProjectThenRefresh = await withTimeout(api.set(api.ref(carol, 'users/carol/x'), 1), 15000, 'carol\'s write').then(() => 'ok', e => errorText(e));
+      results.carolForcedRefreshes = carolAuth.forced;
+      ctx.emit({ s, e: 'results', results });
+      const ok = results.ownWrite === 'ok' && results.otherWrite === 'PERMISSION_DENIED'
+        && /permission/i.test(results.anonymousRead) && /permission/i.test(results.unverifiedRead)
+        && results.verifiedRead === 'ok' && results.verifiedReadAfterRefresh === 'ok' && results.afterExpiry === 'ok'
+        && results.bobForcedRefreshes >= 1 && same(results.bobListenerLast, { m1: 'before expiry', m2: 'after expiry' })
+        && results.wrongProjectThenRefresh === 'ok' && results.carolForcedRefreshes >= 1;
+      return { ok, detail: JSON.stringify(results) };
+    } finally {
+      await fa.stop();
+    }
+  }
+
   // The same location watched through the three protocols (an SDK listener, a REST event stream
   // and a line-protocol subscription) while an SDK client, REST and the line protocol add children
   // to it at once: all three see the same children in the same order.
@@ -566,7 +640,7 @@
     ['read-once', readOnce], ['dinosaur-facts', dinosaurFacts], ['value-child-events', valueAndChildEvents], ['queries-vectors', vectorQueries],
     ['events-vectors', vectorEvents], ['push-lists', pushLists], ['update-fan-out', updateFanOut],
     ['server-values', serverValues], ['transactions', transactions], ['presence', presence],
-    ['rules-denied', rulesDenied], ['rules-revoked', rulesRevoked], ['large-value', largeValue], ['ws-url', wsUrl], ['cross-protocol', crossProtocol], ['restart', restart],
+    ['rules-denied', rulesDenied], ['rules-revoked', rulesRevoked], ['large-value', largeValue], ['ws-url', wsUrl], ['firebase-auth', firebaseAuth], ['cross-protocol', crossProtocol], ['restart', restart],
   ];
 
   async function runAll(api, ctx, only) {
