@@ -203,5 +203,11 @@ if missing:
 sys.exit(1 if failed or missing else 0)
 PY
 status=$?
-if [ $status -eq 0 ] && [ "$logs" = "$work/logs" ]; then rm -rf "$work"; else echo "logs: $logs" >&2; fi
+if [ $status -ne 0 ] && [ "$logs" = "$work/logs" ]; then
+    rm -f "$work/key.pem" "$work/cert.pem"
+    echo "logs: $logs" >&2
+else
+    rm -rf "$work"
+    [ $status -eq 0 ] || echo "logs: $logs" >&2
+fi
 exit $status

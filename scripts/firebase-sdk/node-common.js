@@ -98,7 +98,13 @@ async function ownServer(binary, ns, log, extra = []) {
       fs.rmSync(dataDir, { recursive: true, force: true });
     },
   };
-  await server.start();
+  try {
+    await server.start();
+  } catch (error) {
+    server.kill();
+    fs.rmSync(dataDir, { recursive: true, force: true });
+    throw error;
+  }
   return server;
 }
 
@@ -126,7 +132,14 @@ async function firebaseAuthServer(binary, ns, log) {
     firebaseProjectId: project, jwtPublicKeysURL: 'http://127.0.0.1:' + keys.address().port + '/jwks',
     rulesFile: 'rules.json', defaultDatabase: ns, jwtClockSkewSeconds: 0,
   }));
-  const server = await ownServer(binary, ns, log, ['--config', path.join(dir, 'hearth.json')]);
+  let server;
+  try {
+    server = await ownServer(binary, ns, log, ['--config', path.join(dir, 'hearth.json')]);
+  } catch (error) {
+    keys.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+    throw error;
+  }
   const b64 = value => Buffer.from(typeof value === 'string' ? value : JSON.stringify(value)).toString('base64url');
   return {
     port: server.port,
