@@ -68,7 +68,7 @@
   }
 
   // ---------------------------------------------------------------------------------------------
-  // The seeds' examples.
+  // The guides' examples: reading once, value and child events.
 
   async function readOnce(api, ctx, s) {
     const a = api.connect(ctx), b = api.connect(ctx);
