@@ -111,6 +111,18 @@ struct Fields {
         }
     }
 
+    /// A request another protocol's decoder builds (Firebase's): its operation, its path's text
+    /// (looked up in `paths`), and its other members by field.
+    init(op name: String, path text: String, paths: PathMemo?, _ members: KeyValuePairs<RequestField, JSONValue>) {
+        self.paths = paths
+        op = .string(name)
+        knownPath = paths?.path(for: text)
+        path = knownPath == nil ? .string(text) : nil
+        for (field, value) in members {
+            if field == .value { self.value = value } else { others.append((field, value)) }
+        }
+    }
+
     /// Adds the member named `name` (its UTF-8), replacing one of the same name.
     mutating func add(_ name: UnsafeRawBufferPointer, _ value: consuming JSONMemberValue) {
         guard let field = RequestField(utf8: name) else { return }

@@ -14,7 +14,7 @@ package enum FirebaseInbound {
 
     /// Decodes one message; an error means it is not a message at all (no request number).
     package static func decode(
-        _ bytes: [UInt8], decoder: RequestDecoder, workspace: inout JSONParseWorkspace
+        _ bytes: [UInt8], decoder: RequestDecoder, workspace: inout JSONParseWorkspace, paths: PathMemo? = nil
     ) throws(DatabaseError) -> FirebaseInbound {
         let parsed = bytes.withUnsafeBytes { raw in
             Result { () throws(JSONError) -> JSONValue in
@@ -45,7 +45,8 @@ package enum FirebaseInbound {
             do {
                 return .request(
                     number: number,
-                    try FirebaseRequest(action: action, body: payload["b"] ?? .object([]), decoder: decoder))
+                    try FirebaseRequest(
+                        action: action, body: payload["b"] ?? .object([]), decoder: decoder, paths: paths))
             } catch {
                 return .refused(number: number, error)
             }
@@ -87,7 +88,9 @@ package enum FirebaseRequest {
     /// `appcheck` / `unappeck`: App Check is not part of Hearth; acknowledged and ignored.
     case appCheck
 
-    init(action: String, body: JSONValue, decoder: RequestDecoder) throws(DatabaseError) {
+    /// `paths`: the connection's last path (`PathMemo`), so that a client writing one place
+    /// over and over has its path parsed once.
+    init(action: String, body: JSONValue, decoder: RequestDecoder, paths: PathMemo?) throws(DatabaseError) {
         guard case .string(let pathText)? = body["p"] else {
             switch action {
             case "s": self = .stats
@@ -98,34 +101,31 @@ package enum FirebaseRequest {
             }
             return
         }
-        let path = JSONValue.string(pathText)
-        func operation(_ members: KeyValuePairs<String, JSONValue>) throws(DatabaseError) -> Operation {
-            try decoder.operation(.object(members))
+        func operation(
+            _ op: String, _ members: KeyValuePairs<RequestField, JSONValue> = [:]
+        ) throws(DatabaseError) -> Operation {
+            try decoder.operation(Fields(op: op, path: pathText, paths: paths, members))
         }
         let data = body["d"] ?? .null
         switch action {
         case "p":
             if case .string(let hash)? = body["h"] {
-                self = .operation(
-                    try operation([
-                        "op": .string("transaction"), "path": path, "value": data, "expectHash": .string(hash),
-                    ]))
+                self = .operation(try operation("transaction", [.value: data, .expectHash: .string(hash)]))
             } else if data == .null {
-                self = .operation(try operation(["op": .string("remove"), "path": path]))
+                self = .operation(try operation("remove"))
             } else {
-                self = .operation(try operation(["op": .string("set"), "path": path, "value": data]))
+                self = .operation(try operation("set", [.value: data]))
             }
         case "m":
-            self = .operation(try operation(["op": .string("update"), "path": path, "values": data]))
+            self = .operation(try operation("update", [.values: data]))
         case "q", "l":
             let query = try FirebaseQuery.lineQuery(body["q"])
             let tag = body["t"]?.int64Value
             var hash = ""
             if case .string(let sent)? = body["h"] { hash = sent }
             guard
-                case .subscribe(let target, let spec, _, let ruleQuery, _) = try operation([
-                    "op": .string("subscribe"), "path": path, "query": query ?? .null,
-                ])
+                case .subscribe(let target, let spec, _, let ruleQuery, _) = try operation(
+                    "subscribe", [.query: query ?? .null])
             else { throw DatabaseError(.internal, "a listen did not decode as a subscription") }
             // Only a query with a range or a limit is tagged; any other is the plain listen.
             let stream = Operation.stream(
@@ -137,23 +137,18 @@ package enum FirebaseRequest {
             self = .unlisten(FirebaseListenKey(path: target, tag: body["t"]?.int64Value))
         case "o":
             let action: JSONValue = .string(data == .null ? "remove" : "set")
-            self = .operation(
-                try operation(["op": .string("onDisconnect"), "action": action, "path": path, "value": data]))
+            self = .operation(try operation("onDisconnect", [.action: action, .value: data]))
         case "om":
-            self = .operation(
-                try operation([
-                    "op": .string("onDisconnect"), "action": .string("update"), "path": path, "values": data,
-                ]))
+            self = .operation(try operation("onDisconnect", [.action: .string("update"), .values: data]))
         case "oc":
-            self = .operation(
-                try operation(["op": .string("onDisconnect"), "action": .string("cancel"), "path": path]))
+            self = .operation(try operation("onDisconnect", [.action: .string("cancel")]))
         case "g":
             let query = try FirebaseQuery.lineQuery(body["q"])
-            var members: [JSONMember] = [
-                JSONMember("op", .string("get")), JSONMember("path", path), JSONMember("format", .string("export")),
-            ]
-            if let query { members.append(JSONMember("query", query)) }
-            self = .operation(try decoder.operation(.object(members)))
+            if let query {
+                self = .operation(try operation("get", [.format: .string("export"), .query: query]))
+            } else {
+                self = .operation(try operation("get", [.format: .string("export")]))
+            }
         default:
             throw Self.unknownOrPathless(action)
         }

@@ -40,9 +40,17 @@ final class FirebaseSession {
         case signOut(Int64)
         /// An onDisconnect request.
         case plain(Int64)
-        /// An unsubscription the session made itself (an unlisten that came before its listen's
-        /// answer, or a listen replaced): its answer goes nowhere.
-        case silent
+        /// The end of subscription `sub` (an unlisten, answered `ok` when it has a number; or a
+        /// listen replaced, or unlistened before its answer): the session keeps pushing the
+        /// listen's data until the engine has ended it, then forgets it.
+        case unsubscribe(Int64?, sub: Int)
+        /// An answer the session gives itself, sent in its place among the engine's.
+        case ready([UInt8])
+
+        var isReady: Bool {
+            if case .ready = self { return true }
+            return false
+        }
     }
 
     /// A live listen.
@@ -86,6 +94,8 @@ final class FirebaseSession {
     @exclusivity(unchecked) var ready = false
     @exclusivity(unchecked) var ended = false
     @exclusivity(unchecked) var pending = CircularBuffer<Pending>()
+    /// The last path this session sent (`PathMemo`).
+    let paths = PathMemo(copies: !ConnectionHandler.sharesPaths)
     /// The JSON parser's stacks, reused from one message to the next.
     @exclusivity(unchecked) var parseWorkspace = JSONParseWorkspace()
     /// Requests read but not yet handed to the engine (`submitQueued`).
@@ -186,9 +196,9 @@ final class FirebaseSession {
             .tooLarge, "the message exceeds the maximum message size of \(configuration.maxMessageBytes) bytes")
         engine?.metrics.requestRejected(errorCode: error.code)
         if let number = FirebaseInbound.requestNumber(inPrefix: prefix) {
-            send(FirebaseOutbound.failure(number, error))
+            reply(FirebaseOutbound.failure(number, error))
         } else {
-            send(FirebaseOutbound.control("e", error.message))
+            reply(FirebaseOutbound.control("e", error.message))
         }
     }
 
@@ -205,15 +215,16 @@ final class FirebaseSession {
                 "without auth a message may not exceed \(security.limits.maxUnauthenticatedBodyBytes) bytes (maxUnauthenticatedBodyBytes)"
             )
             if let number = FirebaseInbound.requestNumber(inPrefix: Array(message.prefix(64))) {
-                send(FirebaseOutbound.failure(number, error))
+                reply(FirebaseOutbound.failure(number, error))
             }
             return
         }
         let inbound: FirebaseInbound
         do {
-            inbound = try FirebaseInbound.decode(message, decoder: decoder, workspace: &parseWorkspace)
+            inbound = try FirebaseInbound.decode(
+                message, decoder: decoder, workspace: &parseWorkspace, paths: paths)
         } catch {
-            send(FirebaseOutbound.control("e", error.message))
+            reply(FirebaseOutbound.control("e", error.message))
             return
         }
         switch inbound {
@@ -222,7 +233,7 @@ final class FirebaseSession {
             if type == "p" { send(FirebaseOutbound.pong) }
         case .refused(let number, let error):
             engine.metrics.requestRejected(errorCode: error.code)
-            send(FirebaseOutbound.failure(number, error))
+            reply(FirebaseOutbound.failure(number, error))
         case .request(let number, let request):
             serve(request, number: number, engine: engine, link: link)
         }
@@ -231,27 +242,27 @@ final class FirebaseSession {
     func serve(_ request: FirebaseRequest, number: Int64, engine: Engine, link: SessionLink) {
         switch request {
         case .stats, .appCheck:
-            send(FirebaseOutbound.ok(number))
+            reply(FirebaseOutbound.ok(number))
         case .listen(let key, let query, let operation):
-            if let old = subscriptionOf[key] {
+            if let old = subscriptionOf.removeValue(forKey: key) {
                 // The same listen again: the new one replaces it.
-                forget(sub: old)
-                submit(.unsubscribe(sub: old), pending: .silent, engine: engine, link: link)
+                submit(.unsubscribe(sub: old), pending: .unsubscribe(nil, sub: old), engine: engine, link: link)
             }
             unlistenedEarly.remove(key)
             submit(operation, pending: .listen(number, key, query: query), engine: engine, link: link)
         case .unlisten(let key):
-            if let sub = subscriptionOf[key] {
-                forget(sub: sub)
-                submit(.unsubscribe(sub: sub), pending: .silent, engine: engine, link: link)
-            } else if pending.contains(where: { if case .listen(_, key, _) = $0 { true } else { false } }) {
+            if let sub = subscriptionOf.removeValue(forKey: key) {
+                submit(.unsubscribe(sub: sub), pending: .unsubscribe(number, sub: sub), engine: engine, link: link)
+                return
+            }
+            if pending.contains(where: { if case .listen(_, key, _) = $0 { true } else { false } }) {
                 unlistenedEarly.insert(key)
             }
-            send(FirebaseOutbound.ok(number))
+            reply(FirebaseOutbound.ok(number))
         case .operation(let operation):
             if case .write = operation, let refusal = writeLimiter?.take() {
                 security.noticeLog.notice(logger, "write rate limit", metadata: ["peer": "\(remoteAddress)"])
-                send(FirebaseOutbound.failure(number, security.writeRateExceeded(refusal)))
+                reply(FirebaseOutbound.failure(number, security.writeRateExceeded(refusal)))
                 return
             }
             let kind: Pending
@@ -300,8 +311,19 @@ final class FirebaseSession {
         queued = []
     }
 
-    /// Drops what the session knows of a subscription it ends.
+    /// Drops what the session knows of a subscription that ended.
     func forget(sub: Int) {
-        if let listen = listens.removeValue(forKey: sub) { subscriptionOf[listen.key] = nil }
+        if let listen = listens.removeValue(forKey: sub), subscriptionOf[listen.key] == sub {
+            subscriptionOf[listen.key] = nil
+        }
+    }
+
+    /// Sends an answer the session gives itself after the answers to the requests before it.
+    func reply(_ message: [UInt8]) {
+        if pending.isEmpty {
+            send(message)
+        } else {
+            pending.append(.ready(message))
+        }
     }
 }
