@@ -120,9 +120,10 @@ extension FirebaseSession {
                     }
                     JSONWriter.writeLiteral(#"{"auth":"#, into: &bytes)
                     identity.claims.serialize(into: &bytes)
+                    // The token's own expiry, in seconds, as Firebase answers.
                     JSONWriter.writeLiteral(#","expires":"#, into: &bytes)
-                    if let expiry = identity.expiresAt {
-                        JSONWriter.writeInt(expiry, into: &bytes)
+                    if let expiry = identity.claims["exp"], expiry.isNumber {
+                        expiry.serialize(into: &bytes)
                     } else {
                         JSONWriter.writeLiteral("null", into: &bytes)
                     }
