@@ -89,8 +89,12 @@ final class FirebaseSession {
     /// The database's engine, once the lease is held.
     var engine: Engine?
     var lease: DatabaseRegistry.Lease?
-    /// Messages that arrived before the database was ready.
+    /// Messages that arrived before the database was ready (counted with `pending` by the
+    /// transport, which stops reading when they are many).
     var early: [[UInt8]] = []
+
+    /// The requests the session holds: waiting for the engine, or for the database to open.
+    var backlog: Int { pending.count + early.count }
     @exclusivity(unchecked) var ready = false
     @exclusivity(unchecked) var ended = false
     @exclusivity(unchecked) var pending = CircularBuffer<Pending>()
@@ -167,6 +171,7 @@ final class FirebaseSession {
             for message in waiting where !ended { received(message) }
             submitQueued()
             transport?.flush()
+            transport?.pendingShrank()
         case .failure(let error):
             let reason = (error as? DatabaseError)?.message ?? "\(error)"
             logger.debug("refusing a session", metadata: ["reason": "\(reason)"])

@@ -147,7 +147,7 @@ final class FirebaseSocketHandler: ChannelDuplexHandler, RemovableChannelHandler
     }
 
     func read(context: ChannelHandlerContext) {
-        if session.pending.count >= configuration.maxPipelinedRequests || !context.channel.isWritable {
+        if session.backlog >= configuration.maxPipelinedRequests || !context.channel.isWritable {
             readPaused = true
         } else {
             context.read()
@@ -155,7 +155,7 @@ final class FirebaseSocketHandler: ChannelDuplexHandler, RemovableChannelHandler
     }
 
     func pendingShrank() {
-        guard let context, readPaused, session.pending.count < configuration.maxPipelinedRequests / 2,
+        guard let context, readPaused, session.backlog < configuration.maxPipelinedRequests / 2,
             context.channel.isWritable
         else { return }
         readPaused = false
