@@ -123,9 +123,20 @@ struct Fields {
         }
     }
 
+    /// An empty request of operation `name`, its members to be `set`.
+    init(op name: String, paths: PathMemo?) {
+        self.paths = paths
+        op = .string(name)
+    }
+
     /// Adds the member named `name` (its UTF-8), replacing one of the same name.
     mutating func add(_ name: UnsafeRawBufferPointer, _ value: consuming JSONMemberValue) {
         guard let field = RequestField(utf8: name) else { return }
+        set(field, value)
+    }
+
+    /// Sets the member `field`, replacing one given before.
+    mutating func set(_ field: RequestField, _ value: consuming JSONMemberValue) {
         switch field {
         case .id: id = value.json
         case .op: op = Self.operationName(value)

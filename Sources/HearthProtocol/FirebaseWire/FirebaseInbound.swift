@@ -16,6 +16,9 @@ package enum FirebaseInbound {
     package static func decode(
         _ bytes: [UInt8], decoder: RequestDecoder, workspace: inout JSONParseWorkspace, paths: PathMemo? = nil
     ) throws(DatabaseError) -> FirebaseInbound {
+        if let write = bytes.withUnsafeBytes({ write(in: $0, decoder: decoder, workspace: &workspace, paths: paths) }) {
+            return write
+        }
         let parsed = bytes.withUnsafeBytes { raw in
             Result { () throws(JSONError) -> JSONValue in
                 try JSONParser.parse(raw, limits: decoder.jsonLimits, reusing: &workspace)
@@ -52,6 +55,62 @@ package enum FirebaseInbound {
             }
         default:
             throw DatabaseError(.badRequest, "unknown message type \"\(type)\"")
+        }
+    }
+
+    /// The SDKs' puts and merges without a tree: a message that starts as they write one,
+    /// `{"t":"d","d":{"r":N,"a":"p"` (or `"m"`) `,"b":{…}}}` with a body of `p` and `d` alone, has its
+    /// body's members read straight into the request's fields. Nil for any other message (and for
+    /// any doubt), which then takes the general path, errors included.
+    static func write(
+        in raw: UnsafeRawBufferPointer, decoder: RequestDecoder, workspace: inout JSONParseWorkspace, paths: PathMemo?
+    ) -> FirebaseInbound? {
+        let bytes = raw.bindMemory(to: UInt8.self)
+        let head = #"{"t":"d","d":{"r":"#.utf8
+        guard bytes.count > head.count + 16, bytes.starts(with: head), bytes[bytes.count - 1] == UInt8(ascii: "}"),
+            bytes[bytes.count - 2] == UInt8(ascii: "}")
+        else { return nil }
+        var index = head.count
+        var number: Int64 = 0
+        while index < bytes.count, bytes[index] >= UInt8(ascii: "0"), bytes[index] <= UInt8(ascii: "9"),
+            index - head.count < 15
+        {
+            number = number * 10 + Int64(bytes[index] - UInt8(ascii: "0"))
+            index += 1
+        }
+        let middle = #","a":"?","b":"#.utf8
+        guard index > head.count, bytes.count - index > middle.count + 2 else { return nil }
+        let action = bytes[index + 6]
+        guard action == UInt8(ascii: "p") || action == UInt8(ascii: "m") else { return nil }
+        for (offset, byte) in middle.enumerated() where offset != 6 {
+            guard bytes[index + offset] == byte else { return nil }
+        }
+        let body = UnsafeRawBufferPointer(rebasing: raw[(index + middle.count)..<(raw.count - 2)])
+        var fields = Fields(op: action == UInt8(ascii: "p") ? "set" : "update", paths: paths)
+        var members = 0
+        var plain = true
+        do {
+            let isObject = try JSONParser.parseMembers(of: body, limits: decoder.jsonLimits, reusing: &workspace) {
+                name, value in
+                members += 1
+                if name.count == 1, name[0] == UInt8(ascii: "p") {
+                    fields.set(.path, value)
+                } else if name.count == 1, name[0] == UInt8(ascii: "d") {
+                    // A put of null is a remove, which the general path spells.
+                    if case .parsed(.null) = value { plain = false }
+                    fields.set(action == UInt8(ascii: "p") ? .value : .values, value)
+                } else {
+                    plain = false
+                }
+            }
+            guard isObject, plain, members == 2 else { return nil }
+        } catch {
+            return nil
+        }
+        do {
+            return .request(number: number, .operation(try decoder.operation(fields)))
+        } catch {
+            return .refused(number: number, error)
         }
     }
 
