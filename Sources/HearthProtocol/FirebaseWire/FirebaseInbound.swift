@@ -16,18 +16,25 @@ package enum FirebaseInbound {
     package static func decode(
         _ bytes: [UInt8], decoder: RequestDecoder, workspace: inout JSONParseWorkspace, paths: PathMemo? = nil
     ) throws(DatabaseError) -> FirebaseInbound {
-        if let write = bytes.withUnsafeBytes({ write(in: $0, decoder: decoder, workspace: &workspace, paths: paths) }) {
-            return write
-        }
-        let parsed = bytes.withUnsafeBytes { raw in
-            Result { () throws(JSONError) -> JSONValue in
-                try JSONParser.parse(raw, limits: decoder.jsonLimits, reusing: &workspace)
+        let decoded = bytes.withUnsafeBytes { raw in
+            Result { () throws(DatabaseError) -> FirebaseInbound in
+                try decode(raw, decoder: decoder, workspace: &workspace, paths: paths)
             }
         }
+        return try decoded.get()
+    }
+
+    /// Decodes one message from bytes valid only during the call.
+    package static func decode(
+        _ raw: UnsafeRawBufferPointer, decoder: RequestDecoder, workspace: inout JSONParseWorkspace,
+        paths: PathMemo? = nil
+    ) throws(DatabaseError) -> FirebaseInbound {
+        if let write = write(in: raw, decoder: decoder, workspace: &workspace, paths: paths) { return write }
         let json: JSONValue
-        switch parsed {
-        case .success(let value): json = value
-        case .failure(let error): throw DatabaseError(.badRequest, "malformed JSON: \(error.message)")
+        do {
+            json = try JSONParser.parse(raw, limits: decoder.jsonLimits, reusing: &workspace)
+        } catch {
+            throw DatabaseError(.badRequest, "malformed JSON: \(error.message)")
         }
         guard case .string(let type)? = json["t"], let payload = json["d"] else {
             throw DatabaseError(.badRequest, #"a message must be {"t":"c"|"d","d":…}"#)

@@ -41,6 +41,13 @@ extension FirebaseSession {
         transport?.pendingShrank()
     }
 
+    /// Sends `ok` for request `number`, encoded in a buffer the session keeps.
+    func sendOK(_ number: Int64) {
+        scratch.removeAll(keepingCapacity: true)
+        FirebaseOutbound.writeOK(number, into: &scratch)
+        send(scratch)
+    }
+
     /// Sends the session's own answers that reached the front of `pending`.
     func sendReadyReplies() {
         while case .ready(let message)? = pending.first {
@@ -73,7 +80,7 @@ extension FirebaseSession {
                 send(FirebaseOutbound.failure(number, error))
             case .unsubscribe(let number, let sub):
                 forget(sub: sub)
-                if let number { send(FirebaseOutbound.ok(number)) }
+                if let number { sendOK(number) }
             case .ready(let message):
                 send(message)
             }
@@ -100,7 +107,7 @@ extension FirebaseSession {
                         JSONWriter.writeString("the data changed since the transaction read it", into: &$0)
                     })
             } else {
-                send(FirebaseOutbound.ok(number))
+                sendOK(number)
             }
         case .get(let number):
             send(
@@ -133,10 +140,10 @@ extension FirebaseSession {
             send(
                 FirebaseOutbound.response(number) { JSONWriter.writeString("unauthenticated", into: &$0) })
         case .plain(let number):
-            send(FirebaseOutbound.ok(number))
+            sendOK(number)
         case .unsubscribe(let number, let sub):
             forget(sub: sub)
-            if let number { send(FirebaseOutbound.ok(number)) }
+            if let number { sendOK(number) }
         case .ready(let message):
             send(message)
         }

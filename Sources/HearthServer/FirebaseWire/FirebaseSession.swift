@@ -100,6 +100,8 @@ final class FirebaseSession {
     @exclusivity(unchecked) var pending = CircularBuffer<Pending>()
     /// The last path this session sent (`PathMemo`).
     let paths = PathMemo(copies: !ConnectionHandler.sharesPaths)
+    /// Reused to encode the most frequent answer, `ok`.
+    @exclusivity(unchecked) var scratch: [UInt8] = []
     /// The JSON parser's stacks, reused from one message to the next.
     @exclusivity(unchecked) var parseWorkspace = JSONParseWorkspace()
     /// Requests read but not yet handed to the engine (`submitQueued`).
@@ -209,9 +211,19 @@ final class FirebaseSession {
 
     /// One message from the client.
     func received(_ message: [UInt8]) {
+        message.withUnsafeBytes { received(bytes: $0) }
+    }
+
+    /// One message from the client, in a buffer (a WebSocket frame's payload), read in place.
+    func received(buffer: ByteBuffer) {
+        buffer.withUnsafeReadableBytes { received(bytes: $0) }
+    }
+
+    /// One message from the client, its bytes valid only during the call.
+    func received(bytes message: UnsafeRawBufferPointer) {
         guard !ended else { return }
         guard ready, let engine, let link = sessionLink else {
-            early.append(message)
+            early.append(Array(message))
             return
         }
         if !signedIn, !security.isOpen, message.count > security.limits.maxUnauthenticatedBodyBytes {

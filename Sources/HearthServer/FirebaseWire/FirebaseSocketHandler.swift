@@ -102,7 +102,12 @@ final class FirebaseSocketHandler: ChannelDuplexHandler, RemovableChannelHandler
         switch frame.opcode {
         case .text:
             collectingFragments = !frame.fin
-            if frame.fin {
+            if frame.fin, !assembler.isCollecting, frame.length > 6, frame.length <= configuration.maxMessageBytes,
+                !closing
+            {
+                // A whole message in one frame, the usual case: read where it lies.
+                session.received(buffer: frame.unmaskedData)
+            } else if frame.fin {
                 take(Array(buffer: frame.unmaskedData))
             } else {
                 fragments = Array(buffer: frame.unmaskedData)
