@@ -14,7 +14,7 @@ import NIOWebSocket
 /// (`maxOutboundBytes` and the server's buffer budget: a slow consumer is closed), a peer that
 /// takes nothing (`writeStallTimeoutSeconds`) and a silent connection (`idleTimeout`).
 final class FirebaseSocketHandler: ChannelDuplexHandler, RemovableChannelHandler, FirebaseTransport, StallWatching {
-    typealias InboundIn = WebSocketFrame
+    typealias InboundIn = ByteBuffer
     typealias OutboundIn = Never
     typealias OutboundOut = ByteBuffer
 
@@ -28,6 +28,8 @@ final class FirebaseSocketHandler: ChannelDuplexHandler, RemovableChannelHandler
     var remoteAddress: String { admission.remoteAddress }
 
     var assembler: FirebaseFrameAssembler
+    /// The start of a frame still arriving.
+    var received: ByteBuffer?
     /// A text message that arrives in several WebSocket fragments.
     var fragments: [UInt8] = []
     var collectingFragments = false
@@ -84,12 +86,6 @@ final class FirebaseSocketHandler: ChannelDuplexHandler, RemovableChannelHandler
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        // A frame the WebSocket decoder refused: closed with the code that says why.
-        if let error = error as? NIOWebSocketError {
-            let code: WebSocketErrorCode = error == .invalidFrameLength ? .messageTooLarge : .protocolError
-            closeSocket(code: code, reason: "\(error)", context: context)
-            return
-        }
         security.logConnectionError(error, peer: remoteAddress, message: "Firebase connection error", logger: logger)
         context.close(promise: nil)
     }
@@ -97,28 +93,51 @@ final class FirebaseSocketHandler: ChannelDuplexHandler, RemovableChannelHandler
     // MARK: Inbound
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        let frame = unwrapInboundIn(data)
         lastActivity = .now()
-        switch frame.opcode {
+        var bytes = unwrapInboundIn(data)
+        if var held = received.take(), held.readableBytes > 0 {
+            held.discardReadBytes()
+            held.writeBuffer(&bytes)
+            bytes = held
+        }
+        while !closing {
+            switch WebSocketFrameReader.next(in: &bytes, maxLength: maxFrameBytes) {
+            case .incomplete:
+                received = bytes.readableBytes > 0 ? bytes : nil
+                return
+            case .refused(let code):
+                return closeSocket(code: code, context: context)
+            case .frame(let opcode, let fin, let payload):
+                handle(opcode, fin: fin, payload: payload, context: context)
+            }
+        }
+    }
+
+    /// The largest frame read: a message may come whole in one frame, up to `maxMessageBytes`.
+    var maxFrameBytes: Int { max(configuration.maxMessageBytes, 1 << 16) }
+
+    /// One frame, its payload unmasked.
+    func handle(_ opcode: WebSocketOpcode, fin: Bool, payload: ByteBuffer, context: ChannelHandlerContext) {
+        switch opcode {
         case .text:
-            collectingFragments = !frame.fin
-            if frame.fin, !assembler.isCollecting, frame.length > 6, frame.length <= configuration.maxMessageBytes,
-                !closing
+            collectingFragments = !fin
+            if fin, !assembler.isCollecting, payload.readableBytes > 6,
+                payload.readableBytes <= configuration.maxMessageBytes
             {
                 // A whole message in one frame, the usual case: read where it lies.
-                session.received(buffer: frame.unmaskedData)
-            } else if frame.fin {
-                take(Array(buffer: frame.unmaskedData))
+                session.received(buffer: payload)
+            } else if fin {
+                take(Array(buffer: payload))
             } else {
-                fragments = Array(buffer: frame.unmaskedData)
+                fragments = Array(buffer: payload)
             }
         case .continuation:
             guard collectingFragments else { return closeSocket(code: .protocolError, context: context) }
-            if fragments.count + frame.length > configuration.maxMessageBytes {
+            if fragments.count + payload.readableBytes > configuration.maxMessageBytes {
                 return closeSocket(code: .messageTooLarge, context: context)
             }
-            fragments.append(contentsOf: frame.unmaskedData.readableBytesView)
-            if frame.fin {
+            fragments.append(contentsOf: payload.readableBytesView)
+            if fin {
                 collectingFragments = false
                 let message = fragments
                 fragments = []
@@ -127,7 +146,7 @@ final class FirebaseSocketHandler: ChannelDuplexHandler, RemovableChannelHandler
         case .binary:
             closeSocket(code: .unacceptableData, context: context)
         case .ping:
-            sendControl(.pong, payload: frame.unmaskedData)
+            sendControl(.pong, payload: payload)
         case .connectionClose:
             closeSocket(code: .normalClosure, context: context)
         default:

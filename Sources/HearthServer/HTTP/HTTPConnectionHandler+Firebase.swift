@@ -69,16 +69,9 @@ extension HTTPConnectionHandler {
         retireForUpgrade()
         let pipeline = context.pipeline.syncOperations
         do {
-            // One at a time, each after the last. The socket handler writes its frames itself
-            // (`WebSocketFrameWriter`), gathered into one buffer per turn.
-            var last: any ChannelHandler = self
-            for handler: any ChannelHandler in [
-                ByteToMessageHandler(WebSocketFrameDecoder(maxFrameSize: Self.maxWebSocketFrame(configuration))),
-                socket,
-            ] {
-                try pipeline.addHandler(handler, position: .after(last))
-                last = handler
-            }
+            // The socket handler reads and writes its frames itself (`WebSocketFrameReader`,
+            // `WebSocketFrameWriter`), its output gathered into one buffer per turn.
+            try pipeline.addHandler(socket, position: .after(self))
             let decoder = try pipeline.context(handlerType: ByteToMessageHandler<HTTPRequestDecoder>.self)
             pipeline.removeHandler(context: context, promise: nil)
             pipeline.removeHandler(context: decoder, promise: nil)
