@@ -50,6 +50,9 @@ extension HTTPConnectionHandler {
         guard queued.isEmpty else {
             return refuse(.badRequest("a WebSocket upgrade must be the last request on its connection"))
         }
+        // `s`: the WebSocket upgrades a long-polling session (`LongPollSession`).
+        let upgraded = QueryParameters(query)["s"].map { longPolls.entry(sessionID: $0.raw) }
+        if case .some(nil) = upgraded { return refuse(RESTError(.notFound, "no such long-polling session")) }
 
         var accept = SHA1()
         accept.update(key.utf8)
@@ -60,12 +63,19 @@ extension HTTPConnectionHandler {
                 + base64Encode(accept.finalize()) + "\r\n\r\n")
         context.writeAndFlush(wrapOutboundOut(response), promise: nil)
 
-        let session = FirebaseSession(
-            id: id, loop: context.eventLoop, databases: databases,
-            databaseName: databaseName == databases.defaultName.text ? nil : databaseName,
-            host: headers.host ?? configuration.host, remoteAddress: remoteAddress, writeLimiter: writeLimiter,
-            configuration: configuration, security: security, logger: logger, clock: clock)
-        let socket = FirebaseSocketHandler(session: session, admission: admission, registry: registry)
+        let socket: any ChannelHandler
+        if case .some(.some(let joined)) = upgraded {
+            socket = LongPollSocketHandler(
+                session: joined, id: id, configuration: configuration, security: security, registry: registry,
+                admission: admission, logger: logger)
+        } else {
+            let session = FirebaseSession(
+                id: id, loop: context.eventLoop, databases: databases,
+                databaseName: databaseName == databases.defaultName.text ? nil : databaseName,
+                host: headers.host ?? configuration.host, remoteAddress: remoteAddress, writeLimiter: writeLimiter,
+                configuration: configuration, security: security, logger: logger, clock: clock)
+            socket = FirebaseSocketHandler(session: session, admission: admission, registry: registry)
+        }
         retireForUpgrade()
         let pipeline = context.pipeline.syncOperations
         do {
