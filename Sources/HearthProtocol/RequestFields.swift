@@ -111,9 +111,32 @@ struct Fields {
         }
     }
 
+    /// A request another protocol's decoder builds (Firebase's): its operation, its path's text
+    /// (looked up in `paths`), and its other members by field.
+    init(op name: String, path text: String, paths: PathMemo?, _ members: KeyValuePairs<RequestField, JSONValue>) {
+        self.paths = paths
+        op = .string(name)
+        knownPath = paths?.path(for: text)
+        path = knownPath == nil ? .string(text) : nil
+        for (field, value) in members {
+            if field == .value { self.value = value } else { others.append((field, value)) }
+        }
+    }
+
+    /// An empty request of operation `name`, its members to be `set`.
+    init(op name: String, paths: PathMemo?) {
+        self.paths = paths
+        op = .string(name)
+    }
+
     /// Adds the member named `name` (its UTF-8), replacing one of the same name.
     mutating func add(_ name: UnsafeRawBufferPointer, _ value: consuming JSONMemberValue) {
         guard let field = RequestField(utf8: name) else { return }
+        set(field, value)
+    }
+
+    /// Sets the member `field`, replacing one given before.
+    mutating func set(_ field: RequestField, _ value: consuming JSONMemberValue) {
         switch field {
         case .id: id = value.json
         case .op: op = Self.operationName(value)

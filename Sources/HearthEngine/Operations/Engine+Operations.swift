@@ -59,10 +59,9 @@ extension Engine {
                 since: cache?.since, ruleQuery: ruleQuery, identity: identity, now: now, id: request.id,
                 batch: &batch)
         case .stream(let path, let query, let format, let ruleQuery, let firebase):
-            let framing: StreamFraming = firebase == nil ? .serverSentEvents : .firebase(location: path)
             subscribe(
                 session, path: path, query: query ?? .default,
-                delivery: .stream(.init(format: format, shapedByWrite: query == nil, framing: framing)),
+                delivery: .stream(.init(format: format, shapedByWrite: query == nil, firebase: firebase != nil)),
                 knownHash: firebase?.knownHash, ruleQuery: ruleQuery, identity: identity, now: now, id: request.id,
                 batch: &batch)
         case .unsubscribe(let sub):

@@ -56,12 +56,13 @@ extension Engine {
                 }
             case .stream(let shape):
                 let location = database.root.child(at: path)
+                let framing = shape.framing(at: path)
                 func first() -> [UInt8] {
                     shape.shapedByWrite
-                        ? StreamEvents.initial(location, format: shape.format, framing: shape.framing)
-                        : StreamEvents.initial(view, location: location, format: shape.format, framing: shape.framing)
+                        ? StreamEvents.initial(location, format: shape.format, framing: framing)
+                        : StreamEvents.initial(view, location: location, format: shape.format, framing: framing)
                 }
-                guard case .firebase = shape.framing else {
+                guard shape.firebase else {
                     respond(.subscribed(sub: sub, rev: database.rev, warning: warning))
                     batch.append(.event(sub: sub, body: allocator.buffer(bytes: first())), for: session)
                     return

@@ -29,8 +29,13 @@ final class ViewRegistry {
     struct StreamShape: Hashable {
         let format: Node.Format
         let shapedByWrite: Bool
-        /// Server-Sent Events, or Firebase realtime-protocol pushes.
-        let framing: StreamFraming
+        /// Firebase realtime-protocol pushes rather than Server-Sent Events.
+        let firebase: Bool
+
+        /// How the events of a view at `location` are framed.
+        func framing(at location: Path) -> StreamFraming {
+            firebase ? .firebase(location: location) : .serverSentEvents
+        }
     }
 
     final class ViewSlot {
@@ -279,25 +284,28 @@ final class ViewRegistry {
         rootBefore: Node, rootAfter: Node, batch: inout Batch
     ) {
         let allocator = ByteBufferAllocator()
-        var encoded: [StreamShape: [ByteBuffer]] = [:]
-        for subscriber in slot.subscribers {
-            guard case .stream(let shape) = subscriber.delivery else { continue }
+        // A view's streams come in one or two shapes: a short list beats hashing for each one.
+        var encoded: [(shape: StreamShape, frames: [ByteBuffer])] = []
+        for index in slot.subscribers.indices {
+            guard case .stream(let shape) = slot.subscribers[index].delivery else { continue }
             let frames: [ByteBuffer]
-            if let cached = encoded[shape] {
-                frames = cached
+            if let cached = encoded.first(where: { $0.shape == shape }) {
+                frames = cached.frames
             } else {
+                let framing = shape.framing(at: location)
                 let bytes =
                     shape.shapedByWrite
                     ? StreamEvents.shaped(
                         write, at: location, before: rootBefore, after: rootAfter, format: shape.format,
-                        framing: shape.framing)
+                        framing: framing)
                     : StreamEvents.windowChange(
-                        events, view: slot.view, location: new, format: shape.format, framing: shape.framing)
+                        events, view: slot.view, location: new, format: shape.format, framing: framing)
                 frames = bytes.map { allocator.buffer(bytes: $0) }
-                encoded[shape] = frames
+                encoded.append((shape, frames))
             }
+            let sub = slot.subscribers[index].sub
             for frame in frames {
-                batch.appendProvisional(.event(sub: subscriber.sub, body: frame), for: subscriber.session)
+                batch.appendProvisional(.event(sub: sub, body: frame), for: slot.subscribers[index].session)
             }
         }
     }

@@ -33,6 +33,8 @@ package struct FirebaseFrameAssembler {
 
     /// The bytes held for a message still arriving.
     package var heldBytes: Int { parts.count }
+    /// Whether a count frame announced pieces still to come.
+    package var isCollecting: Bool { remaining > 0 }
 
     package mutating func take(_ frame: [UInt8]) -> Output {
         if remaining == 0 {

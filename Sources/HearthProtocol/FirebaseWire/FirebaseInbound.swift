@@ -13,10 +13,26 @@ package enum FirebaseInbound {
     case refused(number: Int64, DatabaseError)
 
     /// Decodes one message; an error means it is not a message at all (no request number).
-    package static func decode(_ bytes: [UInt8], decoder: RequestDecoder) throws(DatabaseError) -> FirebaseInbound {
+    package static func decode(
+        _ bytes: [UInt8], decoder: RequestDecoder, workspace: inout JSONParseWorkspace, paths: PathMemo? = nil
+    ) throws(DatabaseError) -> FirebaseInbound {
+        let decoded = bytes.withUnsafeBytes { raw in
+            Result { () throws(DatabaseError) -> FirebaseInbound in
+                try decode(raw, decoder: decoder, workspace: &workspace, paths: paths)
+            }
+        }
+        return try decoded.get()
+    }
+
+    /// Decodes one message from bytes valid only during the call.
+    package static func decode(
+        _ raw: UnsafeRawBufferPointer, decoder: RequestDecoder, workspace: inout JSONParseWorkspace,
+        paths: PathMemo? = nil
+    ) throws(DatabaseError) -> FirebaseInbound {
+        if let write = write(in: raw, decoder: decoder, workspace: &workspace, paths: paths) { return write }
         let json: JSONValue
         do {
-            json = try JSONParser.parse(bytes, limits: decoder.jsonLimits)
+            json = try JSONParser.parse(raw, limits: decoder.jsonLimits, reusing: &workspace)
         } catch {
             throw DatabaseError(.badRequest, "malformed JSON: \(error.message)")
         }
@@ -39,12 +55,69 @@ package enum FirebaseInbound {
             do {
                 return .request(
                     number: number,
-                    try FirebaseRequest(action: action, body: payload["b"] ?? .object([]), decoder: decoder))
+                    try FirebaseRequest(
+                        action: action, body: payload["b"] ?? .object([]), decoder: decoder, paths: paths))
             } catch {
                 return .refused(number: number, error)
             }
         default:
             throw DatabaseError(.badRequest, "unknown message type \"\(type)\"")
+        }
+    }
+
+    /// The SDKs' puts and merges without a tree: a message that starts as they write one,
+    /// `{"t":"d","d":{"r":N,"a":"p"` (or `"m"`) `,"b":{…}}}` with a body of `p` and `d` alone, has its
+    /// body's members read straight into the request's fields. Nil for any other message (and for
+    /// any doubt), which then takes the general path, errors included.
+    static func write(
+        in raw: UnsafeRawBufferPointer, decoder: RequestDecoder, workspace: inout JSONParseWorkspace, paths: PathMemo?
+    ) -> FirebaseInbound? {
+        let bytes = raw.bindMemory(to: UInt8.self)
+        let head = #"{"t":"d","d":{"r":"#.utf8
+        guard bytes.count > head.count + 16, bytes.starts(with: head), bytes[bytes.count - 1] == UInt8(ascii: "}"),
+            bytes[bytes.count - 2] == UInt8(ascii: "}")
+        else { return nil }
+        var index = head.count
+        var number: Int64 = 0
+        while index < bytes.count, bytes[index] >= UInt8(ascii: "0"), bytes[index] <= UInt8(ascii: "9"),
+            index - head.count < 15
+        {
+            number = number * 10 + Int64(bytes[index] - UInt8(ascii: "0"))
+            index += 1
+        }
+        let middle = #","a":"?","b":"#.utf8
+        guard index > head.count, bytes.count - index > middle.count + 2 else { return nil }
+        let action = bytes[index + 6]
+        guard action == UInt8(ascii: "p") || action == UInt8(ascii: "m") else { return nil }
+        for (offset, byte) in middle.enumerated() where offset != 6 {
+            guard bytes[index + offset] == byte else { return nil }
+        }
+        let body = UnsafeRawBufferPointer(rebasing: raw[(index + middle.count)..<(raw.count - 2)])
+        var fields = Fields(op: action == UInt8(ascii: "p") ? "set" : "update", paths: paths)
+        var members = 0
+        var plain = true
+        do {
+            let isObject = try JSONParser.parseMembers(of: body, limits: decoder.jsonLimits, reusing: &workspace) {
+                name, value in
+                members += 1
+                if name.count == 1, name[0] == UInt8(ascii: "p") {
+                    fields.set(.path, value)
+                } else if name.count == 1, name[0] == UInt8(ascii: "d") {
+                    // A put of null is a remove, which the general path spells.
+                    if case .parsed(.null) = value { plain = false }
+                    fields.set(action == UInt8(ascii: "p") ? .value : .values, value)
+                } else {
+                    plain = false
+                }
+            }
+            guard isObject, plain, members == 2 else { return nil }
+        } catch {
+            return nil
+        }
+        do {
+            return .request(number: number, .operation(try decoder.operation(fields)))
+        } catch {
+            return .refused(number: number, error)
         }
     }
 
@@ -72,9 +145,8 @@ package enum FirebaseRequest {
     case listen(FirebaseListenKey, query: JSONValue?, Operation)
     /// `n`.
     case unlisten(FirebaseListenKey)
-    /// `p`, `m` and `g`, and the onDisconnect ones: an engine operation; `path` for a `datastale`
-    /// push.
-    case operation(Operation, path: Path)
+    /// `p`, `m` and `g`, and the onDisconnect ones: an engine operation.
+    case operation(Operation)
     /// `auth` / `gauth`.
     case auth(String)
     /// `unauth`.
@@ -82,91 +154,86 @@ package enum FirebaseRequest {
     /// `appcheck` / `unappeck`: App Check is not part of Hearth; acknowledged and ignored.
     case appCheck
 
-    init(action: String, body: JSONValue, decoder: RequestDecoder) throws(DatabaseError) {
-        func path() throws(DatabaseError) -> JSONValue {
-            guard case .string(let text)? = body["p"] else {
-                throw DatabaseError(.invalidPath, "the request needs a path p")
+    /// `paths`: the connection's last path (`PathMemo`), so that a client writing one place
+    /// over and over has its path parsed once.
+    init(action: String, body: JSONValue, decoder: RequestDecoder, paths: PathMemo?) throws(DatabaseError) {
+        guard case .string(let pathText)? = body["p"] else {
+            switch action {
+            case "s": self = .stats
+            case "auth", "gauth": self = try Self.auth(body)
+            case "unauth": self = .unauth
+            case "appcheck", "unappeck": self = .appCheck
+            default: throw Self.unknownOrPathless(action)
             }
-            return .string(text)
+            return
         }
-        func operation(_ members: KeyValuePairs<String, JSONValue>) throws(DatabaseError) -> Operation {
-            try decoder.operation(.object(members))
-        }
-        func parsedPath() throws(DatabaseError) -> Path {
-            try Path.parse(path().stringValue ?? "", limits: decoder.limits)
+        func operation(
+            _ op: String, _ members: KeyValuePairs<RequestField, JSONValue> = [:]
+        ) throws(DatabaseError) -> Operation {
+            try decoder.operation(Fields(op: op, path: pathText, paths: paths, members))
         }
         let data = body["d"] ?? .null
         switch action {
-        case "s":
-            self = .stats
-        case "q", "l":
-            let key = FirebaseListenKey(path: try parsedPath(), tag: body["t"]?.int64Value)
-            let query = try FirebaseQuery.lineQuery(body["q"])
-            var hash = ""
-            if case .string(let sent)? = body["h"] { hash = sent }
-            let stream: Operation
-            switch try operation(["op": .string("subscribe"), "path": path(), "query": query ?? .null]) {
-            case .subscribe(let path, let spec, _, let ruleQuery, _):
-                stream = .stream(
-                    path: path, query: query == nil || key.tag == nil ? nil : spec, format: .export,
-                    ruleQuery: ruleQuery, firebase: FirebaseListen(knownHash: hash))
-            default:
-                throw DatabaseError(.internal, "a listen did not decode as a subscription")
-            }
-            self = .listen(key, query: body["q"], stream)
-        case "n", "u":
-            self = .unlisten(FirebaseListenKey(path: try parsedPath(), tag: body["t"]?.int64Value))
         case "p":
-            let target = try parsedPath()
             if case .string(let hash)? = body["h"] {
-                self = .operation(
-                    try operation([
-                        "op": .string("transaction"), "path": path(), "value": data, "expectHash": .string(hash),
-                    ]),
-                    path: target)
+                self = .operation(try operation("transaction", [.value: data, .expectHash: .string(hash)]))
             } else if data == .null {
-                self = .operation(try operation(["op": .string("remove"), "path": path()]), path: target)
+                self = .operation(try operation("remove"))
             } else {
-                self = .operation(try operation(["op": .string("set"), "path": path(), "value": data]), path: target)
+                self = .operation(try operation("set", [.value: data]))
             }
         case "m":
-            self = .operation(
-                try operation(["op": .string("update"), "path": path(), "values": data]), path: try parsedPath())
+            self = .operation(try operation("update", [.values: data]))
+        case "q", "l":
+            let query = try FirebaseQuery.lineQuery(body["q"])
+            let tag = body["t"]?.int64Value
+            var hash = ""
+            if case .string(let sent)? = body["h"] { hash = sent }
+            guard
+                case .subscribe(let target, let spec, _, let ruleQuery, _) = try operation(
+                    "subscribe", [.query: query ?? .null])
+            else { throw DatabaseError(.internal, "a listen did not decode as a subscription") }
+            // Only a query with a range or a limit is tagged; any other is the plain listen.
+            let stream = Operation.stream(
+                path: target, query: query == nil || tag == nil ? nil : spec, format: .export, ruleQuery: ruleQuery,
+                firebase: FirebaseListen(knownHash: hash))
+            self = .listen(FirebaseListenKey(path: target, tag: tag), query: body["q"], stream)
+        case "n", "u":
+            let target = try Path.parse(pathText, limits: decoder.limits)
+            self = .unlisten(FirebaseListenKey(path: target, tag: body["t"]?.int64Value))
         case "o":
             let action: JSONValue = .string(data == .null ? "remove" : "set")
-            self = .operation(
-                try operation(["op": .string("onDisconnect"), "action": action, "path": path(), "value": data]),
-                path: try parsedPath())
+            self = .operation(try operation("onDisconnect", [.action: action, .value: data]))
         case "om":
-            self = .operation(
-                try operation([
-                    "op": .string("onDisconnect"), "action": .string("update"), "path": path(), "values": data,
-                ]),
-                path: try parsedPath())
+            self = .operation(try operation("onDisconnect", [.action: .string("update"), .values: data]))
         case "oc":
-            self = .operation(
-                try operation(["op": .string("onDisconnect"), "action": .string("cancel"), "path": path()]),
-                path: try parsedPath())
+            self = .operation(try operation("onDisconnect", [.action: .string("cancel")]))
         case "g":
             let query = try FirebaseQuery.lineQuery(body["q"])
-            var members: [JSONMember] = [
-                JSONMember("op", .string("get")), JSONMember("path", try path()),
-                JSONMember("format", .string("export")),
-            ]
-            if let query { members.append(JSONMember("query", query)) }
-            self = .operation(try decoder.operation(.object(members)), path: try parsedPath())
-        case "auth", "gauth":
-            guard case .string(let token)? = body["cred"], !token.isEmpty else {
-                throw DatabaseError(.badRequest, "auth needs a credential cred")
+            if let query {
+                self = .operation(try operation("get", [.format: .string("export"), .query: query]))
+            } else {
+                self = .operation(try operation("get", [.format: .string("export")]))
             }
-            self = .auth(token)
-        case "unauth":
-            self = .unauth
-        case "appcheck", "unappeck":
-            self = .appCheck
         default:
-            throw DatabaseError(.badRequest, "unknown action \"\(action)\"")
+            throw Self.unknownOrPathless(action)
         }
+    }
+
+    private static func unknownOrPathless(_ action: String) -> DatabaseError {
+        switch action {
+        case "p", "m", "q", "l", "n", "u", "o", "om", "oc", "g":
+            return DatabaseError(.invalidPath, "the request needs a path p")
+        default:
+            return DatabaseError(.badRequest, "unknown action \"\(action)\"")
+        }
+    }
+
+    private static func auth(_ body: JSONValue) throws(DatabaseError) -> FirebaseRequest {
+        guard case .string(let token)? = body["cred"], !token.isEmpty else {
+            throw DatabaseError(.badRequest, "auth needs a credential cred")
+        }
+        return .auth(token)
     }
 }
 

@@ -42,7 +42,16 @@ package enum FirebaseOutbound {
 
     /// `ok` with the empty string, the answer to writes, unlistens and stats.
     package static func ok(_ number: Int64) -> [UInt8] {
-        response(number) { JSONWriter.writeLiteral(#""""#, into: &$0) }
+        var bytes: [UInt8] = []
+        writeOK(number, into: &bytes)
+        return bytes
+    }
+
+    /// Appends `ok` for request `number` to `bytes`.
+    package static func writeOK(_ number: Int64, into bytes: inout [UInt8]) {
+        JSONWriter.writeLiteral(#"{"t":"d","d":{"r":"#, into: &bytes)
+        JSONWriter.writeInt(number, into: &bytes)
+        JSONWriter.writeLiteral(#","b":{"s":"ok","d":""}}}"#, into: &bytes)
     }
 
     /// A failed request: Firebase's status and text for a denial, Hearth's code and message for

@@ -14,7 +14,7 @@ extension FirebaseSession {
             case .event(let sub, let body):
                 if let listen = listens[sub] {
                     push(prefix: listen.prefix, body: body)
-                } else if case .listen(_, let key, let query)? = pending.first {
+                } else if case .listen(_, let key, let query)? = pending.first(where: { !$0.isReady }) {
                     // The first data of the listen being answered.
                     let listen = register(sub: sub, key: key, query: query)
                     push(prefix: listen.prefix, body: body)
@@ -27,7 +27,7 @@ extension FirebaseSession {
                 send(FirebaseOutbound.listenRevoked(path: listen.key.path, query: listen.query))
             case .authRevoked(let reason):
                 signedIn = false
-                send(FirebaseOutbound.authRevoked(reason))
+                send(FirebaseOutbound.authRevoked(reason == "expired" ? "Auth token is expired." : reason))
             case .close:
                 transport?.end(refusal: nil)
                 return
@@ -41,6 +41,21 @@ extension FirebaseSession {
         transport?.pendingShrank()
     }
 
+    /// Sends `ok` for request `number`, encoded in a buffer the session keeps.
+    func sendOK(_ number: Int64) {
+        scratch.removeAll(keepingCapacity: true)
+        FirebaseOutbound.writeOK(number, into: &scratch)
+        send(scratch)
+    }
+
+    /// Sends the session's own answers that reached the front of `pending`.
+    func sendReadyReplies() {
+        while case .ready(let message)? = pending.first {
+            pending.removeFirst()
+            send(message)
+        }
+    }
+
     @discardableResult
     func register(sub: Int, key: FirebaseListenKey, query: JSONValue?) -> Listen {
         let listen = Listen(key: key, query: query, prefix: FirebaseOutbound.pushPrefix(tag: key.tag))
@@ -51,6 +66,8 @@ extension FirebaseSession {
 
     /// The engine's answer to the request at the front of `pending`.
     func answer(_ body: ResponseBody) {
+        sendReadyReplies()
+        defer { sendReadyReplies() }
         guard let entry = pending.popFirst() else {
             logger.error("an answer without a waiting request; closing the connection")
             transport?.end(refusal: nil)
@@ -61,8 +78,11 @@ extension FirebaseSession {
             case .listen(let number, _, _), .write(let number, _), .get(let number), .auth(let number),
                 .signOut(let number), .plain(let number):
                 send(FirebaseOutbound.failure(number, error))
-            case .silent:
-                break
+            case .unsubscribe(let number, let sub):
+                forget(sub: sub)
+                if let number { sendOK(number) }
+            case .ready(let message):
+                send(message)
             }
             return
         }
@@ -71,15 +91,15 @@ extension FirebaseSession {
             guard case .subscribed(let sub, _, let warning, _, _) = body else { return }
             if listens[sub] == nil { register(sub: sub, key: key, query: query) }
             if unlistenedEarly.remove(key) != nil, let engine, let link = sessionLink {
-                forget(sub: sub)
-                submit(.unsubscribe(sub: sub), pending: .silent, engine: engine, link: link)
+                subscriptionOf[key] = nil
+                submit(.unsubscribe(sub: sub), pending: .unsubscribe(nil, sub: sub), engine: engine, link: link)
             }
             send(
                 FirebaseOutbound.response(number) {
                     JSONWriter.writeLiteral(warning == nil ? "{}" : #"{"w":["no_index"]}"#, into: &$0)
                 })
-        case .write(let number, let path):
-            if case .stale(let current) = body {
+        case .write(let number, let stalePath):
+            if case .stale(let current) = body, let path = stalePath {
                 // The client retries the transaction on what it holds: the current value first.
                 send(FirebaseOutbound.put(current, at: path))
                 send(
@@ -87,7 +107,7 @@ extension FirebaseSession {
                         JSONWriter.writeString("the data changed since the transaction read it", into: &$0)
                     })
             } else {
-                send(FirebaseOutbound.ok(number))
+                sendOK(number)
             }
         case .get(let number):
             send(
@@ -107,9 +127,10 @@ extension FirebaseSession {
                     }
                     JSONWriter.writeLiteral(#"{"auth":"#, into: &bytes)
                     identity.claims.serialize(into: &bytes)
+                    // The token's own expiry, in seconds, as Firebase answers.
                     JSONWriter.writeLiteral(#","expires":"#, into: &bytes)
-                    if let expiry = identity.expiresAt {
-                        JSONWriter.writeInt(expiry, into: &bytes)
+                    if let expiry = identity.claims["exp"], expiry.isNumber {
+                        expiry.serialize(into: &bytes)
                     } else {
                         JSONWriter.writeLiteral("null", into: &bytes)
                     }
@@ -119,9 +140,12 @@ extension FirebaseSession {
             send(
                 FirebaseOutbound.response(number) { JSONWriter.writeString("unauthenticated", into: &$0) })
         case .plain(let number):
-            send(FirebaseOutbound.ok(number))
-        case .silent:
-            break
+            sendOK(number)
+        case .unsubscribe(let number, let sub):
+            forget(sub: sub)
+            if let number { sendOK(number) }
+        case .ready(let message):
+            send(message)
         }
     }
 

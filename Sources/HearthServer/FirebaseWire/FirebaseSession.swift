@@ -32,16 +32,25 @@ final class FirebaseSession {
     /// A request the engine will answer.
     enum Pending {
         case listen(Int64, FirebaseListenKey, query: JSONValue?)
-        /// A write (`p`, `m`): a `datastale` answer pushes the current value at `path` first.
-        case write(Int64, path: Path)
+        /// A write (`p`, `m`); for a transaction, where a `datastale` answer pushes the current
+        /// value first.
+        case write(Int64, stalePath: Path?)
         case get(Int64)
         case auth(Int64)
         case signOut(Int64)
         /// An onDisconnect request.
         case plain(Int64)
-        /// An unsubscription the session made itself (an unlisten that came before its listen's
-        /// answer, or a listen replaced): its answer goes nowhere.
-        case silent
+        /// The end of subscription `sub` (an unlisten, answered `ok` when it has a number; or a
+        /// listen replaced, or unlistened before its answer): the session keeps pushing the
+        /// listen's data until the engine has ended it, then forgets it.
+        case unsubscribe(Int64?, sub: Int)
+        /// An answer the session gives itself, sent in its place among the engine's.
+        case ready([UInt8])
+
+        var isReady: Bool {
+            if case .ready = self { return true }
+            return false
+        }
     }
 
     /// A live listen.
@@ -71,24 +80,38 @@ final class FirebaseSession {
     let remoteAddress: String
     var writeLimiter: WriteLimits?
 
-    weak var transport: (any FirebaseTransport)?
+    // The state every message touches is `@exclusivity(unchecked)`: only the session's event
+    // loop touches it, and no access calls code that could reach it again (as in
+    // `ConnectionHandler`).
+    /// The transport; the session lets go of it when it ends (the transport holds the session).
+    @exclusivity(unchecked) var transport: (any FirebaseTransport)?
     var sessionLink: SessionLink?
     /// The database's engine, once the lease is held.
     var engine: Engine?
     var lease: DatabaseRegistry.Lease?
-    /// Messages that arrived before the database was ready.
+    /// Messages that arrived before the database was ready (counted with `pending` by the
+    /// transport, which stops reading when they are many).
     var early: [[UInt8]] = []
-    var ready = false
-    var ended = false
-    var pending = CircularBuffer<Pending>()
+
+    /// The requests the session holds: waiting for the engine, or for the database to open.
+    var backlog: Int { pending.count + early.count }
+    @exclusivity(unchecked) var ready = false
+    @exclusivity(unchecked) var ended = false
+    @exclusivity(unchecked) var pending = CircularBuffer<Pending>()
+    /// The last path this session sent (`PathMemo`).
+    let paths = PathMemo(copies: !ConnectionHandler.sharesPaths)
+    /// Reused to encode the most frequent answer, `ok`.
+    @exclusivity(unchecked) var scratch: [UInt8] = []
+    /// The JSON parser's stacks, reused from one message to the next.
+    @exclusivity(unchecked) var parseWorkspace = JSONParseWorkspace()
     /// Requests read but not yet handed to the engine (`submitQueued`).
-    var queued: [Request] = []
-    var listens: [Int: Listen] = [:]
-    var subscriptionOf: [FirebaseListenKey: Int] = [:]
+    @exclusivity(unchecked) var queued: [Request] = []
+    @exclusivity(unchecked) var listens: [Int: Listen] = [:]
+    @exclusivity(unchecked) var subscriptionOf: [FirebaseListenKey: Int] = [:]
     /// Listens whose unlisten arrived before their answer: unsubscribed once it comes.
     var unlistenedEarly: Set<FirebaseListenKey> = []
     /// Signed in with a token that verified (no longer limited to `maxUnauthenticatedBodyBytes`).
-    var signedIn = false
+    @exclusivity(unchecked) var signedIn = false
 
     init(
         id: UInt64, loop: any EventLoop, databases: DatabaseRegistry, databaseName: String?, host: String,
@@ -150,6 +173,7 @@ final class FirebaseSession {
             for message in waiting where !ended { received(message) }
             submitQueued()
             transport?.flush()
+            transport?.pendingShrank()
         case .failure(let error):
             let reason = (error as? DatabaseError)?.message ?? "\(error)"
             logger.debug("refusing a session", metadata: ["reason": "\(reason)"])
@@ -166,6 +190,7 @@ final class FirebaseSession {
         lease?.release()
         lease = nil
         sessionLink = nil
+        transport = nil
     }
 
     func send(_ message: [UInt8]) { transport?.send(message) }
@@ -178,17 +203,27 @@ final class FirebaseSession {
             .tooLarge, "the message exceeds the maximum message size of \(configuration.maxMessageBytes) bytes")
         engine?.metrics.requestRejected(errorCode: error.code)
         if let number = FirebaseInbound.requestNumber(inPrefix: prefix) {
-            send(FirebaseOutbound.failure(number, error))
+            reply(FirebaseOutbound.failure(number, error))
         } else {
-            send(FirebaseOutbound.control("e", error.message))
+            reply(FirebaseOutbound.control("e", error.message))
         }
     }
 
     /// One message from the client.
     func received(_ message: [UInt8]) {
+        message.withUnsafeBytes { received(bytes: $0) }
+    }
+
+    /// One message from the client, in a buffer (a WebSocket frame's payload), read in place.
+    func received(buffer: ByteBuffer) {
+        buffer.withUnsafeReadableBytes { received(bytes: $0) }
+    }
+
+    /// One message from the client, its bytes valid only during the call.
+    func received(bytes message: UnsafeRawBufferPointer) {
         guard !ended else { return }
         guard ready, let engine, let link = sessionLink else {
-            early.append(message)
+            early.append(Array(message))
             return
         }
         if !signedIn, !security.isOpen, message.count > security.limits.maxUnauthenticatedBodyBytes {
@@ -197,15 +232,16 @@ final class FirebaseSession {
                 "without auth a message may not exceed \(security.limits.maxUnauthenticatedBodyBytes) bytes (maxUnauthenticatedBodyBytes)"
             )
             if let number = FirebaseInbound.requestNumber(inPrefix: Array(message.prefix(64))) {
-                send(FirebaseOutbound.failure(number, error))
+                reply(FirebaseOutbound.failure(number, error))
             }
             return
         }
         let inbound: FirebaseInbound
         do {
-            inbound = try FirebaseInbound.decode(message, decoder: decoder)
+            inbound = try FirebaseInbound.decode(
+                message, decoder: decoder, workspace: &parseWorkspace, paths: paths)
         } catch {
-            send(FirebaseOutbound.control("e", error.message))
+            reply(FirebaseOutbound.control("e", error.message))
             return
         }
         switch inbound {
@@ -214,7 +250,7 @@ final class FirebaseSession {
             if type == "p" { send(FirebaseOutbound.pong) }
         case .refused(let number, let error):
             engine.metrics.requestRejected(errorCode: error.code)
-            send(FirebaseOutbound.failure(number, error))
+            reply(FirebaseOutbound.failure(number, error))
         case .request(let number, let request):
             serve(request, number: number, engine: engine, link: link)
         }
@@ -223,32 +259,33 @@ final class FirebaseSession {
     func serve(_ request: FirebaseRequest, number: Int64, engine: Engine, link: SessionLink) {
         switch request {
         case .stats, .appCheck:
-            send(FirebaseOutbound.ok(number))
+            reply(FirebaseOutbound.ok(number))
         case .listen(let key, let query, let operation):
-            if let old = subscriptionOf[key] {
+            if let old = subscriptionOf.removeValue(forKey: key) {
                 // The same listen again: the new one replaces it.
-                forget(sub: old)
-                submit(.unsubscribe(sub: old), pending: .silent, engine: engine, link: link)
+                submit(.unsubscribe(sub: old), pending: .unsubscribe(nil, sub: old), engine: engine, link: link)
             }
             unlistenedEarly.remove(key)
             submit(operation, pending: .listen(number, key, query: query), engine: engine, link: link)
         case .unlisten(let key):
-            if let sub = subscriptionOf[key] {
-                forget(sub: sub)
-                submit(.unsubscribe(sub: sub), pending: .silent, engine: engine, link: link)
-            } else if pending.contains(where: { if case .listen(_, key, _) = $0 { true } else { false } }) {
+            if let sub = subscriptionOf.removeValue(forKey: key) {
+                submit(.unsubscribe(sub: sub), pending: .unsubscribe(number, sub: sub), engine: engine, link: link)
+                return
+            }
+            if pending.contains(where: { if case .listen(_, key, _) = $0 { true } else { false } }) {
                 unlistenedEarly.insert(key)
             }
-            send(FirebaseOutbound.ok(number))
-        case .operation(let operation, let path):
+            reply(FirebaseOutbound.ok(number))
+        case .operation(let operation):
             if case .write = operation, let refusal = writeLimiter?.take() {
                 security.noticeLog.notice(logger, "write rate limit", metadata: ["peer": "\(remoteAddress)"])
-                send(FirebaseOutbound.failure(number, security.writeRateExceeded(refusal)))
+                reply(FirebaseOutbound.failure(number, security.writeRateExceeded(refusal)))
                 return
             }
             let kind: Pending
             switch operation {
-            case .write: kind = .write(number, path: path)
+            case .write(.transaction(let path, _, _, _), _): kind = .write(number, stalePath: path)
+            case .write: kind = .write(number, stalePath: nil)
             case .get: kind = .get(number)
             default: kind = .plain(number)
             }
@@ -291,8 +328,19 @@ final class FirebaseSession {
         queued = []
     }
 
-    /// Drops what the session knows of a subscription it ends.
+    /// Drops what the session knows of a subscription that ended.
     func forget(sub: Int) {
-        if let listen = listens.removeValue(forKey: sub) { subscriptionOf[listen.key] = nil }
+        if let listen = listens.removeValue(forKey: sub), subscriptionOf[listen.key] == sub {
+            subscriptionOf[listen.key] = nil
+        }
+    }
+
+    /// Sends an answer the session gives itself after the answers to the requests before it.
+    func reply(_ message: [UInt8]) {
+        if pending.isEmpty {
+            send(message)
+        } else {
+            pending.append(.ready(message))
+        }
     }
 }

@@ -8,63 +8,74 @@ import NIOWebSocket
 /// What leaves a Firebase WebSocket: the session's messages cut into frames, and the bounds on
 /// what the peer leaves unread.
 extension FirebaseSocketHandler {
-    /// Writes one message, cut into frames when it is long (`FirebaseFrameAssembler.split`).
+    /// Queues one message in the outbox, cut into frames when it is long
+    /// (`FirebaseFrameAssembler.split`).
     func send(_ message: [UInt8]) {
-        guard let context, !closing else { return }
+        guard !closing else { return }
         if message.count <= FirebaseFrameAssembler.maxFrameBytes {
-            var data = frameBuffer(capacity: message.count, context: context)
-            data.writeBytes(message)
-            write(data, context: context)
+            WebSocketFrameWriter.writeHeader(.text, length: message.count, into: &outbox)
+            outbox.writeBytes(message)
         } else {
             for piece in FirebaseFrameAssembler.split(message) {
-                var data = frameBuffer(capacity: piece.count, context: context)
-                data.writeBytes(piece)
-                write(data, context: context)
+                WebSocketFrameWriter.writeHeader(.text, length: piece.count, into: &outbox)
+                outbox.writeBytes(piece)
             }
         }
+        noteQueued()
     }
 
-    /// Writes a push: the listen's prefix and the body its view's listeners share.
+    /// Queues a push: the listen's prefix and the body its view's listeners share.
     func send(prefix: [UInt8], body: ByteBuffer) {
-        guard let context, !closing else { return }
+        guard !closing else { return }
         let size = prefix.count + body.readableBytes
         guard size <= FirebaseFrameAssembler.maxFrameBytes else {
             send(prefix + Array(body.readableBytesView))
             return
         }
-        var data = frameBuffer(capacity: size, context: context)
-        data.writeBytes(prefix)
-        data.writeImmutableBuffer(body)
-        write(data, context: context)
+        outbox.reserveCapacity(minimumWritableBytes: size + WebSocketFrameWriter.maxHeaderBytes)
+        WebSocketFrameWriter.writeHeader(.text, length: size, into: &outbox)
+        outbox.writeBytes(prefix)
+        outbox.writeImmutableBuffer(body)
+        noteQueued()
     }
 
-    /// A buffer for a frame's payload with room in front for the frame's header, which the frame
-    /// encoder then writes there rather than in a buffer of its own.
-    private func frameBuffer(capacity: Int, context: ChannelHandlerContext) -> ByteBuffer {
-        var buffer = context.channel.allocator.buffer(capacity: capacity + Self.headerRoom)
-        buffer.moveWriterIndex(forwardBy: Self.headerRoom)
-        buffer.moveReaderIndex(forwardBy: Self.headerRoom)
-        return buffer
+    /// Queues a control frame (a pong, a close).
+    func sendControl(_ opcode: WebSocketOpcode, payload: ByteBuffer) {
+        WebSocketFrameWriter.writeHeader(opcode, length: payload.readableBytes, into: &outbox)
+        outbox.writeImmutableBuffer(payload)
+        noteQueued()
     }
 
-    /// The longest header of a server frame.
-    static let headerRoom = 10
+    private func noteQueued() {
+        wroteSinceFlush = true
+        // A large outbox goes out at once, rather than growing with the rest of the turn.
+        if outbox.readableBytes >= Self.outboxFlushBytes { writeOutbox() }
+    }
 
-    private func write(_ data: ByteBuffer, context: ChannelHandlerContext) {
-        let size = data.readableBytes
+    /// Outboxes this large are written without waiting for the end of the turn.
+    static let outboxFlushBytes = 1 << 20
+
+    /// Hands the outbox to the channel, with one write.
+    func writeOutbox() {
+        guard let context, outbox.readableBytes > 0 else { return }
+        let size = outbox.readableBytes
         stallWatch.handed(size)
         if size > OutputBound.largeOutput {
             outputBound.noteOutput(size, queuedBefore: context.unsentBytes)
         }
-        context.write(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .text, data: data)), promise: nil)
-        wroteSinceFlush = true
-        lastActivity = .now()
+        context.write(wrapOutboundOut(outbox), promise: nil)
+        outbox = context.channel.allocator.buffer(capacity: Self.outboxCapacity)
     }
 
-    /// Flushes what was written, then holds the connection to its bounds.
+    /// The room a new outbox starts with.
+    static let outboxCapacity = 1024
+
+    /// Writes and flushes what was queued, then holds the connection to its bounds.
     func flush() {
         guard let context, wroteSinceFlush, !closing else { return }
         wroteSinceFlush = false
+        lastActivity = .now()
+        writeOutbox()
         context.flush()
         checkOutputBound(context: context)
     }

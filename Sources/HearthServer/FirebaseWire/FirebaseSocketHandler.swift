@@ -16,7 +16,7 @@ import NIOWebSocket
 final class FirebaseSocketHandler: ChannelDuplexHandler, RemovableChannelHandler, FirebaseTransport, StallWatching {
     typealias InboundIn = WebSocketFrame
     typealias OutboundIn = Never
-    typealias OutboundOut = WebSocketFrame
+    typealias OutboundOut = ByteBuffer
 
     let session: FirebaseSession
     let configuration: ServerConfiguration
@@ -31,15 +31,17 @@ final class FirebaseSocketHandler: ChannelDuplexHandler, RemovableChannelHandler
     /// A text message that arrives in several WebSocket fragments.
     var fragments: [UInt8] = []
     var collectingFragments = false
-    var closing = false
-    var readPaused = false
-    var wroteSinceFlush = false
-    var outputBound = OutputBound()
+    @exclusivity(unchecked) var closing = false
+    @exclusivity(unchecked) var readPaused = false
+    @exclusivity(unchecked) var wroteSinceFlush = false
+    /// Frames queued during one event-loop turn, written with one write (`flush`).
+    @exclusivity(unchecked) var outbox = ByteBuffer()
+    @exclusivity(unchecked) var outputBound = OutputBound()
     var charge = BufferCharge()
-    var stallWatch = StallWatch()
+    @exclusivity(unchecked) var stallWatch = StallWatch()
     var stallTimer: Scheduled<Void>?
     var idleTimer: Scheduled<Void>?
-    var lastActivity = NIODeadline.now()
+    @exclusivity(unchecked) var lastActivity = NIODeadline.now()
 
     /// A connection with no frame either way for this long is closed: the SDKs send a keep-alive
     /// after 45 seconds of silence.
@@ -82,6 +84,12 @@ final class FirebaseSocketHandler: ChannelDuplexHandler, RemovableChannelHandler
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        // A frame the WebSocket decoder refused: closed with the code that says why.
+        if let error = error as? NIOWebSocketError {
+            let code: WebSocketErrorCode = error == .invalidFrameLength ? .messageTooLarge : .protocolError
+            closeSocket(code: code, reason: "\(error)", context: context)
+            return
+        }
         security.logConnectionError(error, peer: remoteAddress, message: "Firebase connection error", logger: logger)
         context.close(promise: nil)
     }
@@ -94,7 +102,12 @@ final class FirebaseSocketHandler: ChannelDuplexHandler, RemovableChannelHandler
         switch frame.opcode {
         case .text:
             collectingFragments = !frame.fin
-            if frame.fin {
+            if frame.fin, !assembler.isCollecting, frame.length > 6, frame.length <= configuration.maxMessageBytes,
+                !closing
+            {
+                // A whole message in one frame, the usual case: read where it lies.
+                session.received(buffer: frame.unmaskedData)
+            } else if frame.fin {
                 take(Array(buffer: frame.unmaskedData))
             } else {
                 fragments = Array(buffer: frame.unmaskedData)
@@ -114,9 +127,7 @@ final class FirebaseSocketHandler: ChannelDuplexHandler, RemovableChannelHandler
         case .binary:
             closeSocket(code: .unacceptableData, context: context)
         case .ping:
-            let pong = WebSocketFrame(fin: true, opcode: .pong, data: frame.unmaskedData)
-            context.write(wrapOutboundOut(pong), promise: nil)
-            wroteSinceFlush = true
+            sendControl(.pong, payload: frame.unmaskedData)
         case .connectionClose:
             closeSocket(code: .normalClosure, context: context)
         default:
@@ -141,7 +152,7 @@ final class FirebaseSocketHandler: ChannelDuplexHandler, RemovableChannelHandler
     }
 
     func read(context: ChannelHandlerContext) {
-        if session.pending.count >= configuration.maxPipelinedRequests || !context.channel.isWritable {
+        if session.backlog >= configuration.maxPipelinedRequests || !context.channel.isWritable {
             readPaused = true
         } else {
             context.read()
@@ -149,7 +160,7 @@ final class FirebaseSocketHandler: ChannelDuplexHandler, RemovableChannelHandler
     }
 
     func pendingShrank() {
-        guard let context, readPaused, session.pending.count < configuration.maxPipelinedRequests / 2,
+        guard let context, readPaused, session.backlog < configuration.maxPipelinedRequests / 2,
             context.channel.isWritable
         else { return }
         readPaused = false
@@ -175,17 +186,17 @@ final class FirebaseSocketHandler: ChannelDuplexHandler, RemovableChannelHandler
         }
     }
 
-    /// Sends a close frame with `code` and closes once it is written.
+    /// Sends what was queued and a close frame with `code`, and closes once they are written.
     func closeSocket(code: WebSocketErrorCode, reason: String = "", context: ChannelHandlerContext) {
         guard !closing else { return }
-        closing = true
         var data = context.channel.allocator.buffer(capacity: 2 + reason.utf8.count)
         data.write(webSocketErrorCode: code)
         data.writeString(reason)
-        let frame = WebSocketFrame(fin: true, opcode: .connectionClose, data: data)
-        context.writeAndFlush(wrapOutboundOut(frame)).assumeIsolated().whenComplete { _ in
-            context.close(promise: nil)
-        }
+        sendControl(.connectionClose, payload: data)
+        writeOutbox()
+        closing = true
+        context.writeAndFlush(wrapOutboundOut(context.channel.allocator.buffer(capacity: 0))).assumeIsolated()
+            .whenComplete { _ in context.close(promise: nil) }
         // A peer that does not read gets its connection closed all the same.
         context.eventLoop.assumeIsolated().scheduleTask(in: Self.closeGrace) { context.close(promise: nil) }
     }

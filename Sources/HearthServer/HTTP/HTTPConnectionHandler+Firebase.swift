@@ -79,13 +79,12 @@ extension HTTPConnectionHandler {
         retireForUpgrade()
         let pipeline = context.pipeline.syncOperations
         do {
-            // One at a time, each after the last: the socket handler writes its hello as it is
-            // added, so the frame encoder must be in place already.
+            // One at a time, each after the last. The socket handler writes its frames itself
+            // (`WebSocketFrameWriter`), gathered into one buffer per turn.
             var last: any ChannelHandler = self
             for handler: any ChannelHandler in [
-                WebSocketFrameEncoder(),
                 ByteToMessageHandler(WebSocketFrameDecoder(maxFrameSize: Self.maxWebSocketFrame(configuration))),
-                WebSocketProtocolErrorHandler(), socket,
+                socket,
             ] {
                 try pipeline.addHandler(handler, position: .after(last))
                 last = handler
