@@ -63,18 +63,23 @@ extension HTTPConnectionHandler {
                 + base64Encode(accept.finalize()) + "\r\n\r\n")
         context.writeAndFlush(wrapOutboundOut(response), promise: nil)
 
-        let socket: any ChannelHandler
+        var handlers: [any ChannelHandler] = [
+            ByteToMessageHandler(WebSocketFrameDecoder(maxFrameSize: Self.maxWebSocketFrame(configuration)))
+        ]
         if case .some(.some(let joined)) = upgraded {
-            socket = LongPollSocketHandler(
-                session: joined, id: id, configuration: configuration, security: security, registry: registry,
-                admission: admission, logger: logger)
+            // The upgrade's socket writes `WebSocketFrame`s through NIO's encoder.
+            handlers.append(WebSocketFrameEncoder())
+            handlers.append(
+                LongPollSocketHandler(
+                    session: joined, id: id, configuration: configuration, security: security, registry: registry,
+                    admission: admission, logger: logger))
         } else {
             let session = FirebaseSession(
                 id: id, loop: context.eventLoop, databases: databases,
                 databaseName: databaseName == databases.defaultName.text ? nil : databaseName,
                 host: headers.host ?? configuration.host, remoteAddress: remoteAddress, writeLimiter: writeLimiter,
                 configuration: configuration, security: security, logger: logger, clock: clock)
-            socket = FirebaseSocketHandler(session: session, admission: admission, registry: registry)
+            handlers.append(FirebaseSocketHandler(session: session, admission: admission, registry: registry))
         }
         retireForUpgrade()
         let pipeline = context.pipeline.syncOperations
@@ -82,10 +87,7 @@ extension HTTPConnectionHandler {
             // One at a time, each after the last. The socket handler writes its frames itself
             // (`WebSocketFrameWriter`), gathered into one buffer per turn.
             var last: any ChannelHandler = self
-            for handler: any ChannelHandler in [
-                ByteToMessageHandler(WebSocketFrameDecoder(maxFrameSize: Self.maxWebSocketFrame(configuration))),
-                socket,
-            ] {
+            for handler in handlers {
                 try pipeline.addHandler(handler, position: .after(last))
                 last = handler
             }
