@@ -151,6 +151,21 @@ final class FirebaseLongPollTests: XCTestCase {
         }
     }
 
+    func testSessionsFromOneAddressAreBounded() async throws {
+        try await withLiveServer(setting: \.protection.maxConnectionsPerAddress, to: 4) { server in
+            let port = try XCTUnwrap(server.httpPort)
+            // One connection starts sessions one after another; each outlives its request.
+            let rest = try HTTPTestClient(port: port)
+            for serial in 1...4 {
+                let started = try rest.request("GET", "/.lp?start=t&ser=\(serial)&cb=1&v=5")
+                XCTAssertEqual(started.status, 200, started.text)
+            }
+            let refused = try rest.request("GET", "/.lp?start=t&ser=5&cb=1&v=5")
+            XCTAssertEqual(refused.status, 503, refused.text)
+            XCTAssertTrue(refused.error?.contains("maxConnectionsPerAddress") == true, refused.text)
+        }
+    }
+
     func testForeignPagesAreRefusedInOpenMode() async throws {
         try await withLiveServer { server in
             let port = try XCTUnwrap(server.httpPort)

@@ -9,6 +9,8 @@ final class LongPollRegistry: Sendable {
     struct Entry: Sendable {
         let loop: any EventLoop
         let password: String
+        /// Where the session's first request came from (`maxConnectionsPerAddress`).
+        let address: String
         let session: NIOLoopBound<LongPollSession>
     }
 
@@ -16,6 +18,7 @@ final class LongPollRegistry: Sendable {
         var byID: [String: Entry] = [:]
         /// Hello session id to long-polling id.
         var bySessionID: [String: String] = [:]
+        var perAddress: [String: Int] = [:]
     }
 
     private let state = NIOLockedValueBox(State())
@@ -23,8 +26,9 @@ final class LongPollRegistry: Sendable {
     let connectionIDs: ManagedAtomicCounter
     /// Shutdown reaches the sessions through it, as it reaches connections.
     let connections: ConnectionRegistry
-    /// The most sessions at once.
+    /// The most sessions at once, and from one address.
     let capacity: Int
+    let capacityPerAddress: Int
 
     /// How long a poll is held while there is nothing to send: the SDK sends a fresh poll after
     /// 25 seconds without an answer.
@@ -32,28 +36,34 @@ final class LongPollRegistry: Sendable {
     /// A session that sees no request for this long is over (the SDK polls at least every 25 s).
     static let expiry = TimeAmount.seconds(40)
 
-    init(connectionIDs: ManagedAtomicCounter, connections: ConnectionRegistry, capacity: Int) {
+    init(connectionIDs: ManagedAtomicCounter, connections: ConnectionRegistry, capacity: Int, capacityPerAddress: Int) {
         self.connectionIDs = connectionIDs
         self.connections = connections
         self.capacity = capacity
+        self.capacityPerAddress = capacityPerAddress
     }
 
     var count: Int { state.withLockedValue { $0.byID.count } }
 
-    /// Adds a session; false when the registry is full.
+    /// Adds a session; false when there are `capacity` sessions, or `capacityPerAddress` from its
+    /// address.
     func add(id: String, sessionID: String, entry: Entry) -> Bool {
         state.withLockedValue { state in
-            guard state.byID.count < capacity else { return false }
+            let fromAddress = state.perAddress[entry.address, default: 0]
+            guard state.byID.count < capacity, fromAddress < capacityPerAddress else { return false }
             state.byID[id] = entry
             state.bySessionID[sessionID] = id
+            state.perAddress[entry.address] = fromAddress + 1
             return true
         }
     }
 
     func remove(id: String, sessionID: String) {
         state.withLockedValue { state in
-            state.byID[id] = nil
+            guard let entry = state.byID.removeValue(forKey: id) else { return }
             state.bySessionID[sessionID] = nil
+            let left = state.perAddress[entry.address, default: 1] - 1
+            state.perAddress[entry.address] = left > 0 ? left : nil
         }
     }
 

@@ -84,7 +84,7 @@ extension HTTPConnectionHandler {
             configuration: configuration, security: security, logger: logger, clock: clock)
         let polling = LongPollSession(session: session, registry: longPolls)
         let entry = LongPollRegistry.Entry(
-            loop: context.eventLoop, password: polling.password,
+            loop: context.eventLoop, password: polling.password, address: remoteAddress,
             session: NIOLoopBound(polling, eventLoop: context.eventLoop))
         guard longPolls.add(id: polling.id, sessionID: session.sessionID, entry: entry) else {
             security.limitHit(
@@ -92,7 +92,8 @@ extension HTTPConnectionHandler {
                 metadata: ["maxConnections": "\(longPolls.capacity)"], logger: logger)
             return refuse(
                 RESTError(
-                    .serviceUnavailable, "too many long-polling sessions (maxConnections)",
+                    .serviceUnavailable,
+                    "too many long-polling sessions (maxConnections, maxConnectionsPerAddress)",
                     headers: [("Retry-After", "1")]))
         }
         state = .polling(head)

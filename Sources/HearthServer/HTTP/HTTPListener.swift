@@ -18,7 +18,8 @@ enum HTTPListener {
             allowedOrigins: context.configuration.allowedOrigins, boundHost: context.configuration.host)
         let longPolls = LongPollRegistry(
             connectionIDs: context.connectionIDs, connections: context.registry,
-            capacity: context.security.limits.maxConnections)
+            capacity: context.security.limits.maxConnections,
+            capacityPerAddress: context.security.limits.maxConnectionsPerAddress)
         let bootstrap = context.bootstrap(on: group) { channel in
             let pipeline = channel.pipeline.syncOperations
             // The request decoder alone: HTTPConnectionHandler orders pipelined requests and
