@@ -58,6 +58,8 @@ final class LongPollSession: FirebaseTransport {
     var secondaryEarlyBytes = 0
     /// Output for the secondary, handed over at each flush.
     var secondaryOut: [[UInt8]] = []
+    /// The secondary stopped reading: too many requests wait for the engine.
+    var secondaryPaused = false
 
     init(session: FirebaseSession, registry: LongPollRegistry) {
         self.session = session
@@ -231,7 +233,13 @@ final class LongPollSession: FirebaseTransport {
         terminate()
     }
 
-    func pendingShrank() {}
+    func pendingShrank() {
+        guard switched, secondaryPaused, let secondary,
+            session.pending.count < session.configuration.maxPipelinedRequests / 2
+        else { return }
+        secondaryPaused = false
+        secondary.pause(false)
+    }
 
     /// The queued messages as one packet (nothing when the queue is empty), then `close` when
     /// `closing`.
@@ -318,6 +326,10 @@ final class LongPollSession: FirebaseTransport {
             session.received(message)
             session.submitQueued()
             flush()
+            if !secondaryPaused, session.pending.count >= session.configuration.maxPipelinedRequests {
+                secondaryPaused = true
+                socket.pause(true)
+            }
             return
         }
         if Self.isControl(message, "p") {

@@ -25,15 +25,23 @@ final class FirebaseUpgradeSocket: Sendable {
         let handler = self.handler
         loop.execute { handler.value.closeFromSession() }
     }
+
+    /// Stops or resumes reading: the session has `maxPipelinedRequests` waiting for the engine.
+    func pause(_ paused: Bool) {
+        let handler = self.handler
+        loop.execute { handler.value.pause(paused) }
+    }
 }
 
 /// The WebSocket (`/.ws?…&s=<session id>`) that upgrades a long-polling session
 /// (`LongPollSession`): frames become messages (`FirebaseFrameAssembler`) handed to the session on
 /// its loop, and the session's messages become frames. Bounded as the WebSocket transport is: a
-/// message's size (`maxMessageBytes`), the output the peer has not taken (`maxOutboundBytes`: a
-/// slow consumer is closed), and a silent connection.
-final class LongPollSocketHandler: ChannelInboundHandler, RemovableChannelHandler {
+/// message's size (`maxMessageBytes`), the requests waiting for the engine (`maxPipelinedRequests`,
+/// then reading stops), the output the peer has not taken (`maxOutboundBytes`: a slow consumer is
+/// closed), and a silent connection.
+final class LongPollSocketHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = WebSocketFrame
+    typealias OutboundIn = Never
     typealias OutboundOut = WebSocketFrame
 
     let session: LongPollRegistry.Entry
@@ -50,6 +58,8 @@ final class LongPollSocketHandler: ChannelInboundHandler, RemovableChannelHandle
     var collectingFragments = false
     var closing = false
     var idleTimer: Scheduled<Void>?
+    var readPaused = false
+    var readWanted = false
     var lastActivity = NIODeadline.now()
 
     init(
@@ -169,6 +179,21 @@ final class LongPollSocketHandler: ChannelInboundHandler, RemovableChannelHandle
                 code: .policyViolation, reason: "slow consumer: the unsent output exceeded maxOutboundBytes",
                 context: context)
         }
+    }
+
+    func read(context: ChannelHandlerContext) {
+        if readPaused {
+            readWanted = true
+        } else {
+            context.read()
+        }
+    }
+
+    func pause(_ paused: Bool) {
+        readPaused = paused
+        guard !paused, readWanted, let context else { return }
+        readWanted = false
+        context.read()
     }
 
     func closeFromSession() {
