@@ -135,6 +135,25 @@ final class FirebaseLongPollTests: XCTestCase {
         }
     }
 
+    func testAClientThatDoesNotPollIsLetGo() async throws {
+        try await withLiveServer(setting: \.maxOutboundBytes, to: 16_384) { server in
+            let port = try XCTUnwrap(server.httpPort)
+            let client = LongPollTestClient(port: port)
+            XCTAssertEqual(try client.start().status, 200)
+            try client.send([
+                Self.request(1, "q", #"{"p":"/big","h":""}"#), Self.request(2, "o", #"{"p":"/state","d":"slow"}"#),
+            ])
+            try client.receive { _ in Self.answered(2, in: client.data) }
+            // The held poll takes the first value; nobody polls for the next ones.
+            let rest = try HTTPTestClient(port: port)
+            let value = "\"" + String(repeating: "x", count: 12_000) + "\""
+            for index in 0..<3 {
+                XCTAssertEqual(try rest.request("PUT", "/big/\(index).json", body: value).status, 200)
+            }
+            try await waitFor { try rest.request("GET", "/state.json").json == .string("slow") }
+        }
+    }
+
     func testWrongIDOrPasswordIsRefused() async throws {
         try await withLiveServer { server in
             let port = try XCTUnwrap(server.httpPort)
