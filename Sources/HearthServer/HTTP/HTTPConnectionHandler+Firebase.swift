@@ -50,6 +50,9 @@ extension HTTPConnectionHandler {
         guard queued.isEmpty else {
             return refuse(.badRequest("a WebSocket upgrade must be the last request on its connection"))
         }
+        // `s`: the WebSocket upgrades a long-polling session (`LongPollSession`).
+        let upgraded = QueryParameters(query)["s"].map { longPolls.entry(sessionID: $0.raw) }
+        if case .some(nil) = upgraded { return refuse(RESTError(.notFound, "no such long-polling session")) }
 
         var accept = SHA1()
         accept.update(key.utf8)
@@ -60,18 +63,36 @@ extension HTTPConnectionHandler {
                 + base64Encode(accept.finalize()) + "\r\n\r\n")
         context.writeAndFlush(wrapOutboundOut(response), promise: nil)
 
-        let session = FirebaseSession(
-            id: id, loop: context.eventLoop, databases: databases,
-            databaseName: databaseName == databases.defaultName.text ? nil : databaseName,
-            host: headers.host ?? configuration.host, remoteAddress: remoteAddress, writeLimiter: writeLimiter,
-            configuration: configuration, security: security, logger: logger, clock: clock)
-        let socket = FirebaseSocketHandler(session: session, admission: admission, registry: registry)
+        let handlers: [any ChannelHandler]
+        if case .some(.some(let joined)) = upgraded {
+            // The upgrade's socket reads and writes `WebSocketFrame`s through NIO's decoder and
+            // encoder.
+            handlers = [
+                ByteToMessageHandler(WebSocketFrameDecoder(maxFrameSize: Self.maxWebSocketFrame(configuration))),
+                WebSocketFrameEncoder(),
+                LongPollSocketHandler(
+                    session: joined, id: id, configuration: configuration, security: security, registry: registry,
+                    admission: admission, logger: logger),
+            ]
+        } else {
+            let session = FirebaseSession(
+                id: id, loop: context.eventLoop, databases: databases,
+                databaseName: databaseName == databases.defaultName.text ? nil : databaseName,
+                host: headers.host ?? configuration.host, remoteAddress: remoteAddress, writeLimiter: writeLimiter,
+                configuration: configuration, security: security, logger: logger, clock: clock)
+            // The socket handler reads and writes its frames itself (`WebSocketFrameReader`,
+            // `WebSocketFrameWriter`), its output gathered into one buffer per turn.
+            handlers = [FirebaseSocketHandler(session: session, admission: admission, registry: registry)]
+        }
         retireForUpgrade()
         let pipeline = context.pipeline.syncOperations
         do {
-            // The socket handler reads and writes its frames itself (`WebSocketFrameReader`,
-            // `WebSocketFrameWriter`), its output gathered into one buffer per turn.
-            try pipeline.addHandler(socket, position: .after(self))
+            // One at a time, each after the last: a handler may write as it is added.
+            var last: any ChannelHandler = self
+            for handler in handlers {
+                try pipeline.addHandler(handler, position: .after(last))
+                last = handler
+            }
             let decoder = try pipeline.context(handlerType: ByteToMessageHandler<HTTPRequestDecoder>.self)
             pipeline.removeHandler(context: context, promise: nil)
             pipeline.removeHandler(context: decoder, promise: nil)

@@ -43,6 +43,8 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
         case discarding
         case waiting(Exchange)
         case streaming(Stream)
+        /// A long-polling request waits for its session's answer (`serveLongPoll`).
+        case polling(HTTPRequestHead)
         case closed
     }
 
@@ -76,6 +78,8 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     let parser: RESTRequestParser
     let wellKnown: WellKnownResponder
     let origins: OriginPolicy
+    /// The listener's long-polling sessions.
+    let longPolls: LongPollRegistry
     let registry: ConnectionRegistry
     let logger: Logger
     let clock: @Sendable () -> Int64
@@ -142,10 +146,11 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
 
     init(
         id: UInt64, databases: DatabaseRegistry, configuration: ServerConfiguration, security: SecurityState,
-        wellKnown: @escaping WellKnownResponder, origins: OriginPolicy, registry: ConnectionRegistry,
-        logger: Logger, clock: @escaping @Sendable () -> Int64
+        wellKnown: @escaping WellKnownResponder, origins: OriginPolicy, longPolls: LongPollRegistry,
+        registry: ConnectionRegistry, logger: Logger, clock: @escaping @Sendable () -> Int64
     ) {
         self.origins = origins
+        self.longPolls = longPolls
         self.idleTimeout = .seconds(Int64(security.limits.firstRequestTimeoutSeconds))
         self.id = id
         self.databases = databases
@@ -212,6 +217,8 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
             // The requests before the broken one get their own answers first.
             if case .waiting = state {
                 deferredFailure = answer
+            } else if case .polling = state {
+                deferredFailure = answer
             } else if !queued.isEmpty {
                 deferredFailure = answer
             } else {
@@ -247,7 +254,7 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
         switch state {
         case .idle where queued.isEmpty && !blockedOnOutput, .receiving, .discarding:
             process(part, context: context)
-        case .idle, .waiting:
+        case .idle, .waiting, .polling:
             queued.append(part)
         case .streaming, .closed:
             break  // a stream is the last request a connection serves
@@ -275,7 +282,7 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
             case .idle, .receiving, .discarding:
                 queued.removeFirst()
                 process(part, context: context)
-            case .waiting, .streaming, .closed:
+            case .waiting, .polling, .streaming, .closed:
                 return
             }
         }
@@ -285,7 +292,7 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
                 deferredFailure = nil
                 state = .idle
                 answerAndClose(failure)
-            case .waiting, .streaming, .closed:
+            case .waiting, .polling, .streaming, .closed:
                 break
             }
             return
@@ -349,6 +356,10 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
         requestsServed += 1
         if Self.isFirebaseSocketPath(head.uri) {
             upgradeToFirebase(head: head, headers: headers, context: context)
+            return
+        }
+        if Self.isFirebaseLongPollPath(head.uri) {
+            serveLongPoll(head: head, headers: headers, context: context)
             return
         }
         let call: RESTCall
@@ -612,6 +623,9 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
             // Not yet received whole: nothing to answer, and waiting could hold the shutdown.
             state = .closed
             context.close(promise: nil)
+        case .polling:
+            // The poll is answered empty now; the session's own answer finds the connection gone.
+            finishLongPoll(.empty)
         case .waiting, .closed:
             break
         }

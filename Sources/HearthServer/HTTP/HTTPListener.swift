@@ -16,6 +16,10 @@ enum HTTPListener {
         let limits = decoderLimits
         let origins = OriginPolicy(
             allowedOrigins: context.configuration.allowedOrigins, boundHost: context.configuration.host)
+        let longPolls = LongPollRegistry(
+            connectionIDs: context.connectionIDs, connections: context.registry,
+            capacity: context.security.limits.maxConnections,
+            capacityPerAddress: context.security.limits.maxConnectionsPerAddress)
         let bootstrap = context.bootstrap(on: group) { channel in
             let pipeline = channel.pipeline.syncOperations
             // The request decoder alone: HTTPConnectionHandler orders pipelined requests and
@@ -27,7 +31,8 @@ enum HTTPListener {
                 HTTPConnectionHandler(
                     id: context.connectionIDs.next(), databases: context.databases,
                     configuration: context.configuration,
-                    security: context.security, wellKnown: wellKnown, origins: origins, registry: context.registry,
+                    security: context.security, wellKnown: wellKnown, origins: origins, longPolls: longPolls,
+                    registry: context.registry,
                     logger: context.logger, clock: context.clock))
         }
         return try await context.bind(bootstrap, port: port)
