@@ -58,6 +58,32 @@ final class FirebaseWireEdgeTests: XCTestCase {
 
     /// auth with an HS256 JWT: ok with the claims and the expiry; the rules see auth.uid;
     /// unauth drops the identity; bad tokens are refused and leave the connection usable.
+    /// The Admin SDKs in emulator mode authenticate with the token `owner`: an admin only under
+    /// `emulatorOwnerIsAdmin`, refused otherwise, and the rules decide for the connection.
+    func testOwnerIsAnAdminOnlyUnderEmulatorOwnerIsAdmin() async throws {
+        let rulesFile = try temporaryFile(rules)
+        for ownerIsAdmin in [false, true] {
+            let configure = secureConfiguration {
+                $0.rulesFile = rulesFile
+                $0.tokens.emulatorOwnerIsAdmin = ownerIsAdmin
+            }
+            try await withSecureServer(configure) { server in
+                let client = try await FirebaseWireClient(port: server.httpPort ?? 0)
+                try await client.stats()
+                let auth = try await client.request("gauth", .object(["cred": "owner"]))
+                let write = try await client.request("p", #"{"p":"/users/bob/name","d":"Owner"}"#)
+                if ownerIsAdmin {
+                    XCTAssertEqual(auth.response.status, "ok", "\(auth)")
+                    XCTAssertEqual(write.response.status, "ok", "\(write)")
+                } else {
+                    XCTAssertEqual(auth.response.status, "invalid_token", "\(auth)")
+                    XCTAssertEqual(write.response.status, "permission_denied", "\(write)")
+                }
+                await client.close()
+            }
+        }
+    }
+
     func testJWTAuthAndRulesSeeTheUid() async throws {
         let rulesFile = try temporaryFile(rules)
         let clock = TestClock()
