@@ -27,12 +27,8 @@ final class FirebaseSocketHandler: ChannelDuplexHandler, RemovableChannelHandler
     var admission: ConnectionAdmission
     var remoteAddress: String { admission.remoteAddress }
 
-    var assembler: FirebaseFrameAssembler
-    /// The start of a frame still arriving.
-    var received: ByteBuffer?
-    /// A text message that arrives in several WebSocket fragments.
-    var fragments: [UInt8] = []
-    var collectingFragments = false
+    /// The client's frames, read into messages.
+    var messages: WebSocketMessages
     @exclusivity(unchecked) var closing = false
     @exclusivity(unchecked) var readPaused = false
     @exclusivity(unchecked) var wroteSinceFlush = false
@@ -58,7 +54,7 @@ final class FirebaseSocketHandler: ChannelDuplexHandler, RemovableChannelHandler
         self.security = session.security
         self.registry = registry
         self.logger = session.logger
-        self.assembler = FirebaseFrameAssembler(maxMessageBytes: session.configuration.maxMessageBytes)
+        self.messages = WebSocketMessages(maxMessageBytes: session.configuration.maxMessageBytes)
     }
 
     // MARK: Lifecycle
@@ -94,73 +90,14 @@ final class FirebaseSocketHandler: ChannelDuplexHandler, RemovableChannelHandler
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         lastActivity = .now()
-        var bytes = unwrapInboundIn(data)
-        if var held = received.take(), held.readableBytes > 0 {
-            held.discardReadBytes()
-            held.writeBuffer(&bytes)
-            bytes = held
-        }
-        while !closing {
-            switch WebSocketFrameReader.next(in: &bytes, maxLength: maxFrameBytes) {
-            case .incomplete:
-                received = bytes.readableBytes > 0 ? bytes : nil
-                return
-            case .refused(let code):
-                return closeSocket(code: code, context: context)
-            case .frame(let opcode, let fin, let payload):
-                handle(opcode, fin: fin, payload: payload, context: context)
+        messages.read(unwrapInboundIn(data)) { event in
+            guard !closing else { return }
+            switch event {
+            case .message(let message): session.received(buffer: message)
+            case .oversized(let prefix): session.receivedOversized(prefix: prefix)
+            case .ping(let payload): sendControl(.pong, payload: payload)
+            case .close(let code): closeSocket(code: code, context: context)
             }
-        }
-    }
-
-    /// The largest frame read: a message may come whole in one frame, up to `maxMessageBytes`.
-    var maxFrameBytes: Int { max(configuration.maxMessageBytes, 1 << 16) }
-
-    /// One frame, its payload unmasked.
-    func handle(_ opcode: WebSocketOpcode, fin: Bool, payload: ByteBuffer, context: ChannelHandlerContext) {
-        switch opcode {
-        case .text:
-            collectingFragments = !fin
-            if fin, !assembler.isCollecting, payload.readableBytes > 6,
-                payload.readableBytes <= configuration.maxMessageBytes
-            {
-                // A whole message in one frame, the usual case: read where it lies.
-                session.received(buffer: payload)
-            } else if fin {
-                take(Array(buffer: payload))
-            } else {
-                fragments = Array(buffer: payload)
-            }
-        case .continuation:
-            guard collectingFragments else { return closeSocket(code: .protocolError, context: context) }
-            if fragments.count + payload.readableBytes > configuration.maxMessageBytes {
-                return closeSocket(code: .messageTooLarge, context: context)
-            }
-            fragments.append(contentsOf: payload.readableBytesView)
-            if fin {
-                collectingFragments = false
-                let message = fragments
-                fragments = []
-                take(message)
-            }
-        case .binary:
-            closeSocket(code: .unacceptableData, context: context)
-        case .ping:
-            sendControl(.pong, payload: payload)
-        case .connectionClose:
-            closeSocket(code: .normalClosure, context: context)
-        default:
-            break
-        }
-    }
-
-    /// One complete text frame.
-    func take(_ frame: [UInt8]) {
-        guard !closing else { return }
-        switch assembler.take(frame) {
-        case .pending, .keepAlive: break
-        case .message(let message): session.received(message)
-        case .oversized(let prefix): session.receivedOversized(prefix: prefix)
         }
     }
 

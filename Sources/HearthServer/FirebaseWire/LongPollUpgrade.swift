@@ -34,15 +34,15 @@ final class FirebaseUpgradeSocket: Sendable {
 }
 
 /// The WebSocket (`/.ws?…&s=<session id>`) that upgrades a long-polling session
-/// (`LongPollSession`): frames become messages (`FirebaseFrameAssembler`) handed to the session on
-/// its loop, and the session's messages become frames. Bounded as the WebSocket transport is: a
+/// (`LongPollSession`): frames become messages (`WebSocketMessages`) handed to the session on its
+/// loop, and the session's messages become frames (`WebSocketFrameWriter`). Bounded as the WebSocket transport is: a
 /// message's size (`maxMessageBytes`), the requests waiting for the engine (`maxPipelinedRequests`,
 /// then reading stops), the output the peer has not taken (`maxOutboundBytes`: a slow consumer is
 /// closed), and a silent connection.
 final class LongPollSocketHandler: ChannelDuplexHandler, RemovableChannelHandler {
-    typealias InboundIn = WebSocketFrame
+    typealias InboundIn = ByteBuffer
     typealias OutboundIn = Never
-    typealias OutboundOut = WebSocketFrame
+    typealias OutboundOut = ByteBuffer
 
     let session: LongPollRegistry.Entry
     let id: UInt64
@@ -53,9 +53,8 @@ final class LongPollSocketHandler: ChannelDuplexHandler, RemovableChannelHandler
     var admission: ConnectionAdmission
     var context: ChannelHandlerContext?
     var socket: FirebaseUpgradeSocket?
-    var assembler: FirebaseFrameAssembler
-    var fragments: [UInt8] = []
-    var collectingFragments = false
+    /// The client's frames, read into messages.
+    var messages: WebSocketMessages
     var closing = false
     var idleTimer: Scheduled<Void>?
     var readPaused = false
@@ -73,7 +72,7 @@ final class LongPollSocketHandler: ChannelDuplexHandler, RemovableChannelHandler
         self.registry = registry
         self.admission = admission
         self.logger = logger
-        self.assembler = FirebaseFrameAssembler(maxMessageBytes: configuration.maxMessageBytes)
+        self.messages = WebSocketMessages(maxMessageBytes: configuration.maxMessageBytes)
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
@@ -112,50 +111,27 @@ final class LongPollSocketHandler: ChannelDuplexHandler, RemovableChannelHandler
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        let frame = unwrapInboundIn(data)
         lastActivity = .now()
-        switch frame.opcode {
-        case .text:
-            collectingFragments = !frame.fin
-            if frame.fin {
-                take(Array(buffer: frame.unmaskedData))
-            } else {
-                fragments = Array(buffer: frame.unmaskedData)
+        messages.read(unwrapInboundIn(data)) { event in
+            guard !closing, let socket else { return }
+            let entry = session
+            switch event {
+            case .message(let message):
+                // A whole message goes to the session, on its loop.
+                let bytes = Array(buffer: message)
+                entry.loop.execute { entry.session.value.receivedOverSecondary(bytes, from: socket) }
+            case .oversized(let prefix):
+                entry.loop.execute {
+                    entry.session.value.receivedOversizedOverSecondary(prefix: prefix, from: socket)
+                }
+            case .ping(let payload):
+                var pong = context.channel.allocator.buffer(capacity: payload.readableBytes + 2)
+                WebSocketFrameWriter.writeHeader(.pong, length: payload.readableBytes, into: &pong)
+                pong.writeImmutableBuffer(payload)
+                context.writeAndFlush(wrapOutboundOut(pong), promise: nil)
+            case .close(let code):
+                closeSocket(code: code, context: context)
             }
-        case .continuation:
-            guard collectingFragments else { return closeSocket(code: .protocolError, context: context) }
-            if fragments.count + frame.length > configuration.maxMessageBytes {
-                return closeSocket(code: .messageTooLarge, context: context)
-            }
-            fragments.append(contentsOf: frame.unmaskedData.readableBytesView)
-            if frame.fin {
-                collectingFragments = false
-                let message = fragments
-                fragments = []
-                take(message)
-            }
-        case .binary:
-            closeSocket(code: .unacceptableData, context: context)
-        case .ping:
-            let pong = WebSocketFrame(fin: true, opcode: .pong, data: frame.unmaskedData)
-            context.writeAndFlush(wrapOutboundOut(pong), promise: nil)
-        case .connectionClose:
-            closeSocket(code: .normalClosure, context: context)
-        default:
-            break
-        }
-    }
-
-    /// One complete text frame: a whole message goes to the session, on its loop.
-    func take(_ frame: [UInt8]) {
-        guard !closing, let socket else { return }
-        let entry = session
-        switch assembler.take(frame) {
-        case .pending, .keepAlive: break
-        case .message(let message):
-            entry.loop.execute { entry.session.value.receivedOverSecondary(message, from: socket) }
-        case .oversized(let prefix):
-            entry.loop.execute { entry.session.value.receivedOversizedOverSecondary(prefix: prefix, from: socket) }
         }
     }
 
@@ -163,12 +139,14 @@ final class LongPollSocketHandler: ChannelDuplexHandler, RemovableChannelHandler
     /// unread is closed.
     func deliver(_ batch: [[UInt8]]) {
         guard let context, !closing else { return }
+        var frames = context.channel.allocator.buffer(capacity: batch.reduce(0) { $0 + $1.count + 16 })
         for message in batch {
             for piece in FirebaseFrameAssembler.split(message) {
-                let data = context.channel.allocator.buffer(bytes: piece)
-                context.write(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .text, data: data)), promise: nil)
+                WebSocketFrameWriter.writeHeader(.text, length: piece.count, into: &frames)
+                frames.writeBytes(piece)
             }
         }
+        context.write(wrapOutboundOut(frames), promise: nil)
         lastActivity = .now()
         context.flush()
         let unsent = context.unsentBytes
@@ -207,7 +185,9 @@ final class LongPollSocketHandler: ChannelDuplexHandler, RemovableChannelHandler
         var data = context.channel.allocator.buffer(capacity: 2 + reason.utf8.count)
         data.write(webSocketErrorCode: code)
         data.writeString(reason)
-        let frame = WebSocketFrame(fin: true, opcode: .connectionClose, data: data)
+        var frame = context.channel.allocator.buffer(capacity: data.readableBytes + 2)
+        WebSocketFrameWriter.writeHeader(.connectionClose, length: data.readableBytes, into: &frame)
+        frame.writeBuffer(&data)
         context.writeAndFlush(wrapOutboundOut(frame)).assumeIsolated().whenComplete { _ in
             context.close(promise: nil)
         }

@@ -63,36 +63,25 @@ extension HTTPConnectionHandler {
                 + base64Encode(accept.finalize()) + "\r\n\r\n")
         context.writeAndFlush(wrapOutboundOut(response), promise: nil)
 
-        let handlers: [any ChannelHandler]
+        // Each socket handler reads and writes its frames itself (`WebSocketMessages`,
+        // `WebSocketFrameWriter`).
+        let socket: any ChannelHandler
         if case .some(.some(let joined)) = upgraded {
-            // The upgrade's socket reads and writes `WebSocketFrame`s through NIO's decoder and
-            // encoder.
-            handlers = [
-                ByteToMessageHandler(WebSocketFrameDecoder(maxFrameSize: Self.maxWebSocketFrame(configuration))),
-                WebSocketFrameEncoder(),
-                LongPollSocketHandler(
-                    session: joined, id: id, configuration: configuration, security: security, registry: registry,
-                    admission: admission, logger: logger),
-            ]
+            socket = LongPollSocketHandler(
+                session: joined, id: id, configuration: configuration, security: security, registry: registry,
+                admission: admission, logger: logger)
         } else {
             let session = FirebaseSession(
                 id: id, loop: context.eventLoop, databases: databases,
                 databaseName: databaseName == databases.defaultName.text ? nil : databaseName,
                 host: headers.host ?? configuration.host, remoteAddress: remoteAddress, writeLimiter: writeLimiter,
                 configuration: configuration, security: security, logger: logger, clock: clock)
-            // The socket handler reads and writes its frames itself (`WebSocketFrameReader`,
-            // `WebSocketFrameWriter`), its output gathered into one buffer per turn.
-            handlers = [FirebaseSocketHandler(session: session, admission: admission, registry: registry)]
+            socket = FirebaseSocketHandler(session: session, admission: admission, registry: registry)
         }
         retireForUpgrade()
         let pipeline = context.pipeline.syncOperations
         do {
-            // One at a time, each after the last: a handler may write as it is added.
-            var last: any ChannelHandler = self
-            for handler in handlers {
-                try pipeline.addHandler(handler, position: .after(last))
-                last = handler
-            }
+            try pipeline.addHandler(socket, position: .after(self))
             let decoder = try pipeline.context(handlerType: ByteToMessageHandler<HTTPRequestDecoder>.self)
             pipeline.removeHandler(context: context, promise: nil)
             pipeline.removeHandler(context: decoder, promise: nil)
@@ -100,12 +89,6 @@ extension HTTPConnectionHandler {
             logger.error("WebSocket upgrade failed", metadata: ["error": "\(error)"])
             context.close(promise: nil)
         }
-    }
-
-    /// The largest WebSocket frame read: a message may come whole in one frame, up to
-    /// `maxMessageBytes`.
-    static func maxWebSocketFrame(_ configuration: ServerConfiguration) -> Int {
-        min(max(configuration.maxMessageBytes, 1 << 16), Int(UInt32.max))
     }
 
     /// Ends the connection's life as HTTP without closing it: its timers, its session on the
