@@ -75,8 +75,11 @@ extension FirebaseSession {
         }
         if case .failure(let error) = body {
             switch entry {
-            case .listen(let number, _, _), .write(let number, _), .get(let number), .auth(let number),
-                .signOut(let number), .plain(let number):
+            case .listen(let number, let key, _):
+                unlistenedEarly.remove(key)
+                send(FirebaseOutbound.failure(number, error))
+            case .write(let number, _), .get(let number), .auth(let number), .signOut(let number),
+                .plain(let number):
                 send(FirebaseOutbound.failure(number, error))
             case .unsubscribe(let number, let sub):
                 forget(sub: sub)
