@@ -53,28 +53,26 @@ package enum StreamEvents {
         _ path: Path, members: [(name: String, value: [UInt8])], framing: StreamFraming = .serverSentEvents
     ) -> [UInt8] {
         if case .firebase(let location) = framing {
-            return firebasePush(at: location.appending(path), action: "m") { data in
-                data.append(UInt8(ascii: "{"))
-                for (i, member) in members.enumerated() {
-                    if i > 0 { data.append(UInt8(ascii: ",")) }
-                    JSONWriter.writeString(member.name, into: &data)
-                    data.append(UInt8(ascii: ":"))
-                    data.append(contentsOf: member.value)
-                }
-                data.append(UInt8(ascii: "}"))
-            }
+            return firebasePush(at: location.appending(path), action: "m") { writeObject(members, into: &$0) }
         }
         var data: [UInt8] = Array(#"{"path":"#.utf8)
         JSONWriter.writeString(path.description, into: &data)
-        JSONWriter.writeLiteral(#","data":{"#, into: &data)
+        JSONWriter.writeLiteral(#","data":"#, into: &data)
+        writeObject(members, into: &data)
+        data.append(UInt8(ascii: "}"))
+        return frame("patch", data)
+    }
+
+    /// An object of members whose values are encoded already.
+    private static func writeObject(_ members: [(name: String, value: [UInt8])], into data: inout [UInt8]) {
+        data.append(UInt8(ascii: "{"))
         for (i, member) in members.enumerated() {
             if i > 0 { data.append(UInt8(ascii: ",")) }
             JSONWriter.writeString(member.name, into: &data)
             data.append(UInt8(ascii: ":"))
             data.append(contentsOf: member.value)
         }
-        JSONWriter.writeLiteral("}}", into: &data)
-        return frame("patch", data)
+        data.append(UInt8(ascii: "}"))
     }
 
     /// The shared body of a Firebase data push (`d` or `m`) at `path`.

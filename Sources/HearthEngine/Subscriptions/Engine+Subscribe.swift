@@ -89,8 +89,7 @@ extension Engine {
     /// for a listen without a query, the window's children as one object for a query.
     static func firebaseHash(shapedByWrite: Bool, view: View, location: Node) -> String {
         if shapedByWrite || (view.spec.isUnfiltered && location.isLeaf) { return location.hash }
-        let entries = view.window.sorted { $0.key < $1.key }
-        return Node.object(ChildMap(sortedUniqueEntries: entries.map { ($0.key, $0.node) })).hash
+        return QueryResult.children(view.window, priority: nil).node.hash
     }
 
     func unsubscribe(_ sub: Int, reply: Reply, batch: inout Batch) {

@@ -145,10 +145,7 @@ final class FirebaseSocketHandler: ChannelDuplexHandler, RemovableChannelHandler
     /// Sends what was queued and a close frame with `code`, and closes once they are written.
     func closeSocket(code: WebSocketErrorCode, reason: String = "", context: ChannelHandlerContext) {
         guard !closing else { return }
-        var data = context.channel.allocator.buffer(capacity: 2 + reason.utf8.count)
-        data.write(webSocketErrorCode: code)
-        data.writeString(reason)
-        sendControl(.connectionClose, payload: data)
+        WebSocketFrameWriter.writeClose(code: code, reason: reason, into: &outbox)
         writeOutbox()
         closing = true
         context.writeAndFlush(wrapOutboundOut(context.channel.allocator.buffer(capacity: 0))).assumeIsolated()

@@ -182,12 +182,8 @@ final class LongPollSocketHandler: ChannelDuplexHandler, RemovableChannelHandler
     func closeSocket(code: WebSocketErrorCode, reason: String = "", context: ChannelHandlerContext) {
         guard !closing else { return }
         closing = true
-        var data = context.channel.allocator.buffer(capacity: 2 + reason.utf8.count)
-        data.write(webSocketErrorCode: code)
-        data.writeString(reason)
-        var frame = context.channel.allocator.buffer(capacity: data.readableBytes + 2)
-        WebSocketFrameWriter.writeHeader(.connectionClose, length: data.readableBytes, into: &frame)
-        frame.writeBuffer(&data)
+        var frame = context.channel.allocator.buffer(capacity: 4 + reason.utf8.count)
+        WebSocketFrameWriter.writeClose(code: code, reason: reason, into: &frame)
         context.writeAndFlush(wrapOutboundOut(frame)).assumeIsolated().whenComplete { _ in
             context.close(promise: nil)
         }

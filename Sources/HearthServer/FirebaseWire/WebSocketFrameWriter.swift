@@ -7,6 +7,13 @@ enum WebSocketFrameWriter {
     /// The longest header: 2 bytes and a 64-bit length.
     static let maxHeaderBytes = 10
 
+    /// A whole close frame: its header, the status `code` and the `reason`.
+    static func writeClose(code: WebSocketErrorCode, reason: String, into buffer: inout ByteBuffer) {
+        writeHeader(.connectionClose, length: 2 + reason.utf8.count, into: &buffer)
+        buffer.write(webSocketErrorCode: code)
+        buffer.writeString(reason)
+    }
+
     static func writeHeader(_ opcode: WebSocketOpcode, length: Int, into buffer: inout ByteBuffer) {
         let first = 0x80 | UInt8(webSocketOpcode: opcode)
         switch length {
