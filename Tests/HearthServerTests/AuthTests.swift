@@ -123,17 +123,7 @@ final class AuthTests: XCTestCase {
         let rsaSigner = try await keys.getKey(for: "r")
         let ecSigner = try await keys.getKey(for: "e")
         // The same RSA key again, as a JWKS document with a kid (modulus from openssl).
-        let modulusHex = try opensslOutput(["rsa", "-pubin", "-in", "\(directory)/rsa.pub", "-modulus", "-noout"])
-            .replacingOccurrences(of: "Modulus=", with: "").trimmingCharacters(in: .whitespacesAndNewlines)
-        var modulus: [UInt8] = []
-        var index = modulusHex.startIndex
-        while index < modulusHex.endIndex {
-            let next = modulusHex.index(index, offsetBy: 2)
-            modulus.append(UInt8(modulusHex[index..<next], radix: 16) ?? 0)
-            index = next
-        }
-        let n = Data(modulus).base64EncodedString().replacingOccurrences(of: "+", with: "-")
-            .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+        let n = try rsaModulusForJWK(keyFile: "\(directory)/rsa.pub", isPublic: true)
         let jwks = #"{"keys":[{"kty":"RSA","alg":"RS256","kid":"jwks-1","n":"\#(n)","e":"AQAB"}]}"#
         try jwks.write(toFile: "\(directory)/keys.jwks", atomically: true, encoding: .utf8)
 

@@ -335,18 +335,9 @@ struct TestRSAKey: Sendable {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
         try openssl(["genrsa", "-out", "\(directory)/rsa.pem", "2048"])
-        let modulusHex = try opensslOutput(["rsa", "-in", "\(directory)/rsa.pem", "-modulus", "-noout"])
-            .replacingOccurrences(of: "Modulus=", with: "").trimmingCharacters(in: .whitespacesAndNewlines)
-        var modulus: [UInt8] = []
-        var index = modulusHex.startIndex
-        while index < modulusHex.endIndex {
-            let next = modulusHex.index(index, offsetBy: 2)
-            modulus.append(UInt8(modulusHex[index..<next], radix: 16) ?? 0)
-            index = next
-        }
+        let modulus = try rsaModulusForJWK(keyFile: "\(directory)/rsa.pem", isPublic: false)
         self.kid = kid
-        self.jwk =
-            #"{"kty":"RSA","alg":"RS256","use":"sig","kid":"\#(kid)","n":"\#(base64URL(Data(modulus)))","e":"AQAB"}"#
+        self.jwk = #"{"kty":"RSA","alg":"RS256","use":"sig","kid":"\#(kid)","n":"\#(modulus)","e":"AQAB"}"#
         let key = try Insecure.RSA.PrivateKey(pem: String(contentsOfFile: "\(directory)/rsa.pem", encoding: .utf8))
         let keys = JWTKeyCollection()
         await keys.add(rsa: key, digestAlgorithm: .sha256, kid: JWKIdentifier(string: kid))

@@ -66,6 +66,22 @@ public func opensslOutput(_ arguments: [String]) throws -> String {
     return String(decoding: data, as: UTF8.self)
 }
 
+/// The modulus of the RSA key in `file` (a public key when `isPublic`), base64url-encoded as a
+/// JWK's `n`, read with `openssl rsa -modulus`.
+public func rsaModulusForJWK(keyFile file: String, isPublic: Bool) throws -> String {
+    let hex = try opensslOutput(["rsa"] + (isPublic ? ["-pubin"] : []) + ["-in", file, "-modulus", "-noout"])
+        .replacingOccurrences(of: "Modulus=", with: "").trimmingCharacters(in: .whitespacesAndNewlines)
+    var modulus: [UInt8] = []
+    var index = hex.startIndex
+    while index < hex.endIndex {
+        let next = hex.index(index, offsetBy: 2, limitedBy: hex.endIndex) ?? hex.endIndex
+        modulus.append(UInt8(hex[index..<next], radix: 16) ?? 0)
+        index = next
+    }
+    return Data(modulus).base64EncodedString().replacingOccurrences(of: "+", with: "-")
+        .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+}
+
 /// An `openssl` command that failed.
 public struct PKIFailure: Error, CustomStringConvertible {
     public let description: String
