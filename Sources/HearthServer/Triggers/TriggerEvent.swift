@@ -1,6 +1,7 @@
 import Crypto
-import HearthCore
+public import HearthCore
 public import HearthJSON
+import NIOHTTP1
 
 /// Who made a write, as a delivery names it.
 public enum TriggerAuth: Sendable, Equatable {
@@ -142,5 +143,27 @@ public enum TriggerSignature {
         var difference: UInt8 = 0
         for i in a.indices { difference |= a[i] ^ b[i] }
         return difference == 0
+    }
+}
+
+extension TriggerSettings {
+    /// The locations a write changed that this trigger delivers: its pattern's changes of the
+    /// kinds in `on`.
+    public func changes(at changedPaths: [Path], before: Node, after: Node) -> [TriggerChange] {
+        pattern.changes(at: changedPaths, before: before, after: after).filter { kinds.contains($0.kind) }
+    }
+
+    /// The POST of `event` to `url` (this trigger's, parsed once), signed at `time` (seconds
+    /// since 1970): `Content-Type`, `Hearth-Event-Id`, `Hearth-Signature`, then the configured
+    /// headers.
+    func request(for event: TriggerEvent, url: HTTPURL, time: Int64) -> HTTPRequester.Request {
+        let body = event.body()
+        var headers: [(name: String, value: String)] = [
+            ("Content-Type", "application/json"),
+            (TriggerSignature.eventIdHeaderName, event.id),
+            (TriggerSignature.headerName, TriggerSignature.header(body: body, secret: secret.bytes, time: time)),
+        ]
+        for header in self.headers { headers.append((header.name, header.value)) }
+        return HTTPRequester.Request(method: .POST, url: url, headers: headers, body: body)
     }
 }
