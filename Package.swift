@@ -26,6 +26,7 @@ let package = Package(
         // Security: TLS on both ends, and JWT signature checks (never hand-written).
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
         .package(url: "https://github.com/vapor/jwt-kit.git", from: "5.7.1"),
+        .package(url: "https://github.com/apple/swift-crypto.git", "3.0.0"..<"5.0.0"),
         .package(url: "https://github.com/swift-extras/swift-extras-base64.git", from: "1.2.0"),
         // Observability: each server's own metrics registry, rendered for Prometheus.
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
@@ -96,6 +97,8 @@ let package = Package(
                 .product(name: "NIOTLS", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Logging", package: "swift-log"),
+                // Triggers sign their deliveries with HMAC-SHA256 (swift-crypto, already resolved for jwt-kit).
+                .product(name: "Crypto", package: "swift-crypto"),
             ],
             // The web console's HTML, CSS and JavaScript, compiled into the binary (no Foundation).
             resources: [.embedInCode("Console")]),

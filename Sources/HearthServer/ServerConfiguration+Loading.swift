@@ -136,6 +136,9 @@ extension ServerConfiguration {
         case "databaseDomains": databases.domains = try strings().map { $0.lowercased() }
         case "engineThreads": databases.engineThreads = try integer(1...256)
         case "databases": try applyDatabases(value, source: source)
+        case "triggers":
+            triggers = try TriggerSettings.parseList(
+                value, source: source, baseDirectory: TriggerSettings.baseDirectory(ofSource: source))
         case "host": host = try string()
         case "port": port = try integer(0...65535)
         case "httpPort":

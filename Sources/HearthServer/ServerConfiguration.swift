@@ -36,6 +36,9 @@ public struct ServerConfiguration: Sendable, Equatable {
     /// `jwtClockSkewSeconds`, `emulatorOwnerIsAdmin`; Firebase Auth: `firebaseProjectId`,
     /// `jwtPublicKeysURL`, `jwtPublicKeysCAFile`). Secrets are never taken from flags.
     public var tokens = TokenVerifier.Settings()
+    /// Signed webhooks for the writes matching their path patterns (`triggers`), for every
+    /// database whose `databases` entry sets none of its own.
+    public var triggers: [TriggerSettings] = []
     /// PEM certificate chain and private key: both listeners speak TLS when set (`tlsCertificate`,
     /// `tlsKey`); `tlsClientCA` also requires client certificates signed by that CA.
     public var tlsCertificate: String?

@@ -36,6 +36,8 @@ public struct DatabaseSettings: Sendable, Equatable {
         public var maxBytes: Int64?
         /// Connections that may use the database at once.
         public var maxConnections: Int?
+        /// The database's triggers (`triggers`), instead of the server's.
+        public var triggers: [TriggerSettings] = []
 
         public init() {}
     }

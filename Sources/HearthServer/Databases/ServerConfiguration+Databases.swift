@@ -13,12 +13,14 @@ extension ServerConfiguration {
             guard name == "*" || DatabaseName.isValid(name) else {
                 throw ConfigurationError("\(source): \"databases\": \"\(name)\" is invalid: \(DatabaseName.rule)")
             }
-            databases.perDatabase[name] = try Self.perDatabase(member.value, source: "\(source): databases.\(name)")
+            databases.perDatabase[name] = try Self.perDatabase(
+                member.value, source: "\(source): databases.\(name)",
+                baseDirectory: TriggerSettings.baseDirectory(ofSource: source))
         }
     }
 
     private static func perDatabase(
-        _ value: JSONValue, source: String
+        _ value: JSONValue, source: String, baseDirectory: String?
     ) throws(ConfigurationError) -> DatabaseSettings.PerDatabase {
         guard case .object(let members) = value else { throw ConfigurationError("\(source) must be an object") }
         var settings = DatabaseSettings.PerDatabase()
@@ -37,13 +39,16 @@ extension ServerConfiguration {
                 settings.maxBytes = number.int64Value
             case ("maxConnections", let number) where (number.int64Value ?? 0) > 0:
                 settings.maxConnections = number.int64Value.map { Int($0) }
+            case ("triggers", let list):
+                settings.triggers = try TriggerSettings.parseList(list, source: source, baseDirectory: baseDirectory)
             case ("rulesFile", _), ("adminSecrets", _), ("maxBytes", _), ("maxConnections", _):
                 throw ConfigurationError(
                     "\(source).\(member.key): rulesFile is a file name, adminSecrets an array of strings, maxBytes and maxConnections positive whole numbers"
                 )
             default:
                 throw ConfigurationError(
-                    "\(source): unknown setting \"\(member.key)\" (rulesFile, adminSecrets, maxBytes, maxConnections)")
+                    "\(source): unknown setting \"\(member.key)\" (rulesFile, adminSecrets, maxBytes, maxConnections, triggers)"
+                )
             }
         }
         return settings

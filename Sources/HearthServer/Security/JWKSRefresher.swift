@@ -142,17 +142,17 @@ final class JWKSRefresher: Sendable {
             state.started += 1
             return state.started
         }
-        let response = try await BoundedHTTPGet.get(
-            url, tls: tls, group: MultiThreadedEventLoopGroup.singleton, timeout: Self.fetchTimeout,
-            maxBytes: Self.maxDocumentBytes)
+        let response = try await HTTPRequester.send(
+            HTTPRequester.Request(url: url, headers: [("Accept", "application/json")]), tls: tls,
+            group: MultiThreadedEventLoopGroup.singleton, timeout: Self.fetchTimeout, maxBytes: Self.maxDocumentBytes)
         guard response.status == 200 else {
-            throw BoundedHTTPGet.Failure("the server answered HTTP \(response.status)")
+            throw HTTPRequester.Failure("the server answered HTTP \(response.status)")
         }
         let keys: FetchedKeys
         do {
             keys = try await FetchedKeys.parse(jwks: String(decoding: response.body, as: UTF8.self), source: url.text)
         } catch {
-            throw BoundedHTTPGet.Failure(error.message)
+            throw HTTPRequester.Failure(error.message)
         }
         let current = state.withLockedValue { state -> Bool in
             guard ticket > state.applied, !state.stopped else { return false }
@@ -186,11 +186,8 @@ final class JWKSRefresher: Sendable {
 
     /// Full certificate verification against the system's trust roots, or `caFile`'s.
     private static func tlsContext(caFile: String?, for url: KeysURL) throws(ConfigurationError) -> NIOSSLContext {
-        var configuration = TLSConfiguration.makeClientConfiguration()
-        configuration.certificateVerification = .fullVerification
         do {
-            if let caFile { configuration.trustRoots = .certificates(try NIOSSLCertificate.fromPEMFile(caFile)) }
-            return try NIOSSLContext(configuration: configuration)
+            return try HTTPRequester.tlsContext(caFile: caFile)
         } catch {
             let authorities = caFile.map { "jwtPublicKeysCAFile \($0)" } ?? "the system's certificate authorities"
             throw ConfigurationError("jwtPublicKeysURL \(url.text): cannot use \(authorities): \(error)")
@@ -198,74 +195,8 @@ final class JWKSRefresher: Sendable {
     }
 }
 
-/// An http or https URL (`jwtPublicKeysURL`): no user information, printable ASCII only.
-struct KeysURL: Sendable, Equatable {
-    let text: String
-    let secure: Bool
-    let host: String
-    let port: Int
-    /// The path and query, as the request line carries them.
-    let target: String
-
-    init(_ text: String, source: String) throws(ConfigurationError) {
-        func bad(_ why: String) -> ConfigurationError {
-            ConfigurationError("\(source): \"jwtPublicKeysURL\" \(why)")
-        }
-        guard !text.isEmpty, text.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value < 0x7F }) else {
-            throw bad("must be an http:// or https:// URL of printable ASCII characters")
-        }
-        let rest: Substring
-        if text.lowercased().hasPrefix("https://") {
-            secure = true
-            rest = text.dropFirst(8)
-        } else if text.lowercased().hasPrefix("http://") {
-            secure = false
-            rest = text.dropFirst(7)
-        } else {
-            throw bad("must be an http:// or https:// URL, not \"\(text)\"")
-        }
-        let authorityEnd = rest.firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? rest.endIndex
-        let authority = rest[..<authorityEnd]
-        var target = rest[authorityEnd...]
-        if let fragment = target.firstIndex(of: "#") { target = target[..<fragment] }
-        self.target = target.isEmpty ? "/" : target.hasPrefix("?") ? "/" + target : String(target)
-        guard !authority.contains("@") else { throw bad("must not carry a user name or password") }
-        var host = authority
-        var portText: Substring?
-        if authority.hasPrefix("[") {
-            guard let close = authority.firstIndex(of: "]") else { throw bad("has an unclosed IPv6 address") }
-            host = authority[authority.index(after: authority.startIndex)..<close]
-            let after = authority[authority.index(after: close)...]
-            if !after.isEmpty {
-                guard after.hasPrefix(":") else { throw bad("has text after its IPv6 address") }
-                portText = after.dropFirst()
-            }
-        } else if let colon = authority.lastIndex(of: ":") {
-            host = authority[..<colon]
-            portText = authority[authority.index(after: colon)...]
-        }
-        guard !host.isEmpty else { throw bad("has no host") }
-        self.host = String(host)
-        if let portText {
-            guard let port = Int(portText), (1...65535).contains(port) else { throw bad("has an invalid port") }
-            self.port = port
-        } else {
-            self.port = secure ? 443 : 80
-        }
-        self.text = text
-    }
-
-    /// The `Host` header.
-    var hostHeader: String {
-        let name = host.contains(":") ? "[\(host)]" : host
-        return port == (secure ? 443 : 80) ? name : "\(name):\(port)"
-    }
-
-    /// Whether the host is an IP address (no SNI; the certificate must name the address).
-    var hostIsAddress: Bool {
-        host.contains(":") || host.allSatisfy { $0 == "." || $0.isASCII && $0.isNumber }
-    }
-}
+/// `jwtPublicKeysURL`'s URL.
+typealias KeysURL = HTTPURL
 
 /// The Firebase Auth settings' checks.
 enum FirebaseAuthSettings {
@@ -279,119 +210,5 @@ enum FirebaseAuthSettings {
             )
         }
         return text
-    }
-}
-
-/// One HTTP/1.1 GET on a connection of its own: a deadline for the whole exchange, a cap on the
-/// body, certificate verification for https (the context's), no redirects followed.
-enum BoundedHTTPGet {
-    struct Response: Sendable {
-        let status: Int
-        let headers: HTTPHeaders
-        let body: [UInt8]
-    }
-
-    /// Why a GET failed.
-    struct Failure: Error, CustomStringConvertible {
-        let description: String
-
-        init(_ description: String) { self.description = description }
-    }
-
-    static func get(
-        _ url: KeysURL, tls: NIOSSLContext?, group: any EventLoopGroup, timeout: TimeAmount, maxBytes: Int
-    ) async throws -> Response {
-        let loop = group.next()
-        let promise = loop.makePromise(of: Response.self)
-        let deadline = loop.scheduleTask(in: timeout) {
-            promise.fail(Failure("no complete answer within \(timeout.nanoseconds / 1_000_000_000) seconds"))
-        }
-        let connected = ClientBootstrap(group: loop)
-            .connectTimeout(timeout)
-            .channelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    if let tls {
-                        let handler = try NIOSSLClientHandler(
-                            context: tls, serverHostname: url.hostIsAddress ? nil : url.host)
-                        try channel.pipeline.syncOperations.addHandler(handler)
-                    }
-                    try channel.pipeline.syncOperations.addHTTPClientHandlers()
-                    try channel.pipeline.syncOperations.addHandler(
-                        GetHandler(url: url, maxBytes: maxBytes, promise: promise))
-                }
-            }
-            .connect(host: url.host, port: url.port)
-        connected.whenFailure { promise.fail($0) }
-        promise.futureResult.whenComplete { _ in
-            deadline.cancel()
-            connected.whenSuccess { $0.close(promise: nil) }
-        }
-        return try await promise.futureResult.get()
-    }
-
-    /// Sends the request once connected and collects the answer, up to `maxBytes` of body.
-    private final class GetHandler: ChannelInboundHandler {
-        typealias InboundIn = HTTPClientResponsePart
-        typealias OutboundOut = HTTPClientRequestPart
-
-        private let url: KeysURL
-        private let maxBytes: Int
-        private let promise: EventLoopPromise<Response>
-        private var head: HTTPResponseHead?
-        private var body: [UInt8] = []
-
-        init(url: KeysURL, maxBytes: Int, promise: EventLoopPromise<Response>) {
-            self.url = url
-            self.maxBytes = maxBytes
-            self.promise = promise
-        }
-
-        func channelActive(context: ChannelHandlerContext) {
-            var head = HTTPRequestHead(version: .http1_1, method: .GET, uri: url.target)
-            head.headers.add(name: "Host", value: url.hostHeader)
-            head.headers.add(name: "Accept", value: "application/json")
-            head.headers.add(name: "User-Agent", value: "hearthd/\(hearthVersion)")
-            head.headers.add(name: "Connection", value: "close")
-            context.write(wrapOutboundOut(.head(head)), promise: nil)
-            context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
-            context.fireChannelActive()
-        }
-
-        func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-            switch unwrapInboundIn(data) {
-            case .head(let received):
-                head = received
-                if let length = received.headers.first(name: "Content-Length").flatMap({ Int($0) }),
-                    length > maxBytes
-                {
-                    fail(context, Failure("the answer is larger than \(maxBytes) bytes"))
-                }
-            case .body(let buffer):
-                guard body.count + buffer.readableBytes <= maxBytes else {
-                    fail(context, Failure("the answer is larger than \(maxBytes) bytes"))
-                    return
-                }
-                body.append(contentsOf: buffer.readableBytesView)
-            case .end:
-                guard let head else { return }
-                promise.succeed(Response(status: Int(head.status.code), headers: head.headers, body: body))
-                context.close(promise: nil)
-            }
-        }
-
-        func channelInactive(context: ChannelHandlerContext) {
-            promise.fail(Failure("the connection closed before the answer ended"))
-            context.fireChannelInactive()
-        }
-
-        func errorCaught(context: ChannelHandlerContext, error: any Error) {
-            fail(context, error)
-        }
-
-        private func fail(_ context: ChannelHandlerContext, _ error: any Error) {
-            promise.fail(error)
-            body = []
-            context.close(promise: nil)
-        }
     }
 }
