@@ -128,6 +128,29 @@ final class FunctionsServerTests: XCTestCase {
         try await server.stop()
     }
 
+    func testTwoDeliveriesOnOneKeptAliveConnection() async throws {
+        let functions = Functions()
+        let ids = NIOLockedValueBox<[String]>([])
+        functions.onWrite("/messages/{id}") { event in ids.withLockedValue { $0.append(event.id) } }
+        let (server, port) = try await startServer(functions)
+        defer { Task { try? await server.stop() } }
+        var bytes: [UInt8] = []
+        for (id, last) in [("k1", false), ("k2", true)] {
+            let body = Array(DispatchTests.eventJSON(id: id).utf8)
+            let signature = SignatureVerifier.signatureHeader(
+                body: body, secret: Array(secret.utf8), timestamp: SignatureVerifier.currentTime())
+            let head =
+                "POST /hook HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                + "Content-Length: \(body.count)\r\nHearth-Signature: \(signature)\r\n"
+                + (last ? "Connection: close\r\n" : "") + "\r\n"
+            bytes += Array(head.utf8) + body
+        }
+        let raw = String(decoding: try await RawHTTP.exchange(port: port, bytes: bytes), as: UTF8.self)
+        XCTAssertEqual(raw.components(separatedBy: "HTTP/1.1 200 OK").count - 1, 2, raw)
+        XCTAssertEqual(ids.withLockedValue { $0 }, ["k1", "k2"])
+        try await server.stop()
+    }
+
     struct Unavailable: Error {}
 
     func testAThrowingHandlerIsAnswered500AndTheRetryIsDelivered() async throws {

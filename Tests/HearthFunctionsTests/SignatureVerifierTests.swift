@@ -30,6 +30,13 @@ final class SignatureVerifierTests: XCTestCase {
         XCTAssertEqual(header(body), "t=\(now),v1=\(hex)")
     }
 
+    func testKnownVector() {
+        // Computed outside Swift (Python's hmac and hashlib) for this secret, body and time.
+        XCTAssertEqual(
+            header(body),
+            "t=1800000000,v1=0b591394162931c9d24e115c076da1b4237d024493b34870a37a9285f9be814a")
+    }
+
     func testGoodSignatureVerifies() {
         XCTAssertNil(refusal(SignatureVerifier(secret: secret), header(body), body))
     }
