@@ -132,8 +132,7 @@ let package = Package(
             dependencies: [
                 "HearthFunctions", "HearthClient",
                 .product(name: "Logging", package: "swift-log"),
-            ],
-            path: "Examples/functions"),
+            ]),
         .executableTarget(
             name: "hearthd",
             dependencies: [
