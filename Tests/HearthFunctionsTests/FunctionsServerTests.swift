@@ -45,11 +45,14 @@ final class FunctionsServerTests: XCTestCase {
             ])
     }
 
-    private func startServer(_ functions: Functions, maxBodyBytes: Int = 1 << 20) async throws -> (FunctionsServer, Int)
-    {
+    private func startServer(
+        _ functions: Functions, maxBodyBytes: Int = 1 << 20, idleTimeout: TimeAmount = .seconds(60)
+    ) async throws -> (FunctionsServer, Int) {
         let server = FunctionsServer(
             functions: functions, verifier: SignatureVerifier(secret: secret),
-            configuration: .init(port: 0, path: "/hook", maxBodyBytes: maxBodyBytes, requestTimeout: .seconds(2)))
+            configuration: .init(
+                port: 0, path: "/hook", maxBodyBytes: maxBodyBytes, requestTimeout: .seconds(2),
+                idleTimeout: idleTimeout))
         let port = try await server.start()
         return (server, port)
     }
@@ -148,6 +151,20 @@ final class FunctionsServerTests: XCTestCase {
         let raw = String(decoding: try await RawHTTP.exchange(port: port, bytes: bytes), as: UTF8.self)
         XCTAssertEqual(raw.components(separatedBy: "HTTP/1.1 200 OK").count - 1, 2, raw)
         XCTAssertEqual(ids.withLockedValue { $0 }, ["k1", "k2"])
+        try await server.stop()
+    }
+
+    func testAnIdleConnectionIsClosedButASlowHandlerIsWaitedFor() async throws {
+        let functions = Functions()
+        functions.onCreate("/messages/{id}") { _ in try await Task.sleep(for: .milliseconds(600)) }
+        let (server, port) = try await startServer(functions, idleTimeout: .milliseconds(200))
+        defer { Task { try? await server.stop() } }
+        // Nothing sent: the server closes the connection without an answer.
+        let silent = try await RawHTTP.exchange(port: port, bytes: [])
+        XCTAssertEqual(silent, [])
+        // A handler longer than the idle timeout still gets its answer out.
+        let slow = try await deliver(port: port, DispatchTests.eventJSON())
+        XCTAssertEqual(slow.status, 200)
         try await server.stop()
     }
 
