@@ -17,6 +17,8 @@ let package = Package(
         .library(name: "HearthStorage", targets: ["HearthStorage"]),
         .library(name: "HearthServer", targets: ["HearthServer"]),
         .library(name: "HearthClient", targets: ["HearthClient"]),
+        // Receivers of trigger webhooks: signature checks and handlers by path pattern (docs/functions.md).
+        .library(name: "HearthFunctions", targets: ["HearthFunctions"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
@@ -28,6 +30,8 @@ let package = Package(
         .package(url: "https://github.com/vapor/jwt-kit.git", from: "5.7.1"),
         .package(url: "https://github.com/apple/swift-crypto.git", "3.0.0"..<"5.0.0"),
         .package(url: "https://github.com/swift-extras/swift-extras-base64.git", from: "1.2.0"),
+        // HMAC-SHA256 for trigger webhook signatures (the same range jwt-kit resolves).
+        .package(url: "https://github.com/apple/swift-crypto.git", "4.1.0"..<"6.0.0"),
         // Observability: each server's own metrics registry, rendered for Prometheus.
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
@@ -110,6 +114,26 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
+            ]),
+        // A receiver of trigger webhooks: verifies `Hearth-Signature` and dispatches events to
+        // handlers registered by path pattern, on its own NIO HTTP server (docs/functions.md).
+        .target(
+            name: "HearthFunctions",
+            dependencies: [
+                "HearthJSON",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]),
+        // The runnable receiver of docs/functions.md: counts new messages through HearthClient.
+        .executableTarget(
+            name: "hearth-functions-example",
+            dependencies: [
+                "HearthFunctions", "HearthClient",
                 .product(name: "Logging", package: "swift-log"),
             ]),
         .executableTarget(
@@ -198,6 +222,17 @@ let package = Package(
             dependencies: [
                 "HearthCluster", "HearthJSON", "HearthTestSupport",
                 .product(name: "Logging", package: "swift-log"),
+            ]),
+        // Signatures, dispatch by pattern and kind, and real HTTP round trips over loopback.
+        .testTarget(
+            name: "HearthFunctionsTests",
+            dependencies: [
+                "HearthFunctions", "HearthJSON",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]),
         // Runs the built `hearth` executable against an in-process server.
         .testTarget(
