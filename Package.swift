@@ -28,7 +28,6 @@ let package = Package(
         // Security: TLS on both ends, and JWT signature checks (never hand-written).
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
         .package(url: "https://github.com/vapor/jwt-kit.git", from: "5.7.1"),
-        .package(url: "https://github.com/apple/swift-crypto.git", "3.0.0"..<"5.0.0"),
         .package(url: "https://github.com/swift-extras/swift-extras-base64.git", from: "1.2.0"),
         // HMAC-SHA256 for trigger webhook signatures (the same range jwt-kit resolves).
         .package(url: "https://github.com/apple/swift-crypto.git", "4.1.0"..<"6.0.0"),
