@@ -218,4 +218,58 @@ final class TriggerRunnerTests: XCTestCase {
             XCTAssertEqual(events[0]["timestamp"], .int(clock.now), "the server's time of the write")
         }
     }
+
+    /// Bytes of the files directly in `directory`.
+    static func bytes(in directory: String) -> Int {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+        return names.reduce(0) { total, name in
+            let size = (try? FileManager.default.attributesOfItem(atPath: directory + "/" + name)[.size]) as? Int
+            return total + (size ?? 0)
+        }
+    }
+
+    /// While the receiver is down the log is kept for the trigger, up to the backlog bound; past
+    /// it the kept log is dropped, the trigger is marked lost (status, metrics), the disk stays
+    /// bounded, and deliveries go on from what the log still has.
+    func testABacklogPastItsBoundIsDroppedAndTheTriggerMarkedLost() async throws {
+        let receiver = try await LoopbackReceiver.start()
+        defer { receiver.stop() }
+        receiver.set(status: 500, body: [])
+        let settings = try Self.trigger(port: receiver.port)
+        try await withLiveServer(configure: {
+            $0.triggers = [settings]
+            $0.triggerBacklogMaxBytes = 1 << 20
+            $0.compactionMinBytes = 64 * 1024
+            $0.compactionRatio = 0.1
+            $0.metricsCacheMilliseconds = 0
+        }) { server in
+            let client = try TestClient(port: server.port)
+            let filler = String(repeating: "x", count: 8 * 1024)
+            let retained = server.configuration.dataDirectory + "/triggers/log"
+            // Writes go on until the kept log passes its bound (compactions run between turns).
+            var kept = 0
+            var written = 0
+            var lost: TriggerStatus?
+            while written < 3000, lost == nil {
+                written += 1
+                _ = try client.request(
+                    #"{"op":"set","id":\#(written),"path":"/messages/m\#(written)","value":"\#(filler)"}"#)
+                kept = max(kept, Self.bytes(in: retained))
+                if written.isMultiple(of: 50) { lost = try Self.control(server).statuses().first { $0.state == .lost } }
+            }
+            XCTAssertGreaterThan(kept, 0, "compactions kept the log the trigger still needs")
+            XCTAssertNotNil(lost, "the trigger was marked lost after \(written) writes")
+            XCTAssertGreaterThan(lost?.lostRevisions ?? 0, 0)
+            XCTAssertLessThan(Self.bytes(in: retained), 2 << 20, "the kept log stays near its bound")
+            try await Task.sleep(nanoseconds: 300_000_000)
+            let metrics = try await XCTUnwrap(server.wellKnown.respond(to: WellKnownEndpoints.metricsPath)).get().bodyText
+            XCTAssertTrue(metrics.contains(#"hearth_trigger_lost{trigger="notify"} 1"#), metrics)
+            // Back up: what the log still has is delivered, and replay clears the mark.
+            receiver.set(status: 200, body: [])
+            let caughtUp = try await Self.waitForStatus(server, seconds: 30) { $0.deliveredRev == UInt64(written) }
+            XCTAssertEqual(caughtUp?.state, .lost, "the mark stays until someone looks")
+            _ = try Self.control(server).replay("notify", ids: nil)
+            XCTAssertEqual(try Self.control(server).statuses().first?.state, .idle)
+        }
+    }
 }
