@@ -13,6 +13,6 @@ struct HearthBench: AsyncParsableCommand {
             IdleScenario.self, MemoryScenario.self, ViewsScenario.self, QueryIndexScenario.self,
             WriteWidthScenario.self, RestartScenario.self, HandshakesScenario.self, SubscribesScenario.self,
             RulesScenario.self, ResumeScenario.self, LeanScenario.self, NIOFloorScenario.self, DatabasesScenario.self,
-            IdleDatabasesScenario.self, ListenersFanoutScenario.self, ListenersIdleScenario.self,
+            IdleDatabasesScenario.self, ListenersFanoutScenario.self, ListenersIdleScenario.self, TriggersScenario.self,
         ])
 }
