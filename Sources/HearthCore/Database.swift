@@ -111,17 +111,35 @@ public struct Database: Sendable {
 
 /// A committed write as the write-ahead log records it: the overwrites it made, in order, with
 /// every server value resolved and every push id chosen, so that replaying it is deterministic.
+/// Who made a write and the server's time when it was applied: what a trigger's event reports
+/// (`auth` and `timestamp`).
+public struct WriteAuthor: Sendable {
+    /// The server's time of the write (ms since the epoch).
+    public let time: Int64
+    /// The writer: an admin, a user with their verified claims, or nil for an unauthenticated
+    /// connection (or the server itself, such as an onDisconnect write of one).
+    public let identity: AuthContext?
+
+    public init(time: Int64, identity: AuthContext?) {
+        self.time = time
+        self.identity = identity
+    }
+}
+
 public struct CommittedWrite: Sendable {
     public let rev: UInt64
     /// Paths may end in `.priority` (the node is then the priority, or empty for none).
     public let overwrites: [(path: Path, node: Node)]
     /// The write id the request carried and the shape of its answer (nil for most writes).
     public var tag: WriteTag?
+    /// Who made the write and when, logged only for databases with triggers (nil otherwise).
+    public var author: WriteAuthor?
 
-    public init(rev: UInt64, overwrites: [(path: Path, node: Node)], tag: WriteTag? = nil) {
+    public init(rev: UInt64, overwrites: [(path: Path, node: Node)], tag: WriteTag? = nil, author: WriteAuthor? = nil) {
         self.rev = rev
         self.overwrites = overwrites
         self.tag = tag
+        self.author = author
     }
 
     /// The path and node of a write that sets one non-empty node, not a priority (which can be

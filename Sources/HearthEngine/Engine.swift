@@ -72,6 +72,12 @@ package final class Engine: @unchecked Sendable {
     /// Hears the revisions the storage's sync thread made durable, for a replicator whose
     /// acknowledgements wait for them. Any thread.
     package let durabilityListener = NIOLockedValueBox<(@Sendable (UInt64) -> Void)?>(nil)
+    /// Whether logged writes name their author and time (`WriteAuthor`): on while the
+    /// database has triggers, whose events report them. Any thread.
+    package let logsWriteAuthors = Atomic<Bool>(false)
+    /// Hears the last revision the log holds for good after each commit (after its fsync under
+    /// `fsync: always`), for a trigger runner reading the log behind the engine. Any thread.
+    package let logListener = NIOLockedValueBox<(@Sendable (UInt64) -> Void)?>(nil)
     /// The confirmed revision and the outputs waiting for it (any thread).
     package let confirmations = ConfirmationGate()
     /// The batches written to the log whose deferred fsync has not finished, oldest first

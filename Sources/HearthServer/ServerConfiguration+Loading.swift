@@ -213,6 +213,8 @@ extension ServerConfiguration {
                 throw ConfigurationError("\(source): \"compactionRatio\" must be a number above 0")
             }
             compactionRatio = ratio
+        case "triggerBacklogMaxBytes": triggerBacklogMaxBytes = Int64(try integer(1 << 20...(1 << 50)))
+        case "triggerBacklogMaxSeconds": triggerBacklogMaxSeconds = Int64(try integer(60...31_536_000))
         case "writeIdWindow": writeIdWindow = try integer(0...1_000_000)
         case "writeIdRetentionSeconds": writeIdRetentionSeconds = try integer(1...31_536_000)
         case "changeLogRevisions": changeLogRevisions = try integer(0...10_000_000)

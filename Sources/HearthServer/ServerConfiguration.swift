@@ -64,6 +64,11 @@ public struct ServerConfiguration: Sendable, Equatable {
     /// and `compactionRatio` × the last snapshot (`compactionMinBytes`, `compactionRatio`).
     public var compactionMinBytes = StorageOptions.default.compactionMinBytes
     public var compactionRatio = StorageOptions.default.compactionRatio
+    /// How much log a database keeps for its triggers behind, in bytes and in age
+    /// (`triggerBacklogMaxBytes`, `triggerBacklogMaxSeconds`); past either, the kept log is
+    /// dropped and the triggers that needed it are marked as having lost events.
+    public var triggerBacklogMaxBytes: Int64 = 1 << 30
+    public var triggerBacklogMaxSeconds: Int64 = 7 * 86_400
     /// Write ids remembered per client for exactly-once retries (`writeIdWindow`; 0 remembers
     /// none), and how long a client that stopped writing is remembered
     /// (`writeIdRetentionSeconds`). See docs/PROTOCOL.md "Write ids".

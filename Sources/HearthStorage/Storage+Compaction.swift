@@ -96,6 +96,13 @@ extension Storage {
         do {
             try fileSystem.writeAtomically(
                 file, to: DataFiles.path(directory, DataFiles.snapshotName(rev)), directory: directory)
+            if options.retainedLogDirectory != nil {
+                // What the new MANIFEST makes obsolete, kept for a reader behind before it is.
+                let names = try fileSystem.listDirectory(directory)
+                Storage.retain(
+                    DataFiles.obsolete(names: names, snapshotRev: rev), from: directory, options: options,
+                    fileSystem: fileSystem, logger: logger)
+            }
             try fileSystem.writeAtomically(
                 Manifest(snapshotRev: rev).encoded(), to: DataFiles.path(directory, DataFiles.manifest),
                 directory: directory)

@@ -70,6 +70,7 @@ extension Storage {
             if let segment { fileSystem.close(segment) }
             segment = nil
             let names = try fileSystem.listDirectory(directory)
+            Storage.retain(names, from: directory, options: options, fileSystem: fileSystem, logger: logger)
             for name in names where DataFiles.segmentFirstRev(name) != nil {
                 try fileSystem.remove(DataFiles.path(directory, name))
             }

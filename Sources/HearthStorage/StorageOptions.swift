@@ -15,6 +15,9 @@ public struct StorageOptions: Sendable, Equatable {
     /// and fsynced (0: not at all). A batch then overwrites blocks the file already has, and its
     /// fdatasync flushes only data, not the file's new size and blocks, which takes less time.
     public var walPreallocationBytes: Int
+    /// Where the snapshots and segments the storage drops are hard-linked first, for a reader
+    /// that is behind (a trigger runner, `LogArchive`); nil drops them (`Storage+Retention`).
+    public var retainedLogDirectory: String?
 
     /// - Parameters:
     ///   - fsync: default `.always`.

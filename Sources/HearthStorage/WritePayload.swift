@@ -5,19 +5,15 @@ import HearthJSON
 /// `[["/path",<node in export format>],…]`. Paths are `/`-separated and may end in `.priority`
 /// (the node is then the priority, or `null` for none). A write that carried a write id starts
 /// with its tag, `[{"wid":"app-1:7","kind":"push","at":1795326318420},["/path",…],…]`; a write
-/// without one is encoded exactly as before write ids existed.
+/// without one is encoded exactly as before write ids existed. On a database with triggers the
+/// leading object also names the writer and the server's time, `"by":<identity or null>` and
+/// `"t":ms` (the identity as onDisconnect records write it), with or without a write id.
 enum WritePayload {
     /// Appends the payload of `write` to `buffer`.
     static func encode(_ write: CommittedWrite, into buffer: inout [UInt8]) {
         buffer.append(UInt8(ascii: "["))
-        if let tag = write.tag {
-            JSONWriter.writeLiteral(#"{"wid":"#, into: &buffer)
-            JSONWriter.writeString(tag.id.description, into: &buffer)
-            JSONWriter.writeLiteral(#","kind":"#, into: &buffer)
-            JSONWriter.writeString(tag.kind.rawValue, into: &buffer)
-            JSONWriter.writeLiteral(#","at":"#, into: &buffer)
-            JSONWriter.writeInt(tag.at, into: &buffer)
-            buffer.append(UInt8(ascii: "}"))
+        if write.tag != nil || write.author != nil {
+            encodeLeading(tag: write.tag, author: write.author, into: &buffer)
             if !write.overwrites.isEmpty { buffer.append(UInt8(ascii: ",")) }
         }
         for (index, overwrite) in write.overwrites.enumerated() {
@@ -29,6 +25,31 @@ enum WritePayload {
             buffer.append(UInt8(ascii: "]"))
         }
         buffer.append(UInt8(ascii: "]"))
+    }
+
+    /// The record's leading object: its write id tag and its author, either or both.
+    static func encodeLeading(tag: WriteTag?, author: WriteAuthor?, into buffer: inout [UInt8]) {
+        buffer.append(UInt8(ascii: "{"))
+        if let tag {
+            JSONWriter.writeLiteral(#""wid":"#, into: &buffer)
+            JSONWriter.writeString(tag.id.description, into: &buffer)
+            JSONWriter.writeLiteral(#","kind":"#, into: &buffer)
+            JSONWriter.writeString(tag.kind.rawValue, into: &buffer)
+            JSONWriter.writeLiteral(#","at":"#, into: &buffer)
+            JSONWriter.writeInt(tag.at, into: &buffer)
+            if author != nil { buffer.append(UInt8(ascii: ",")) }
+        }
+        if let author {
+            JSONWriter.writeLiteral(#""t":"#, into: &buffer)
+            JSONWriter.writeInt(author.time, into: &buffer)
+            JSONWriter.writeLiteral(#","by":"#, into: &buffer)
+            if let identity = author.identity {
+                RegistrationPayload.encode(identity, into: &buffer)
+            } else {
+                JSONWriter.writeLiteral("null", into: &buffer)
+            }
+        }
+        buffer.append(UInt8(ascii: "}"))
     }
 
     /// Appends `path` as the JSON string `"/a/b"` (`"/"` for the root) without making its text.
@@ -118,6 +139,7 @@ enum WritePayload {
     ) throws(FormatError) -> CommittedWrite {
         var overwrites: [(path: Path, node: Node)] = []
         var tag: WriteTag?
+        var author: WriteAuthor?
         var failure: FormatError?
         let isArray: Bool
         do throws(JSONError) {
@@ -125,7 +147,7 @@ enum WritePayload {
                 of: bytes, limits: RecoveryLimits.json, reusing: &workspace,
                 leading: { json in
                     guard failure == nil else { return }
-                    do throws(FormatError) { tag = try decodeTag(json) } catch { failure = error }
+                    do throws(FormatError) { (tag, author) = try decodeLeading(json) } catch { failure = error }
                 },
                 pair: { pathText, value in
                     guard failure == nil else { return }
@@ -139,7 +161,7 @@ enum WritePayload {
         }
         if let failure { throw failure }
         guard isArray else { throw FormatError(offset: 0, reason: "record payload is not a JSON array") }
-        return CommittedWrite(rev: rev, overwrites: overwrites, tag: tag)
+        return CommittedWrite(rev: rev, overwrites: overwrites, tag: tag, author: author)
     }
 
     /// The most common payload, one overwrite with a plain path, `[["/a/b",<value>]]` exactly as
@@ -229,9 +251,10 @@ enum WritePayload {
         var overwrites: [(path: Path, node: Node)] = []
         overwrites.reserveCapacity(entries.count)
         var tag: WriteTag?
+        var author: WriteAuthor?
         var pairs = entries[...]
         if case .object? = entries.first {
-            tag = try decodeTag(entries[0])
+            (tag, author) = try decodeLeading(entries[0])
             pairs = entries.dropFirst()
         }
         for entry in pairs {
@@ -246,7 +269,7 @@ enum WritePayload {
             }
             overwrites.append(try result.get())
         }
-        return CommittedWrite(rev: rev, overwrites: overwrites, tag: tag)
+        return CommittedWrite(rev: rev, overwrites: overwrites, tag: tag, author: author)
     }
 
     /// One `[path, value]` entry: the path (given as UTF-8) and the value imported.
@@ -262,6 +285,27 @@ enum WritePayload {
         } catch {
             throw FormatError(offset: 0, reason: "record payload has an invalid entry: \(error.message)")
         }
+    }
+
+    /// A record's leading object: a write id tag (`wid`, `kind`, `at`), an author (`t`, `by`),
+    /// or both.
+    static func decodeLeading(_ json: JSONValue) throws(FormatError) -> (WriteTag?, WriteAuthor?) {
+        let tag = json["wid"] == nil ? nil : try decodeTag(json)
+        guard let time = json["t"] else {
+            guard tag != nil else {
+                throw FormatError(
+                    offset: 0, reason: "record payload has an invalid leading object (\(json.jsonString))")
+            }
+            return (tag, nil)
+        }
+        guard case .int(let milliseconds) = time else {
+            throw FormatError(offset: 0, reason: "record payload has an invalid author time (\(json.jsonString))")
+        }
+        let identity: AuthContext?
+        do { identity = try RegistrationPayload.decodeAuth(json["by"]) } catch {
+            throw FormatError(offset: 0, reason: "record payload has an invalid author (\(json.jsonString))")
+        }
+        return (tag, WriteAuthor(time: milliseconds, identity: identity))
     }
 
     /// The tag of a write that carried a write id: `{"wid":"client:n","kind":…,"at":ms}`.

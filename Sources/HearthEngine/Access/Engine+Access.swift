@@ -55,6 +55,7 @@ extension Engine {
         {
             var logged = applied.logged
             if let tag { remember(tag, of: &logged) }
+            if logsWriteAuthors.load(ordering: .relaxed) { logged.author = WriteAuthor(time: now, identity: identity) }
             batch.record(logged)
             afterWrite(rev: logged.rev, kept: [applied.undoPoint], now: now, batch: &batch)
             return .committed(rev: logged.rev)
@@ -69,6 +70,7 @@ extension Engine {
                 return .denied(denial)
             }
             if let tag { remember(tag, of: &logged) }
+            if logsWriteAuthors.load(ordering: .relaxed) { logged.author = WriteAuthor(time: now, identity: identity) }
             batch.record(logged)
             afterWrite(write, before: before, rev: logged.rev, now: now, batch: &batch)
             return .committed(rev: logged.rev)

@@ -39,6 +39,7 @@ extension Engine {
             guard let replicator else {
                 try storage.append(batch.logged, deferringSync: deferring)
                 committed(&batch, durableLater: deferring)
+                if !deferring { logged(through: database.rev) }
                 return
             }
             // Each payload encoded once, into the log's buffer, which the stream and the
@@ -59,6 +60,7 @@ extension Engine {
                 return
             }
             committed(&batch, durableLater: deferring)
+            if !deferring { logged(through: database.rev) }
             if !records.isEmpty { replicator.committed(records, streamed: streamed, now: clock(), batch: &batch) }
         } catch {
             storageFailed(error)
@@ -67,6 +69,12 @@ extension Engine {
             // An earlier batch's deferred fsync may have failed too: undo what it did not keep.
             settleUndurable()
         }
+    }
+
+    /// Tells the log's listener (a trigger runner) that the log holds every record through
+    /// `rev` for good. Any thread.
+    func logged(through rev: UInt64) {
+        logListener.withLockedValue { $0 }?(rev)
     }
 
     /// Undoes the batch's uncommitted writes in memory and answers them with `error` (their events

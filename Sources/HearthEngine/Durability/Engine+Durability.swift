@@ -62,6 +62,7 @@ extension Engine {
             guard let self else { return }
             let releasedRose = confirmations.durable(upTo: rev, now: clock())
             durabilityListener.withLockedValue { $0 }?(rev)
+            logged(through: rev)
             // A leader's replicas learn the new `releasedRev` (a heartbeat, when no records
             // carry it first). When the replicas had not confirmed more than the log had, their
             // acknowledgement is still to come, and its turn tells them.

@@ -32,8 +32,11 @@ extension Engine {
     /// the same batch as the write, so both are in the log or neither is.
     func run(_ queue: OnDisconnectQueue, connection: UInt64, now: Int64, batch: inout Batch) {
         if let write = permittedOnDisconnectWrite(queue, session: connection, now: now),
-            case .committed(let logged, let before) = database.apply(write, now: now)
+            case .committed(var logged, let before) = database.apply(write, now: now)
         {
+            if logsWriteAuthors.load(ordering: .relaxed) {
+                logged.author = WriteAuthor(time: now, identity: queue.entries.first?.auth)
+            }
             batch.record(logged)
             afterWrite(write, before: before, rev: logged.rev, now: now, batch: &batch)
             logger.debug(

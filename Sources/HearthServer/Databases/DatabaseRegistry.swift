@@ -268,6 +268,19 @@ final class DatabaseRegistry: Sendable {
         }
     }
 
+    /// The triggers of database `name` when it is open (the default one always is);
+    /// `.notFound` when it does not exist, `.unavailable` when it is closed (a connection to it
+    /// opens it).
+    func triggerControl(for name: DatabaseName) throws(DatabaseError) -> any TriggerControl {
+        if name == defaultName { return defaultDatabase.triggers }
+        let entry = state.withLockedValue { $0.entries[name] }
+        switch entry {
+        case .open(let open)?: return open.database.triggers
+        case nil: throw Self.unknown(name)
+        default: throw DatabaseError(.unavailable, "database \"\(name)\" is not open: connect to it first")
+        }
+    }
+
     /// A lease on the default database, which is always open.
     func leaseDefault(connection: Bool) -> Result<Lease, any Error> {
         let maxConnections = settings.settings(for: defaultName.text).maxConnections
@@ -324,7 +337,9 @@ final class DatabaseRegistry: Sendable {
         let idle: [(DatabaseName, OpenDatabase, EventLoopPromise<Void>)] = state.withLockedValue { state in
             var idle: [(DatabaseName, OpenDatabase, EventLoopPromise<Void>)] = []
             for (name, entry) in state.entries {
-                guard case .open(let open) = entry, open.users == 0, now - open.lastUsed >= age else { continue }
+                guard case .open(let open) = entry, open.users == 0, now - open.lastUsed >= age,
+                    !open.database.triggers.hasUndelivered
+                else { continue }
                 let promise = engineLoops[open.loopIndex].makePromise(of: Void.self)
                 state.entries[name] = .closing(done: promise.futureResult)
                 idle.append((name, open, promise))

@@ -12,6 +12,8 @@ final class HostedDatabase: Sendable {
     let name: DatabaseName
     let directory: String
     let engine: Engine
+    /// Delivers the database's triggers from its log.
+    let triggers: TriggerRunner
     private let timers: NIOLockedValueBox<[RepeatedTask]>
     /// The revision recovery found.
     private let openedRev: UInt64
@@ -20,9 +22,11 @@ final class HostedDatabase: Sendable {
     var rev: UInt64 { max(openedRev, engine.metrics.refresh().rev) }
 
     private init(
-        name: DatabaseName, directory: String, engine: Engine, timers: [RepeatedTask], openedRev: UInt64
+        name: DatabaseName, directory: String, engine: Engine, triggers: TriggerRunner, timers: [RepeatedTask],
+        openedRev: UInt64
     ) {
         self.openedRev = openedRev
+        self.triggers = triggers
         self.name = name
         self.directory = directory
         self.engine = engine
@@ -39,6 +43,8 @@ final class HostedDatabase: Sendable {
         /// The security counters the database's metrics report: the daemon's for the default
         /// database, fresh ones for the others (so that the daemon's counts show once).
         let counters: @Sendable (DatabaseName) -> SecurityCounters
+        /// The loops trigger runners work on (one per database, not its engine's when others exist).
+        let triggerLoops: any EventLoopGroup
     }
 
     /// The rules a database starts with: its own accepted rules (`setRules`), else its rules file
@@ -73,6 +79,8 @@ final class HostedDatabase: Sendable {
         options.fsync = configuration.fsync
         options.compactionMinBytes = configuration.compactionMinBytes
         options.compactionRatio = configuration.compactionRatio
+        options.retainedLogDirectory = TriggerRunner.retainedLogDirectory(
+            dataDirectory: directory, fileSystem: context.fileSystem)
         let recoveryLog = RecoveryLog(logger: logger, directory: directory)
         let (storage, recovered) = try Storage.open(
             directory: directory, options: options, fileSystem: context.fileSystem, logger: logger,
@@ -103,8 +111,20 @@ final class HostedDatabase: Sendable {
             timers.append(
                 loop.scheduleRepeatedTask(initialDelay: .seconds(1), delay: .seconds(1)) { _ in engine.syncIfDue() })
         }
+        let settings = configuration.databases.settings(for: name.text)
+        let triggerLoop = context.triggerLoops.makeIterator().first { $0 !== loop } ?? context.triggerLoops.next()
+        let triggers = try TriggerRunner.start(
+            TriggerRunner.Context(
+                database: name.text, dataDirectory: directory,
+                configured: settings.triggers.isEmpty ? configuration.triggers : settings.triggers, loop: triggerLoop,
+                fileSystem: context.fileSystem, logger: logger, clock: context.clock, registry: metrics.registry,
+                backlogMaxBytes: configuration.triggerBacklogMaxBytes,
+                backlogMaxSeconds: configuration.triggerBacklogMaxSeconds, openedRev: recovered.rev,
+                logAuthors: { [engine] on in engine.logsWriteAuthors.store(on, ordering: .relaxed) }))
+        engine.logListener.withLockedValue { $0 = { [triggers] rev in triggers.loggedThrough(rev) } }
         return HostedDatabase(
-            name: name, directory: directory, engine: engine, timers: timers, openedRev: recovered.rev)
+            name: name, directory: directory, engine: engine, triggers: triggers, timers: timers,
+            openedRev: recovered.rev)
     }
 
     /// Runs the onDisconnect operations the log kept, which belong to connections of the previous
@@ -121,6 +141,8 @@ final class HostedDatabase: Sendable {
     func close() async {
         for timer in timers.withLockedValue({ $0 }) { timer.cancel() }
         try? await engine.barrier().get()
+        triggers.stop()
+        engine.logListener.withLockedValue { $0 = nil }
         try? await engine.loop.submit { [engine] in engine.closeStorage() }.get()
     }
 }

@@ -157,10 +157,15 @@ extension TriggerSettings {
     /// since 1970): `Content-Type`, `Hearth-Event-Id`, `Hearth-Signature`, then the configured
     /// headers.
     func request(for event: TriggerEvent, url: HTTPURL, time: Int64) -> HTTPRequester.Request {
-        let body = event.body()
+        request(body: event.body(), id: event.id, url: url, time: time)
+    }
+
+    /// The POST of an event's `body` (made once, the same for every attempt) with id `id`,
+    /// signed at `time`.
+    func request(body: [UInt8], id: String, url: HTTPURL, time: Int64) -> HTTPRequester.Request {
         var headers: [(name: String, value: String)] = [
             ("Content-Type", "application/json"),
-            (TriggerSignature.eventIdHeaderName, event.id),
+            (TriggerSignature.eventIdHeaderName, id),
             (TriggerSignature.headerName, TriggerSignature.header(body: body, secret: secret.bytes, time: time)),
         ]
         for header in self.headers { headers.append((header.name, header.value)) }
