@@ -10,16 +10,20 @@ import NIOPosix
 /// that the asker is an admin.
 extension DatabaseRegistry {
     /// The members of the answer to `request` about the triggers of database `name` (nil: the
-    /// default one): `triggers`, `trigger`, `removed`, `deadLetters` or `replayed`. Served on a
-    /// thread pool: it may open a closed database, and adding a trigger may read its secret file.
+    /// default one): `triggers`, `trigger`, `removed`, `deadLetters` or `replayed`. The database
+    /// is leased while the request is served (which opens it when closed; an unknown name is
+    /// `not_found`, never created), on a thread pool: adding a trigger may read its secret file
+    /// and saves the database's list.
     func perform(
         _ request: TriggerRequest, database name: String?, on loop: any EventLoop
-    ) -> EventLoopFuture<
-        [JSONMember]
-    > {
-        NIOThreadPool.singleton.runIfActive(eventLoop: loop) { [self] in
-            let database = try name.map { text throws(DatabaseError) in try DatabaseName(text) } ?? defaultName
-            return try Self.answer(request, control: try triggerControl(for: database))
+    ) -> EventLoopFuture<[JSONMember]> {
+        if let name {
+            do throws(DatabaseError) { _ = try info(name) } catch { return loop.makeFailedFuture(error) }
+        }
+        return lease(name, on: loop).flatMap { [self] lease in
+            NIOThreadPool.singleton.runIfActive(eventLoop: loop) { [self] in
+                try Self.answer(request, control: try triggerControl(for: lease.database.name))
+            }.always { _ in lease.release() }
         }
     }
 

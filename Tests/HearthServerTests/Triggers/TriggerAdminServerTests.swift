@@ -177,4 +177,82 @@ final class TriggerAdminServerTests: XCTestCase {
             XCTAssertEqual(response.status, 404)
         }
     }
+
+    /// A delivery that keeps failing becomes a dead letter, listed over both transports and
+    /// replayed over REST once the receiver answers; the inline secret is what signs it.
+    func testADeadLetterIsListedAndReplayed() async throws {
+        let receiver = try await LoopbackReceiver.start()
+        defer { receiver.stop() }
+        receiver.set(status: 503, body: [])
+        let rules = try temporaryFile(#"{"rules":{".read":false,".write":false}}"#)
+        let configure: (inout ServerConfiguration) -> Void = {
+            $0.rulesFile = rules
+            $0.tokens.adminSecrets = [self.adminSecret]
+        }
+        try await withLiveServer(configure: configure) { server in
+            let admin = try TestClient(port: server.port)
+            XCTAssertEqual(try admin.request(#"{"op":"auth","id":1,"token":"\#(adminSecret)"}"#)["ok"], .bool(true))
+            let trigger =
+                #"{"name":"notify","path":"/messages/{id}","on":["create"],"url":"http://127.0.0.1:\#(receiver.port)/hook","secret":"\#(hookSecret)","maxAgeSeconds":1,"timeoutMs":2000}"#
+            XCTAssertEqual(
+                try admin.request(#"{"op":"addTrigger","id":2,"trigger":\#(trigger)}"#)["ok"], .bool(true))
+            XCTAssertEqual(
+                try admin.request(#"{"op":"set","id":3,"path":"/messages/m1","value":{"text":"hi"}}"#)["ok"],
+                .bool(true))
+
+            var letters: [JSONValue] = []
+            let deadline = Date().addingTimeInterval(15)
+            while letters.isEmpty, Date() < deadline {
+                try await Task.sleep(nanoseconds: 100_000_000)
+                if case .array(let list)? = try admin.request(#"{"op":"deadLetters","id":4,"name":"notify"}"#)[
+                    "deadLetters"]
+                {
+                    letters = list
+                }
+            }
+            XCTAssertEqual(letters.count, 1)
+            let id = try XCTUnwrap(letters.first?["id"]?.stringValue)
+            XCTAssertEqual(letters.first?["path"], "/messages/m1")
+            XCTAssertEqual(letters.first?["kind"], "create")
+            XCTAssertNotNil(letters.first?["lastError"]?.stringValue)
+            let status = try admin.request(#"{"op":"triggers","id":5}"#)["triggers"]?.arrayValue?.first
+            XCTAssertEqual(status?["deadLetters"], .int(1), "\(String(describing: status))")
+            XCTAssertGreaterThanOrEqual(status?["failed"]?.int64Value ?? 0, 1)
+
+            receiver.set(status: 200, body: [])
+            let attempts = receiver.requests.count
+            let http = try HTTPTestClient(port: try XCTUnwrap(server.httpPort))
+            let auth = [("Authorization", "Bearer \(adminSecret)")]
+            var response = try http.request("GET", "/.well-known/hearth/triggers/notify/dead-letters", headers: auth)
+            XCTAssertEqual(response.json["deadLetters"]?.arrayValue?.count, 1, response.text)
+            response = try http.request(
+                "POST", "/.well-known/hearth/triggers/notify/replay", body: #"{"ids":["\#(id)"]}"#, headers: auth)
+            XCTAssertEqual(response.json, .object(["replayed": .int(1)]), response.text)
+
+            let delivered = try await TriggerRunnerTests.waitForRequests(receiver, count: attempts + 1)
+            let last = try XCTUnwrap(delivered.last)
+            XCTAssertEqual(last.headers.first(name: TriggerSignature.eventIdHeaderName), id)
+            let signature = try XCTUnwrap(last.headers.first(name: TriggerSignature.headerName))
+            XCTAssertTrue(
+                TriggerSignature.verify(
+                    header: signature, body: last.body, secret: Array(hookSecret.utf8),
+                    now: Int64(Date().timeIntervalSince1970), tolerance: 300))
+            var remaining = 1
+            let emptied = Date().addingTimeInterval(10)
+            while remaining > 0, Date() < emptied {
+                try await Task.sleep(nanoseconds: 50_000_000)
+                response = try http.request("GET", "/.well-known/hearth/triggers/notify/dead-letters", headers: auth)
+                remaining = response.json["deadLetters"]?.arrayValue?.count ?? -1
+            }
+            XCTAssertEqual(remaining, 0, "a replayed dead letter that was delivered leaves the list")
+        }
+    }
+}
+
+extension JSONValue {
+    /// The items of an array, nil for any other value.
+    fileprivate var arrayValue: [JSONValue]? {
+        if case .array(let items) = self { return items }
+        return nil
+    }
 }
