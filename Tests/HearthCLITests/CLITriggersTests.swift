@@ -128,4 +128,52 @@ final class CLITriggersTests: XCTestCase {
             XCTAssertEqual(try list.json(), .object(["triggers": .array([])]))
         }
     }
+
+    /// A delivery nothing answers (port 9 refuses) becomes a dead letter after `--max-age-seconds`;
+    /// `status`, `dead-letters` and `replay --id` show and queue it.
+    func testADeadLetterIsShownAndReplayed() async throws {
+        try await withCLISecureServer(rules: rules) { server in
+            let admin = ["HEARTH_TOKEN": CLITestSecrets.admin]
+            let secretFile = try server.file("hook.secret", hookSecret)
+            var result = try server.hearth(
+                [
+                    "triggers", "add", "notify", "--path", "/messages/{id}", "--on", "create", "--target",
+                    "http://127.0.0.1:9/hook", "--secret-file", secretFile, "--max-age-seconds", "1",
+                ], environment: admin)
+            XCTAssertEqual(result.status, 0, result.stderr)
+            result = try server.hearth(["set", "/messages/m1", #"{"text":"hi"}"#], environment: admin)
+            XCTAssertEqual(result.status, 0, result.stderr)
+
+            var letters: [JSONValue] = []
+            let deadline = Date().addingTimeInterval(15)
+            while letters.isEmpty, Date() < deadline {
+                try await Task.sleep(nanoseconds: 200_000_000)
+                result = try server.hearth(["triggers", "dead-letters", "notify", "--json"], environment: admin)
+                if case .array(let list)? = try result.json()["deadLetters"] { letters = list }
+            }
+            XCTAssertEqual(letters.count, 1, result.stdout)
+            let id = try XCTUnwrap(letters.first?["id"]?.stringValue)
+            XCTAssertTrue(id.hasSuffix(":/messages/m1"), id)
+
+            result = try server.hearth(["triggers", "dead-letters", "notify"], environment: admin)
+            let rows = result.stdout.split(separator: "\n").map { $0.split(separator: " ").map(String.init) }
+            XCTAssertEqual(rows.first, ["ID", "REV", "PATH", "KIND", "ATTEMPTS", "LAST-ERROR"], result.stdout)
+            XCTAssertEqual(rows.count, 2, result.stdout)
+            XCTAssertEqual(rows.last?.first, id, result.stdout)
+            XCTAssertEqual(rows.last.map { Array($0[2...3]) }, ["/messages/m1", "create"], result.stdout)
+
+            result = try server.hearth(["triggers", "status", "notify", "--json"], environment: admin)
+            XCTAssertEqual(try result.json()["deadLetters"], .int(1), result.stdout)
+            XCTAssertNotEqual(try result.json()["lastError"], .null, result.stdout)
+            result = try server.hearth(["triggers", "status"], environment: admin)
+            let status = result.stdout.split(separator: "\n").map { $0.split(separator: " ").map(String.init) }
+            XCTAssertEqual(status.last?.first, "notify", result.stdout)
+            XCTAssertEqual(status.last?[8], "1", "the DEAD column: \(result.stdout)")
+
+            result = try server.hearth(["triggers", "replay", "notify", "--id", id], environment: admin)
+            XCTAssertEqual(result.stdout, "queued 1 dead letter of notify for delivery\n", result.stderr)
+            result = try server.hearth(["triggers", "replay", "notify", "--id", "no-such-event"], environment: admin)
+            XCTAssertEqual(result.stdout, "queued 0 dead letters of notify for delivery\n", result.stderr)
+        }
+    }
 }
