@@ -193,7 +193,7 @@ let package = Package(
             name: "HearthServerTests",
             dependencies: [
                 "HearthServer", "HearthEngine", "HearthCore", "HearthJSON", "HearthProtocol", "HearthStorage",
-                "HearthAuth", "HearthCluster", "HearthTestSupport",
+                "HearthAuth", "HearthCluster", "HearthTestSupport", "HearthFunctions",
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),

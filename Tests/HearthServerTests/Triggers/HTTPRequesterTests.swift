@@ -135,6 +135,8 @@ final class LoopbackReceiver: Sendable {
         var status = 200
         var body: [UInt8] = []
         var silent = false
+        /// How long each answer waits (a slow receiver).
+        var delayMilliseconds: Int64 = 0
         var requests: [Received] = []
     }
 
@@ -174,6 +176,8 @@ final class LoopbackReceiver: Sendable {
 
     func set(silent: Bool) { state.withLockedValue { $0.silent = silent } }
 
+    func set(delayMilliseconds: Int64) { state.withLockedValue { $0.delayMilliseconds = delayMilliseconds } }
+
     func stop() { try? channel.close().wait() }
 
     private final class Responder: ChannelInboundHandler {
@@ -201,19 +205,24 @@ final class LoopbackReceiver: Sendable {
                     return state
                 }
                 guard !answer.silent else { return }
-                var responseHead = HTTPResponseHead(
-                    version: .http1_1, status: HTTPResponseStatus(statusCode: answer.status))
-                responseHead.headers.add(name: "Content-Length", value: "\(answer.body.count)")
-                responseHead.headers.add(name: "Connection", value: "close")
-                context.write(wrapOutboundOut(.head(responseHead)), promise: nil)
-                if !answer.body.isEmpty {
-                    context.write(
-                        wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(bytes: answer.body)))),
-                        promise: nil)
-                }
                 let channel = context.channel
-                context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in channel.close(promise: nil) }
+                guard answer.delayMilliseconds > 0 else { return Self.respond(answer, on: channel) }
+                channel.eventLoop.scheduleTask(in: .milliseconds(answer.delayMilliseconds)) {
+                    Self.respond(answer, on: channel)
+                }
             }
+        }
+
+        static func respond(_ answer: State, on channel: any Channel) {
+            var responseHead = HTTPResponseHead(version: .http1_1, status: HTTPResponseStatus(statusCode: answer.status))
+            responseHead.headers.add(name: "Content-Length", value: "\(answer.body.count)")
+            responseHead.headers.add(name: "Connection", value: "close")
+            channel.write(HTTPServerResponsePart.head(responseHead), promise: nil)
+            if !answer.body.isEmpty {
+                channel.write(
+                    HTTPServerResponsePart.body(.byteBuffer(channel.allocator.buffer(bytes: answer.body))), promise: nil)
+            }
+            channel.writeAndFlush(HTTPServerResponsePart.end(nil)).whenComplete { _ in channel.close(promise: nil) }
         }
     }
 }
