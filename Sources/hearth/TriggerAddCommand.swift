@@ -38,7 +38,7 @@ struct TriggerAddCommand: AsyncParsableCommand {
     @Option(help: "The http or https URL the events are POSTed to.")
     var target: String
 
-    @Option(help: "A local file holding the signing secret.")
+    @Option(help: "A local file holding the signing secret (- reads it from stdin).")
     var secretFile: String?
 
     @Option(help: "A variable of this command's environment holding the signing secret.")

@@ -38,6 +38,14 @@ final class CLITriggersTests: XCTestCase {
                 ], environment: ["AUDIT_HOOK_SECRET": hookSecret])
             XCTAssertEqual(result.status, 0, result.stderr)
             XCTAssertEqual(try result.json()["on"], .array([.string("create"), .string("update"), .string("delete")]))
+            result = try server.hearth(
+                [
+                    "triggers", "add", "piped", "--path", "/p/{id}", "--target", "http://127.0.0.1:9/piped",
+                    "--secret-file", "-",
+                ], environment: admin, stdin: hookSecret + "\n")
+            outputs.append(result.stdout + result.stderr)
+            XCTAssertEqual(result.status, 0, result.stderr)
+            XCTAssertEqual(try run(["triggers", "remove", "piped"]).status, 0)
             result = try run([
                 "triggers", "add", "notify", "--path", "/x", "--target", "http://127.0.0.1:9/", "--secret-file",
                 secretFile,
