@@ -78,6 +78,8 @@ package final class Engine: @unchecked Sendable {
     /// Hears the last revision the log holds for good after each commit (after its fsync under
     /// `fsync: always`), for a trigger runner reading the log behind the engine. Any thread.
     package let logListener = NIOLockedValueBox<(@Sendable (UInt64) -> Void)?>(nil)
+    /// Hears the trigger cursors a replica's leader sends (`ClusterReplicator`). Any thread.
+    package let triggerCursorsListener = NIOLockedValueBox<(@Sendable (JSONValue) -> Void)?>(nil)
     /// The confirmed revision and the outputs waiting for it (any thread).
     package let confirmations = ConfirmationGate()
     /// The batches written to the log whose deferred fsync has not finished, oldest first
@@ -97,6 +99,15 @@ package final class Engine: @unchecked Sendable {
     /// whether a check for them is scheduled (`acknowledgementArrived`). Any thread.
     let acknowledgementsUnseen = Atomic<Bool>(false)
     let acknowledgementCheckScheduled = Atomic<Bool>(false)
+
+    /// Whether this engine delivers its database's triggers: standalone, or leading its
+    /// cluster. Any thread.
+    package var deliversTriggers: Bool { clusterObject() == nil || isLeading }
+
+    /// A leader sends its triggers' cursors to its replicas (nothing standalone). Any thread.
+    package func shareTriggerCursors(_ cursors: JSONValue) {
+        loop.execute { self.replicator?.shareTriggerCursors(cursors) }
+    }
 
     /// Whether this node leads its cluster (see `leads`). Any thread.
     package var isLeading: Bool { leads.load(ordering: .relaxed) }

@@ -15,14 +15,14 @@ final class ClusterProcessTests: XCTestCase {
         let log: String
         var process: Process?
 
-        init(name: String, port: Int, root: String, leaseSeconds: Int, syncReplicas: Int) throws {
+        init(name: String, port: Int, root: String, leaseSeconds: Int, syncReplicas: Int, extra: String = "") throws {
             self.name = name
             self.port = port
             directory = root + "/" + name
             config = root + "/" + name + ".json"
             log = root + "/" + name + ".log"
             let settings =
-                #"{"cluster":{"leaseSeconds":\#(leaseSeconds),"syncReplicas":\#(syncReplicas),"syncTimeoutMs":3000}}"#
+                #"{"cluster":{"leaseSeconds":\#(leaseSeconds),"syncReplicas":\#(syncReplicas),"syncTimeoutMs":3000}\#(extra)}"#
             try settings.write(toFile: config, atomically: true, encoding: .utf8)
         }
 
@@ -85,12 +85,17 @@ final class ClusterProcessTests: XCTestCase {
         try? FileManager.default.removeItem(atPath: root)
     }
 
-    func startCluster(_ count: Int = 3, leaseSeconds: Int = 2, syncReplicas: Int = 0) throws -> [Daemon] {
+    /// `extra` is added to each member's configuration object (`,"name":value…`).
+    func startCluster(
+        _ count: Int = 3, leaseSeconds: Int = 2, syncReplicas: Int = 0, extra: String = ""
+    ) throws
+        -> [Daemon]
+    {
         let etcdURL = try XCTUnwrap(etcd?.clientURL)
         for index in 1...count {
             let daemon = try Daemon(
                 name: "n\(index)", port: try EtcdProcess.freeLoopbackPort(), root: root, leaseSeconds: leaseSeconds,
-                syncReplicas: syncReplicas)
+                syncReplicas: syncReplicas, extra: extra)
             try daemon.start(etcd: etcdURL)
             daemons.append(daemon)
         }
@@ -336,5 +341,48 @@ final class ClusterProcessTests: XCTestCase {
         XCTAssertTrue(newLeader === target)
         try waitForValue(target, "/s/50", .int(50))
         try waitForValue(leader, "/s/50", .int(50))
+    }
+
+    /// Only the leader delivers triggers; its replicas keep its cursors, so a `kill -9` of the
+    /// leader in the middle of deliveries loses no event, and the new leader repeats only those
+    /// the old one had in flight or delivered since it last sent its cursors (every 100 ms).
+    func testTriggersAreDeliveredByTheLeaderAndSurviveItsFailover() async throws {
+        let receiver = try await LoopbackReceiver.start()
+        defer { receiver.stop() }
+        receiver.set(delayMilliseconds: 5)
+        let secretFile = root + "/hook.secret"
+        try "whsec-cluster-test-0123456789abcdef0123".write(toFile: secretFile, atomically: true, encoding: .utf8)
+        let trigger =
+            #","triggers":[{"name":"notify","path":"/messages/{id}","url":"http://127.0.0.1:\#(receiver.port)/hook","#
+            + #""secretFile":"\#(secretFile)","maxConcurrency":4}]"#
+        let nodes = try startCluster(syncReplicas: 1, extra: trigger)
+        let leader = try waitForLeader(among: nodes)
+        let replicas = nodes.filter { $0 !== leader }
+        let writer = try TestClient(port: leader.port)
+        let count = 400
+        var lines = ""
+        for index in 1...count {
+            lines += #"{"op":"set","id":\#(index),"path":"/messages/m\#(index)","value":\#(index)}"# + "\n"
+        }
+        try writer.send(String(lines.dropLast()))
+        for _ in 1...count { XCTAssertEqual(try writer.readResponse()["ok"], .bool(true)) }
+        func ids() -> [String] {
+            receiver.requests.compactMap { try? JSONParser.parse($0.body)["id"]?.stringValue }
+        }
+        let deadline = Date().addingTimeInterval(20)
+        while Date() < deadline, Set(ids()).count < count / 4 { try await Task.sleep(nanoseconds: 10_000_000) }
+        let beforeKill = ids()
+        XCTAssertEqual(beforeKill.count, Set(beforeKill).count, "one node delivered each event once")
+        leader.signal(SIGKILL)
+        XCTAssertLessThan(Set(beforeKill).count, count, "the kill came in the middle of the deliveries")
+        _ = try waitForLeader(among: replicas, excluding: leader.name)
+        let expected = Set((1...count).map { "default:notify:\($0):/messages/m\($0)" })
+        let after = Date().addingTimeInterval(30)
+        while Date() < after, !expected.isSubset(of: Set(ids())) { try await Task.sleep(nanoseconds: 50_000_000) }
+        let all = ids()
+        XCTAssertTrue(expected.isSubset(of: Set(all)), "\(expected.subtracting(all).count) events never arrived")
+        let repeated = all.count - Set(all).count
+        // In flight (4) and delivered in the last cursor interval (100 ms at about 800 a second).
+        XCTAssertLessThanOrEqual(repeated, 120, "the new leader went on from the old one's cursors")
     }
 }

@@ -126,6 +126,16 @@ extension ClusterReplicator {
         for session in sessions { batch.append(.line(line), for: session) }
     }
 
+    /// The leader's triggers' cursors to every replica stream, now.
+    package func shareTriggerCursors(_ cursors: JSONValue) {
+        guard case .leader = replication.role, !replication.leader.streams.isEmpty else { return }
+        var line: [UInt8] = []
+        JSONValue.object([JSONMember("event", .string("triggers")), JSONMember("cursors", cursors)])
+            .serialize(into: &line)
+        line.append(UInt8(ascii: "\n"))
+        engine.deliver(replication.leader.streams.values.map { ($0.session, [Outbound.line(line)]) })
+    }
+
     /// A replica takes its leader's rules: kept in its data directory (as `setRules` does, so that
     /// a restart loads them) and in force from the next request on.
     func adoptRules(_ document: JSONValue, now: Int64, batch: inout Batch) {

@@ -64,6 +64,8 @@ extension ClusterReplicator {
             }
         case .rules(let document):
             adoptRules(document, now: now, batch: &batch)
+        case .triggerCursors(let cursors):
+            engine.triggerCursorsListener.withLockedValue { $0 }?(cursors)
         case .forwardAnswer(let forward, let members):
             forwardAnswered(forward, members: members, now: now, batch: &batch)
         case .goaway:

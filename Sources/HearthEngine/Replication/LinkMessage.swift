@@ -19,6 +19,8 @@ package enum LinkMessage: Sendable {
     case heartbeat(confirmedRev: UInt64)
     /// The leader's rules document, in force on this node from now on.
     case rules(JSONValue)
+    /// The leader's triggers' cursors, kept by the replica for when it leads.
+    case triggerCursors(JSONValue)
     /// The answer to forwarded request `forward` (its members after `id`).
     case forwardAnswer(forward: UInt64, members: [JSONMember])
     /// The leader is shutting down: the link closes.

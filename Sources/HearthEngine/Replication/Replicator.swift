@@ -1,4 +1,5 @@
 import HearthCore
+import HearthJSON
 import HearthProtocol
 import HearthStorage
 
@@ -54,6 +55,9 @@ package protocol Replicator: AnyObject {
 
     /// New rules are in force (a leader sends them to its replicas).
     func rulesInstalled(batch: inout Batch)
+    /// A leader sends its triggers' cursors to its replicas (`{"<trigger>":{"rev":N,…},…}`), so
+    /// that a replica elected leader goes on from them.
+    func shareTriggerCursors(_ cursors: JSONValue)
     /// Whether this node runs onDisconnect queues (a replica's leader runs its clients').
     var runsOnDisconnectQueues: Bool { get }
     /// The cluster-wide owner of a connection's onDisconnect registrations (`node/session`).

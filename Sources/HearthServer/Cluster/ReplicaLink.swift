@@ -323,6 +323,8 @@ final class LinkHandler: ChannelInboundHandler {
                 return .heartbeat(confirmedRev: rev(json["confirmedRev"]))
             case "rules":
                 return json["rules"].map(LinkMessage.rules)
+            case "triggers":
+                return json["cursors"].map(LinkMessage.triggerCursors)
             case "goaway":
                 return .goaway
             default:

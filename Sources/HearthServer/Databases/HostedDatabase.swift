@@ -45,6 +45,8 @@ final class HostedDatabase: Sendable {
         let counters: @Sendable (DatabaseName) -> SecurityCounters
         /// The loops trigger runners work on (one per database, not its engine's when others exist).
         let triggerLoops: any EventLoopGroup
+        /// Whether this daemon is a cluster member (only the leader delivers triggers).
+        let clustered: Bool
     }
 
     /// The rules a database starts with: its own accepted rules (`setRules`), else its rules file
@@ -120,8 +122,15 @@ final class HostedDatabase: Sendable {
                 fileSystem: context.fileSystem, logger: logger, clock: context.clock, registry: metrics.registry,
                 backlogMaxBytes: configuration.triggerBacklogMaxBytes,
                 backlogMaxSeconds: configuration.triggerBacklogMaxSeconds, openedRev: recovered.rev,
-                logAuthors: { [engine] on in engine.logsWriteAuthors.store(on, ordering: .relaxed) }))
+                logAuthors: { [engine] on in engine.logsWriteAuthors.store(on, ordering: .relaxed) },
+                clustered: context.clustered,
+                delivers: { [engine, clustered = context.clustered] in
+                    !clustered || engine.isLeading
+                }, shareCursors: { [engine] cursors in engine.shareTriggerCursors(cursors) }))
         engine.logListener.withLockedValue { $0 = { [triggers] rev in triggers.loggedThrough(rev) } }
+        engine.triggerCursorsListener.withLockedValue {
+            $0 = { [triggers] cursors in triggers.adopt(cursors: cursors) }
+        }
         return HostedDatabase(
             name: name, directory: directory, engine: engine, triggers: triggers, timers: timers,
             openedRev: recovered.rev)

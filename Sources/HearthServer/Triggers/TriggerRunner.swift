@@ -1,5 +1,6 @@
 import HearthCore
 import HearthEngine
+import HearthJSON
 import HearthStorage
 import Logging
 import NIOConcurrencyHelpers
@@ -38,6 +39,13 @@ final class TriggerRunner: TriggerControl, @unchecked Sendable {
         let openedRev: UInt64
         /// Turns the logging of writes' authors on or off in the engine.
         let logAuthors: @Sendable (Bool) -> Void
+        /// Whether the database is a cluster member's: only its leader delivers, and triggers
+        /// come from the configuration only (the same on every member).
+        let clustered: Bool
+        /// Whether this node delivers now (standalone, or leading).
+        let delivers: @Sendable () -> Bool
+        /// Sends the cursors to the replicas (a leader).
+        let shareCursors: @Sendable (JSONValue) -> Void
     }
 
     static let maxDeadLetters = 10_000
@@ -53,6 +61,10 @@ final class TriggerRunner: TriggerControl, @unchecked Sendable {
     private var stored: [TriggerSettings] = []
     private var timer: RepeatedTask?
     private var lastBacklogCheck: Int64 = 0
+    private var lastShare: Int64 = 0
+    private var sharedCursors: JSONValue?
+    /// Whether this node delivered at the last pump (a cluster member changes role).
+    private var delivering = false
     private var stopped = false
     /// The log's last revision the runner may read (any thread).
     private let head: Synchronization.Atomic<UInt64>
@@ -154,6 +166,7 @@ final class TriggerRunner: TriggerControl, @unchecked Sendable {
         lock.withLock {
             guard !stopped else { return }
             for worker in workers.values { saveCursor(worker, force: false) }
+            if context.clustered, delivering { shareCursors(now: now) }
             if now - lastBacklogCheck >= 1000 {
                 lastBacklogCheck = now
                 enforceBacklog(now: now)
@@ -163,13 +176,22 @@ final class TriggerRunner: TriggerControl, @unchecked Sendable {
         pump()
     }
 
-    /// Reads what each trigger can read and sends what is due.
+    /// Reads what each trigger can read and sends what is due (on a node that delivers).
     private func pump() {
         pumpScheduled.store(false, ordering: .relaxed)
         let now = context.clock()
+        let delivers = context.delivers()
         var sends: [(worker: TriggerWorker, generation: Int, event: TriggerWorker.Pending, replay: Bool)] = []
         lock.withLock {
             guard !stopped else { return }
+            if delivers != delivering {
+                // Elected (or stepped down): start over from the cursors, which a replica
+                // kept as its leader sent them; answers to what was in flight are ignored.
+                delivering = delivers
+                for worker in workers.values { worker.resetToCursor() }
+                if delivers { logger.info("delivering triggers from their cursors", metadata: ["leading": "true"]) }
+            }
+            guard delivers else { return }
             let limit = head.load(ordering: .relaxed)
             var trees: [UInt64: Node] = [:]
             for worker in workers.values {
@@ -264,6 +286,41 @@ final class TriggerRunner: TriggerControl, @unchecked Sendable {
         var trees: [UInt64: Node] = [:]
         for worker in workers.values where worker.cursor < base {
             skipGap(worker, because: "the trigger backlog passed its bound", trees: &trees)
+        }
+    }
+
+    /// A leader's cursors to its replicas: when they changed, and every second for a replica
+    /// that joined since.
+    private func shareCursors(now: Int64) {
+        let cursors = JSONValue.object(
+            workers.values.sorted { $0.settings.name < $1.settings.name }.map { worker in
+                JSONMember(
+                    worker.settings.name,
+                    .object([
+                        JSONMember("rev", .int(Int64(clamping: worker.cursor))),
+                        JSONMember("lostRevisions", .int(Int64(clamping: worker.lostRevisions))),
+                    ]))
+            })
+        guard cursors != sharedCursors || now - lastShare >= 1000 else { return }
+        sharedCursors = cursors
+        lastShare = now
+        context.shareCursors(cursors)
+    }
+
+    /// A replica takes its leader's cursors (kept, and saved with the next tick). Any thread.
+    func adopt(cursors: JSONValue) {
+        guard case .object(let members) = cursors else { return }
+        lock.withLock {
+            guard !delivering else { return }
+            for member in members {
+                guard let worker = workers[member.key], let rev = member.value["rev"]?.int64Value, rev >= 0 else {
+                    continue
+                }
+                worker.cursor = max(worker.cursor, UInt64(rev))
+                if let lost = member.value["lostRevisions"]?.int64Value, lost >= 0 {
+                    worker.lostRevisions = max(worker.lostRevisions, UInt64(lost))
+                }
+            }
         }
     }
 
@@ -373,6 +430,7 @@ final class TriggerRunner: TriggerControl, @unchecked Sendable {
     }
 
     func add(_ settings: TriggerSettings) throws(DatabaseError) {
+        guard !context.clustered else { throw Self.configuredInCluster }
         do {
             try lock.withLock { () throws in
                 guard workers[settings.name] == nil else {
@@ -394,6 +452,7 @@ final class TriggerRunner: TriggerControl, @unchecked Sendable {
     }
 
     func remove(_ name: String) throws(DatabaseError) {
+        guard !context.clustered else { throw Self.configuredInCluster }
         do {
             try lock.withLock { () throws in
                 guard let worker = workers[name] else { throw DatabaseError(.notFound, "no trigger named \"\(name)\"") }
@@ -414,6 +473,13 @@ final class TriggerRunner: TriggerControl, @unchecked Sendable {
         }
         logger.info("trigger removed", metadata: ["trigger": "\(name)"])
         triggersChanged()
+    }
+
+    static var configuredInCluster: DatabaseError {
+        DatabaseError(
+            .badRequest,
+            "a cluster's triggers are declared in the configuration of every member (docs/triggers.md), not through the admin API"
+        )
     }
 
     func deadLetters(_ name: String, limit: Int) throws(DatabaseError) -> [DeadLetter] {

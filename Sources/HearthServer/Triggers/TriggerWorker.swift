@@ -106,6 +106,16 @@ final class TriggerWorker {
         generation += 1
     }
 
+    /// Forgets what was read ahead and in flight and the tree: the next pump rebuilds the tree
+    /// at the cursor and reads on from there.
+    func resetToCursor() {
+        reader.close()
+        shadow = nil
+        pending.removeAll()
+        for index in replays.indices { replays[index].inFlight = false }
+        generation += 1
+    }
+
     var cursorRecord: TriggerFiles.Cursor { TriggerFiles.Cursor(rev: cursor, lostRevisions: lostRevisions) }
 
     var inFlight: Int { (pending + replays).reduce(0) { $0 + ($1.inFlight ? 1 : 0) } }

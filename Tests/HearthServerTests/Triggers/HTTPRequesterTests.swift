@@ -214,13 +214,15 @@ final class LoopbackReceiver: Sendable {
         }
 
         static func respond(_ answer: State, on channel: any Channel) {
-            var responseHead = HTTPResponseHead(version: .http1_1, status: HTTPResponseStatus(statusCode: answer.status))
+            var responseHead = HTTPResponseHead(
+                version: .http1_1, status: HTTPResponseStatus(statusCode: answer.status))
             responseHead.headers.add(name: "Content-Length", value: "\(answer.body.count)")
             responseHead.headers.add(name: "Connection", value: "close")
             channel.write(HTTPServerResponsePart.head(responseHead), promise: nil)
             if !answer.body.isEmpty {
                 channel.write(
-                    HTTPServerResponsePart.body(.byteBuffer(channel.allocator.buffer(bytes: answer.body))), promise: nil)
+                    HTTPServerResponsePart.body(.byteBuffer(channel.allocator.buffer(bytes: answer.body))), promise: nil
+                )
             }
             channel.writeAndFlush(HTTPServerResponsePart.end(nil)).whenComplete { _ in channel.close(promise: nil) }
         }

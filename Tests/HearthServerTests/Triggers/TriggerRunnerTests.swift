@@ -25,7 +25,8 @@ final class TriggerRunnerTests: XCTestCase {
 
     /// Waits until `receiver` has at least `count` requests (or fails after `seconds`).
     static func waitForRequests(
-        _ receiver: LoopbackReceiver, count: Int, seconds: Double = 10, file: StaticString = #filePath, line: UInt = #line
+        _ receiver: LoopbackReceiver, count: Int, seconds: Double = 10, file: StaticString = #filePath,
+        line: UInt = #line
     ) async throws -> [LoopbackReceiver.Received] {
         let deadline = Date().addingTimeInterval(seconds)
         while Date() < deadline {
@@ -64,7 +65,8 @@ final class TriggerRunnerTests: XCTestCase {
             let events = try Self.bodies(requests)
             XCTAssertEqual(events.map { $0["kind"] }, ["create", "update", "create", "create", "delete"])
             XCTAssertEqual(
-                events.map { $0["path"] }, ["/messages/m1", "/messages/m1", "/messages/m2", "/messages/m3", "/messages/m1"])
+                events.map { $0["path"] },
+                ["/messages/m1", "/messages/m1", "/messages/m2", "/messages/m3", "/messages/m1"])
             XCTAssertEqual(events[0]["params"], .object(["id": "m1"]))
             XCTAssertEqual(events[0]["before"], .null)
             XCTAssertEqual(events[0]["after"], .object(["text": "hi"]))
@@ -175,7 +177,9 @@ final class TriggerRunnerTests: XCTestCase {
             XCTAssertEqual(replayed?.delivered, 1)
             let sent = try Self.bodies(Array(receiver.requests[before...]))
             XCTAssertEqual(sent.map { $0["id"] }, ["default:notify:2:/messages/next"])
-            XCTAssertEqual(try Self.control(server).deadLetters("notify", limit: 10).map(\.id), ["default:notify:1:/messages/lost"])
+            XCTAssertEqual(
+                try Self.control(server).deadLetters("notify", limit: 10).map(\.id), ["default:notify:1:/messages/lost"]
+            )
             XCTAssertThrowsError(try Self.control(server).replay("nobody", ids: nil))
         }
     }
@@ -189,10 +193,13 @@ final class TriggerRunnerTests: XCTestCase {
         let rules = try temporaryFile(
             #"{"rules":{".read":true,"messages":{"$id":{".write":"auth != null && $id !== 'blocked'"}}}}"#)
         let clock = TestClock()
-        try await withSecureServer(clock: clock, secureConfiguration {
-            $0.rulesFile = rules
-            $0.triggers = [settings]
-        }) { server in
+        try await withSecureServer(
+            clock: clock,
+            secureConfiguration {
+                $0.rulesFile = rules
+                $0.triggers = [settings]
+            }
+        ) { server in
             let user = try TestClient(port: server.port)
             let token = try await testToken(uid: "alice", claims: .object(["role": "writer"]), now: clock.now)
             XCTAssertEqual(try user.request(#"{"op":"auth","token":"\#(token)"}"#)["ok"], .bool(true))
@@ -206,7 +213,8 @@ final class TriggerRunnerTests: XCTestCase {
             XCTAssertEqual(try user.request(#"{"op":"set","id":3,"path":"/messages/ok","value":1}"#)["ok"], .bool(true))
             let admin = try TestClient(port: server.port)
             try admin.authAdmin()
-            XCTAssertEqual(try admin.request(#"{"op":"set","id":4,"path":"/messages/blocked","value":2}"#)["ok"], .bool(true))
+            XCTAssertEqual(
+                try admin.request(#"{"op":"set","id":4,"path":"/messages/blocked","value":2}"#)["ok"], .bool(true))
             let requests = try await Self.waitForRequests(receiver, count: 2)
             try await Task.sleep(nanoseconds: 300_000_000)
             XCTAssertEqual(receiver.requests.count, 2, "denied writes trigger nothing")
@@ -262,7 +270,8 @@ final class TriggerRunnerTests: XCTestCase {
             XCTAssertGreaterThan(lost?.lostRevisions ?? 0, 0)
             XCTAssertLessThan(Self.bytes(in: retained), 2 << 20, "the kept log stays near its bound")
             try await Task.sleep(nanoseconds: 300_000_000)
-            let metrics = try await XCTUnwrap(server.wellKnown.respond(to: WellKnownEndpoints.metricsPath)).get().bodyText
+            let metrics = try await XCTUnwrap(server.wellKnown.respond(to: WellKnownEndpoints.metricsPath)).get()
+                .bodyText
             XCTAssertTrue(metrics.contains(#"hearth_trigger_lost{trigger="notify"} 1"#), metrics)
             // Back up: what the log still has is delivered, and replay clears the mark.
             receiver.set(status: 200, body: [])
