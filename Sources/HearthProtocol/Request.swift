@@ -115,7 +115,8 @@ public struct FirebaseListen: Sendable {
 }
 
 /// `use`, `listDatabases`, `createDatabase`, `databaseInfo` and `deleteDatabase`
-/// (docs/PROTOCOL.md, "Databases"). Names are checked by the server, which knows the rule.
+/// (docs/PROTOCOL.md, "Databases"), and the triggers' admin requests. Names are checked by the
+/// server, which knows the rules.
 public enum DatabaseRequest: Sendable, Equatable {
     /// The connection's database, chosen by its first request.
     case use(String)
@@ -124,6 +125,29 @@ public enum DatabaseRequest: Sendable, Equatable {
     case info(String)
     /// `purge`: remove the data rather than moving it into the trash.
     case delete(String, purge: Bool)
+    /// A request about the triggers of the connection's database.
+    case triggers(TriggerRequest)
+}
+
+/// `triggers`, `addTrigger`, `removeTrigger`, `deadLetters` and `replayTrigger`
+/// (docs/PROTOCOL.md, "Triggers"): an admin's requests about the triggers of one database.
+public enum TriggerRequest: Sendable, Equatable {
+    /// Every trigger with its status.
+    case list
+    /// Adds the trigger the object defines (the configuration's trigger object, which may carry
+    /// its secret inline as `secret`); the server parses it.
+    case add(JSONValue)
+    /// Removes a trigger made through the admin API.
+    case remove(name: String)
+    /// The trigger's dead letters, oldest first, at most `limit`.
+    case deadLetters(name: String, limit: Int)
+    /// Sends the trigger's dead letters again: all of them (nil) or those with the given ids.
+    case replay(name: String, ids: [String]?)
+
+    /// The dead letters a `deadLetters` request returns when it names no `limit`.
+    public static let defaultDeadLetterLimit = 100
+    /// The most dead letters one `deadLetters` request returns.
+    public static let maxDeadLetterLimit = 10_000
 }
 
 /// The steps of authentication. The wire's `auth` decodes to `.token`; the connection verifies it

@@ -281,6 +281,28 @@ public struct RequestDecoder: Sendable {
             return .database(.info(try databaseName(fields)))
         case "deleteDatabase":
             return .database(.delete(try databaseName(fields), purge: try fields.bool(.purge) ?? false))
+        case "triggers":
+            return .database(.triggers(.list))
+        case "addTrigger":
+            guard case .object = try fields.required(.trigger) else {
+                throw DatabaseError(.badRequest, "field \"trigger\" must be a trigger object")
+            }
+            return .database(.triggers(.add(try fields.required(.trigger))))
+        case "removeTrigger":
+            return .database(.triggers(.remove(name: try triggerName(fields))))
+        case "deadLetters":
+            let limit: Int
+            switch fields[.limit] {
+            case nil: limit = TriggerRequest.defaultDeadLetterLimit
+            case .int(let n)? where n >= 1 && n <= Int64(TriggerRequest.maxDeadLetterLimit): limit = Int(n)
+            default:
+                throw DatabaseError(
+                    .badRequest,
+                    "field \"limit\" must be a whole number in 1...\(TriggerRequest.maxDeadLetterLimit)")
+            }
+            return .database(.triggers(.deadLetters(name: try triggerName(fields), limit: limit)))
+        case "replayTrigger":
+            return .database(.triggers(.replay(name: try triggerName(fields), ids: try Self.eventIDs(fields[.ids]))))
         default:
             if let cluster = try clusterOperation(name, fields) { return cluster }
             throw DatabaseError(.unknownOp, "unknown op \"\(name)\"")
@@ -291,6 +313,27 @@ public struct RequestDecoder: Sendable {
     func databaseName(_ fields: Fields) throws(DatabaseError) -> String {
         guard let name = try fields.string(.db) else { throw DatabaseError(.badRequest, "missing field \"db\"") }
         return name
+    }
+
+    /// The `name` of a trigger request.
+    func triggerName(_ fields: Fields) throws(DatabaseError) -> String {
+        guard let name = try fields.string(.name), !name.isEmpty else {
+            throw DatabaseError(.badRequest, "missing field \"name\" (the trigger's name)")
+        }
+        return name
+    }
+
+    /// The `ids` of a `replayTrigger`: nil (every dead letter) or a non-empty array of event ids.
+    public static func eventIDs(_ value: JSONValue?) throws(DatabaseError) -> [String]? {
+        guard let value, value != .null else { return nil }
+        let bad = DatabaseError(.badRequest, "field \"ids\" must be a non-empty array of event ids (strings)")
+        guard case .array(let items) = value, !items.isEmpty else { throw bad }
+        var ids: [String] = []
+        for item in items {
+            guard case .string(let id) = item else { throw bad }
+            ids.append(id)
+        }
+        return ids
     }
 
     /// Compiles the `rules` of a `setRules`: the whole rules document as the file holds it, as

@@ -9,6 +9,7 @@ enum RequestField: String, CaseIterable, Sendable {
     case identity = "as"
     case node, fromRev, history, origin, rev, auth, stored, owner, to
     case db, purge
+    case name, limit, ids, trigger
 
     /// The field whose name is `utf8`, if any. Every name but `expectHash` has at most 8 bytes:
     /// they are matched by length, then as one integer (the bytes little-endian, as the
@@ -37,6 +38,7 @@ enum RequestField: String, CaseIterable, Sendable {
             case 0x627573: self = .sub  // "sub"
             case 0x646977: self = .wid  // "wid"
             case 0x766572: self = .rev  // "rev"
+            case 0x736469: self = .ids  // "ids"
             default: return nil
             }
         case 4:
@@ -45,6 +47,7 @@ enum RequestField: String, CaseIterable, Sendable {
             case 0x6873_6168: self = .hash  // "hash"
             case 0x6874_6170: self = .path  // "path"
             case 0x6874_7561: self = .auth  // "auth"
+            case 0x656d_616e: self = .name  // "name"
             default: return nil
             }
         case 5:
@@ -57,6 +60,7 @@ enum RequestField: String, CaseIterable, Sendable {
             case 0x72_656e_776f: self = .owner  // "owner"
             case 0x73_656c_7572: self = .rules  // "rules"
             case 0x79_7265_7571: self = .query  // "query"
+            case 0x74_696d_696c: self = .limit  // "limit"
             default: return nil
             }
         case 6:
@@ -76,6 +80,7 @@ enum RequestField: String, CaseIterable, Sendable {
             case 0x76_6552_6d6f_7266: self = .fromRev  // "fromRev"
             case 0x77_6f6c_6c61_6873: self = .shallow  // "shallow"
             case 0x79_726f_7473_6968: self = .history  // "history"
+            case 0x72_6567_6769_7274: self = .trigger  // "trigger"
             default: return nil
             }
         case 8:

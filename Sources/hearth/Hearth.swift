@@ -16,14 +16,14 @@ struct Hearth: AsyncParsableCommand {
         discussion: """
             Exit status: 0 ok, 1 server, connection or data error (message on stderr), 2 usage \
             (including invalid paths, keys, values and queries). Only JSON is written to stdout \
-            (except the text of cluster status and db, which --json replaces). --db NAME chooses \
+            (except the text of cluster status, db and triggers, which --json replaces). --db NAME chooses \
             one of the server's databases.
             """,
         version: Database.sdkVersion,
         subcommands: [
             GetCommand.self, SetCommand.self, UpdateCommand.self, RemoveCommand.self, PushCommand.self,
             ListenCommand.self, ImportCommand.self, ExportCommand.self, PingCommand.self, CheckCommand.self,
-            TokenCommand.self, RulesCommand.self, ClusterCommand.self, DatabaseCommand.self,
+            TokenCommand.self, RulesCommand.self, ClusterCommand.self, DatabaseCommand.self, TriggerCommand.self,
         ])
 
     /// Accepted before the subcommand too (`hearth --url … get /`).

@@ -62,6 +62,9 @@ final class RequestDecoderTests: XCTestCase {
             #"{"id":17,"op":"set","op":"remove","path":"/a","path":"/b"}"#,
             #"{"id":18,"op":"set","p\u0061th":"/a","value":true}"#,
             #"{"id":19,"op":"nope"}"#,
+            #"{"id":21,"op":"addTrigger","trigger":{"name":"n","path":"/m/{id}"}}"#,
+            #"{"id":22,"op":"deadLetters","name":"n","limit":5}"#,
+            #"{"id":23,"op":"replayTrigger","name":"n","ids":["a"]}"#,
             #"  {"id":20,"op":"set","path":"/a","value":[[[[[1]]]]]} "#,
             #"[1,2]"#,
         ]

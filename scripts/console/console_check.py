@@ -19,7 +19,9 @@ rules all address it (`ns`), also after a reload and after switching back and fo
 out; the picker's Info panel shows the chosen database's information (its rev after a write,
 on Refresh; its folder, size and quotas); deleting it needs its name typed (a wrong one deletes
 nothing), moves it to the trash under the data directory (the console shows where, the folder
-exists) or purges it, drops it from the picker and moves the console to the default database.
+exists) or purges it, drops it from the picker and moves the console to the default database;
+the triggers panel lists the database's triggers, follows one added and removed meanwhile, and
+shows a trigger's dead letters, never its secret.
 Saves one screenshot per panel (data.png, query.png, rules.png, server.png) and two of the
 picker (database.png, database-info.png) in SCREENSHOT_DIR. Prints "ok" last.
 """
@@ -434,6 +436,39 @@ def main():
 
         wait(shown_rev, what="a revision on the server tab")
         driver.save_screenshot(os.path.join(shots, "server.png"))
+
+        # 11b. Triggers: the chosen database's triggers and their status, refreshed while the panel
+        #      shows, and a trigger's dead letters (through /.well-known/hearth/triggers).
+        added = tcp.request({"op": "addTrigger", "trigger": {
+            "name": "notify", "path": "/messages/{id}", "on": ["create"], "url": "http://127.0.0.1:9/hook",
+            "secret": "console-check-hook-secret-0123456789"}})
+        assert added.get("ok"), added
+        find('[data-tab="triggers"]').click()
+        wait(lambda: find('#triggers-table tr[data-trigger="notify"]'), what="the trigger's row")
+        # Read and clicked in one script each: the rows are drawn anew at every refresh.
+        notify = "#triggers-table tr[data-trigger=notify]"
+        cells = driver.execute_script(
+            "return [...document.querySelectorAll(arguments[0] + ' td')].map((td) => td.textContent)", notify)
+        check(cells[:4] == ["notify", "/messages/{id}", "create", "http://127.0.0.1:9/hook"], "the trigger's row: %s" % cells)
+        state = driver.execute_script("return document.querySelector(arguments[0]).dataset.state", notify)
+        check(state in ("idle", "delivering", "retrying"), "the trigger's state: %s" % state)
+        check("console-check-hook-secret" not in driver.page_source, "the page never holds a trigger's secret")
+        added = tcp.request({"op": "addTrigger", "trigger": {
+            "name": "audit", "path": "/orders/{id}", "url": "http://127.0.0.1:9/audit",
+            "secret": "console-check-hook-secret-0123456789"}})
+        assert added.get("ok"), added
+        wait(lambda: find('#triggers-table tr[data-trigger="audit"]'), what="a new trigger shown by the refresh")
+        driver.execute_script("document.querySelector(arguments[0] + ' button').click()", notify)
+        wait(lambda: not find("#dead-letters").get_attribute("hidden")
+             and find("#dead-letters").get_attribute("data-trigger") == "notify"
+             and find("#dead-letters-table tbody tr"), what="the trigger's dead letters")
+        check(find("#dead-letters-name").text == "notify", "the dead letters' trigger")
+        find("#dead-letters-close").click()
+        check(find("#dead-letters").get_attribute("hidden") is not None, "the dead letters close")
+        for name in ("notify", "audit"):
+            removed = tcp.request({"op": "removeTrigger", "name": name})
+            assert removed.get("ok"), removed
+        wait(lambda: not find('#triggers-table tr[data-trigger="notify"]'), what="the removed triggers gone")
 
         # 12. Databases: the picker lists them and creates one, and every request of the page
         #     addresses the chosen one (`ns`): the tree, its stream, the query, the rules.

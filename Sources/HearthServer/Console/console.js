@@ -162,6 +162,7 @@ function showTab(name) {
   }
   for (const panel of document.querySelectorAll('[role=tabpanel]')) panel.hidden = panel.dataset.panel !== name;
   if (name === 'rules') rules.load();
+  if (name === 'triggers') loadTriggers();
 }
 function setupTabs() {
   const tabs = [...document.querySelectorAll('[role=tab]')];
@@ -1491,6 +1492,8 @@ function useDatabase(name) {
   restartQuery();
   $('#rules-error').textContent = '';
   if (!$('#panel-rules').hidden) rules.load();
+  closeDeadLetters();
+  if (!$('#panel-triggers').hidden) loadTriggers();
   inspectDatabase();
 }
 
@@ -1668,6 +1671,169 @@ function setupDatabases() {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Triggers: the chosen database's triggers with their status (read again every two seconds
+// while the panel shows), a trigger's dead letters, and replaying them; admins only
+// (docs/REST.md, "Triggers").
+
+const triggers = {
+  // The trigger whose dead letters show, or null.
+  deadLetters: null,
+  // Counts the reads: an answer that returns after a newer read was asked for is dropped.
+  reading: 0,
+};
+
+/**
+ * A call to `/.well-known/hearth/triggers[<suffix>]` on the chosen database, with the credential
+ * as a bearer token and `body` sent as JSON.
+ */
+async function triggersCall(method, suffix = '', { query = {}, body } = {}) {
+  const headers = {};
+  if (auth.token) headers.Authorization = 'Bearer ' + auth.token;
+  const params = new URLSearchParams(query);
+  if (database.name) params.set('ns', database.name);
+  const init = { method, headers, cache: 'no-store' };
+  if (body !== undefined) {
+    init.body = JSON.stringify(body);
+    headers['Content-Type'] = 'application/json';
+  }
+  const search = params.toString();
+  return answerOf(await fetch('/.well-known/hearth/triggers' + suffix + (search ? '?' + search : ''), init));
+}
+
+/** A message beside the panel's Refresh button (or the dead letters' when `where` says so). */
+function triggersState(message, isError = false, where = '#triggers-state') {
+  const state = $(where);
+  state.textContent = message || '';
+  state.className = isError ? 'error' : 'muted';
+}
+
+/** A table cell holding `value` as text. */
+function cell(value, className) {
+  const td = document.createElement('td');
+  td.textContent = value === null || value === undefined ? '—' : String(value);
+  if (className) td.className = className;
+  return td;
+}
+
+/** Reads the triggers' status, and the shown dead letters, once. */
+async function loadTriggers() {
+  const reading = ++triggers.reading;
+  const ns = database.name;
+  let list;
+  try {
+    ({ triggers: list } = await triggersCall('GET'));
+  } catch (error) {
+    if (reading !== triggers.reading || ns !== database.name) return;
+    $('#triggers-table tbody').replaceChildren();
+    triggersState(error.status === 401 ? 'the triggers are for admins: sign in with an admin secret'
+      : 'cannot read the triggers: ' + error.message, true);
+    return;
+  }
+  if (reading !== triggers.reading || ns !== database.name) return;
+  showTriggers(list);
+  if (triggers.deadLetters !== null) loadDeadLetters(triggers.deadLetters);
+}
+
+/** One row per trigger, with a button that shows its dead letters. */
+function showTriggers(list) {
+  const rows = list.map((trigger) => {
+    const tr = document.createElement('tr');
+    tr.dataset.trigger = trigger.name;
+    tr.dataset.state = trigger.state;
+    const state = cell(trigger.state);
+    state.dataset.state = trigger.state;
+    const lag = Number(trigger.lagSeconds) || 0;
+    tr.append(
+      cell(trigger.name), cell(trigger.path), cell((trigger.on || []).join(', ')), cell(trigger.url), state,
+      cell(trigger.deliveredRev), cell(trigger.lagRevisions), cell(lag < 10 ? lag.toFixed(1) : Math.round(lag)),
+      cell(trigger.delivered), cell(trigger.failed), cell(trigger.retried), cell(trigger.deadLetters),
+      cell(trigger.lostRevisions), cell(trigger.lastError, trigger.lastError ? 'error-text' : undefined));
+    const actions = document.createElement('td');
+    actions.append(button('Dead letters', 'Show the events of ' + trigger.name + ' that kept failing',
+      () => loadDeadLetters(trigger.name)));
+    tr.append(actions);
+    return tr;
+  });
+  if (rows.length === 0) {
+    const tr = document.createElement('tr');
+    const td = cell('no triggers on this database (hearth triggers add, or the configuration\'s triggers)', 'muted');
+    td.colSpan = 15;
+    tr.append(td);
+    rows.push(tr);
+  }
+  $('#triggers-table tbody').replaceChildren(...rows);
+  triggersState(list.length === 1 ? '1 trigger' : list.length + ' triggers');
+}
+
+/** Shows the dead letters of the trigger `name`, oldest first. */
+async function loadDeadLetters(name) {
+  const section = $('#dead-letters');
+  const ns = database.name;
+  if (triggers.deadLetters !== name) {
+    triggers.deadLetters = name;
+    $('#dead-letters-name').textContent = name;
+    $('#dead-letters-table tbody').replaceChildren();
+    triggersState('', false, '#dead-letters-state');
+  }
+  section.hidden = false;
+  section.dataset.trigger = name;
+  let letters;
+  try {
+    ({ deadLetters: letters } = await triggersCall('GET', '/' + encodeURIComponent(name) + '/dead-letters',
+      { query: { limit: '100' } }));
+  } catch (error) {
+    if (triggers.deadLetters !== name || ns !== database.name) return;
+    triggersState('cannot read the dead letters: ' + error.message, true, '#dead-letters-state');
+    return;
+  }
+  if (triggers.deadLetters !== name || ns !== database.name) return;
+  const rows = letters.map((letter) => {
+    const tr = document.createElement('tr');
+    tr.dataset.event = letter.id;
+    const actions = document.createElement('td');
+    actions.append(button('Replay', 'Send this event again', () => replay(name, [letter.id])));
+    tr.append(cell(letter.id), cell(letter.rev), cell(letter.path), cell(letter.kind),
+      cell(new Date(letter.deadAt).toLocaleString()), cell(letter.attempts), cell(letter.lastError, 'error-text'), actions);
+    return tr;
+  });
+  if (rows.length === 0) {
+    const tr = document.createElement('tr');
+    const td = cell('no dead letters', 'muted');
+    td.colSpan = 8;
+    tr.append(td);
+    rows.push(tr);
+  }
+  $('#dead-letters-table tbody').replaceChildren(...rows);
+  $('#dead-letters-replay').disabled = letters.length === 0;
+}
+
+/** Sends the dead letters of `name` again: those of `ids`, or all of them. */
+async function replay(name, ids) {
+  try {
+    const { replayed } = await triggersCall('POST', '/' + encodeURIComponent(name) + '/replay',
+      ids ? { body: { ids } } : {});
+    triggersState('queued ' + replayed + ' for delivery', false, '#dead-letters-state');
+  } catch (error) {
+    triggersState('cannot replay: ' + error.message, true, '#dead-letters-state');
+  }
+  loadTriggers();
+}
+
+function closeDeadLetters() {
+  triggers.deadLetters = null;
+  $('#dead-letters').hidden = true;
+}
+
+function setupTriggers() {
+  $('#triggers-refresh').addEventListener('click', loadTriggers);
+  $('#dead-letters-replay').addEventListener('click', () => {
+    if (triggers.deadLetters !== null) replay(triggers.deadLetters, null);
+  });
+  $('#dead-letters-close').addEventListener('click', closeDeadLetters);
+  setInterval(() => { if (!$('#panel-triggers').hidden) loadTriggers(); }, 2000);
+}
+
+// ---------------------------------------------------------------------------------------------
 // Sign-in and start
 
 function showAuth() {
@@ -1683,12 +1849,14 @@ function setupAuth() {
     status('');
     openLocation(tree.root);
     if (!$('#panel-rules').hidden) rules.load();
+    if (!$('#panel-triggers').hidden) loadTriggers();
     listDatabases();
   });
   $('#signout').addEventListener('click', () => {
     auth.token = '';
     showAuth();
     openLocation(tree.root);
+    if (!$('#panel-triggers').hidden) loadTriggers();
     listDatabases();
   });
 }
@@ -1700,11 +1868,14 @@ document.addEventListener('DOMContentLoaded', () => {
   setupQuery();
   setupRules();
   setupDatabases();
+  setupTriggers();
   showAuth();
   openLocation(decodeURIComponent(location.hash.slice(1)) || '/');
   learnLinePort();
   listDatabases();
   pollStats();
   setInterval(pollStats, 1000);
-  window.hearthConsole = { tree, query, rules, database, openLocation, runQuery, useDatabase, inspectDatabase, deleteDatabase };
+  window.hearthConsole = {
+    tree, query, rules, database, triggers, openLocation, runQuery, useDatabase, inspectDatabase, deleteDatabase, loadTriggers,
+  };
 });

@@ -20,6 +20,8 @@ extension DatabaseRegistry {
                 return loop.makeSucceededFuture([JSONMember("database", try create(name).json)])
             case .info(let name):
                 return loop.makeSucceededFuture([JSONMember("database", try info(name).json)])
+            case .triggers(let request):
+                return perform(request, database: nil, on: loop)
             case .delete(let name, let purge):
                 return delete(name, purge: purge, on: loop).map { deletion in
                     guard case .object(let members) = deletion.json else { return [] }

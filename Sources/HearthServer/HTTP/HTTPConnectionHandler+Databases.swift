@@ -77,7 +77,9 @@ extension HTTPConnectionHandler {
         boundDatabase = nil
     }
 
-    /// `/.well-known/hearth/databases…`: admins list, inspect, create and delete databases.
+    /// `/.well-known/hearth/databases…`: admins list, inspect, create and delete databases;
+    /// `/.well-known/hearth/triggers…`: they manage the triggers of the database the request
+    /// addresses.
     func serveDatabases(
         _ request: DatabaseRequest, call: RESTCall, head: HTTPRequestHead, context: ChannelHandlerContext
     ) {
@@ -92,13 +94,25 @@ extension HTTPConnectionHandler {
             leaveDatabase()
         }
         state = .waiting(Exchange(head: head, call: call, identityAnswers: 0))
-        databases.perform(request, on: context.eventLoop).assumeIsolated().whenComplete { [self] result in
+        let answer =
+            if case .triggers(let triggerRequest) = request {
+                databases.perform(triggerRequest, database: call.database, on: context.eventLoop)
+            } else {
+                databases.perform(request, on: context.eventLoop)
+            }
+        answer.assumeIsolated().whenComplete { [self] result in
             guard case .waiting = state, let context = self.context else { return }
             switch result {
             case .success(let members):
-                let status: HTTPResponseStatus = if case .create = request { .created } else { .ok }
-                // One database is the body itself; a list or a deletion is an object.
-                let body = members.count == 1 && members[0].key == "database" ? members[0].value : .object(members)
+                let status: HTTPResponseStatus =
+                    switch request {
+                    case .create, .triggers(.add): .created
+                    default: .ok
+                    }
+                // One database or trigger is the body itself; a list or a deletion is an object.
+                let body =
+                    members.count == 1 && (members[0].key == "database" || members[0].key == "trigger")
+                    ? members[0].value : .object(members)
                 finish(
                     RESTResponse(status: status, body: Array(body.jsonString.utf8)), head: head, call: call,
                     context: context)

@@ -86,6 +86,12 @@ struct RESTRequestParser {
             call.credential = Self.credential(parameters, headers: headers)
             return call
         }
+        if rawPath == Self.triggersPath || rawPath.hasPrefix(Self.triggersPath + "/") {
+            let request = try Self.triggerRequest(head.method, rawPath, parameters, body: body, decoder: decoder)
+            let call = RESTCall(action: .databases(.triggers(request)))
+            call.credential = Self.credential(parameters, headers: headers)
+            return call
+        }
         if rawPath.hasPrefix("/.well-known/hearth/") {
             guard head.method == .GET || head.method == .HEAD else {
                 throw RESTError(.methodNotAllowed, "only GET is served here", headers: [("Allow", "GET, HEAD")])

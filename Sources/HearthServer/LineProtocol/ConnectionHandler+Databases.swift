@@ -4,7 +4,8 @@ import HearthProtocol
 import NIOCore
 
 /// The database requests a line-protocol connection answers itself: `use` (the connection's
-/// first request) binds it to a database, and admins' lifecycle requests go to the registry.
+/// first request) binds it to a database, and admins' lifecycle and trigger requests go to the
+/// registry (a trigger request acts on the connection's database).
 /// While one is answered, the lines after it wait (`heldLines`), so that answers stay in order
 /// and a `use` decides which engine every later request goes to.
 extension ConnectionHandler {
@@ -31,6 +32,13 @@ extension ConnectionHandler {
                     bound.value.bind(to: lease)
                     return [JSONMember("db", .string(lease.database.name.text))]
                 }
+            }
+        case .triggers(let triggerRequest):
+            if security.isOpen || serverAdmin {
+                future = databases.perform(triggerRequest, database: lease?.database.name.text, on: loop)
+            } else {
+                future = loop.makeFailedFuture(
+                    DatabaseError(.permissionDenied, "managing a database's triggers needs an admin secret"))
             }
         default:
             if security.isOpen || serverAdmin {

@@ -85,16 +85,20 @@ public struct TriggerSettings: Sendable, Equatable {
         return triggers
     }
 
-    /// Parses one trigger object.
+    /// Parses one trigger object. With `allowsInlineSecret` (a trigger added through the admin
+    /// API, never the configuration file) the object may carry its secret itself as `secret`,
+    /// in place of `secretFile` or `secretEnv`.
     static func parse(
-        _ value: JSONValue, source: String, baseDirectory: String?, environment: (String) -> String?
+        _ value: JSONValue, source: String, baseDirectory: String?, environment: (String) -> String?,
+        allowsInlineSecret: Bool = false
     ) throws(ConfigurationError) -> TriggerSettings {
         guard case .object(let members) = value else { throw ConfigurationError("\(source) must be an object") }
+        let allowed = allowsInlineSecret ? Self.members + ["secret"] : Self.members
         var fields: [String: JSONValue] = [:]
         for member in members where !member.key.hasPrefix("//") {
-            guard Self.members.contains(member.key) else {
+            guard allowed.contains(member.key) else {
                 throw ConfigurationError(
-                    "\(source): unknown setting \"\(member.key)\" (\(Self.members.joined(separator: ", ")))")
+                    "\(source): unknown setting \"\(member.key)\" (\(allowed.joined(separator: ", ")))")
             }
             fields[member.key] = member.value
         }
@@ -134,7 +138,9 @@ public struct TriggerSettings: Sendable, Equatable {
         _ = try HTTPURL(url, source: source, setting: "url")
         var settings = TriggerSettings(
             name: name, pattern: pattern, kinds: try kinds(fields["on"], source: "\(source).on"), url: url,
-            secret: try secret(fields, source: source, baseDirectory: baseDirectory, environment: environment))
+            secret: try secret(
+                fields, source: source, baseDirectory: baseDirectory, environment: environment,
+                allowsInline: allowsInlineSecret))
         settings.headers = try headers(fields["headers"], source: "\(source).headers")
         if let value = try integer("timeoutMs", 1...600_000) { settings.timeoutMilliseconds = value }
         if let value = try integer("maxConcurrency", 1...1024) { settings.maxConcurrency = value }
@@ -172,23 +178,32 @@ public struct TriggerSettings: Sendable, Equatable {
     }
 
     private static func secret(
-        _ fields: [String: JSONValue], source: String, baseDirectory: String?, environment: (String) -> String?
+        _ fields: [String: JSONValue], source: String, baseDirectory: String?, environment: (String) -> String?,
+        allowsInline: Bool
     ) throws(ConfigurationError) -> TriggerSecret {
         let bytes: [UInt8]
-        switch (fields["secretFile"], fields["secretEnv"]) {
-        case (.string(let file)?, nil) where !file.isEmpty:
+        switch (fields["secretFile"], fields["secretEnv"], fields["secret"]) {
+        case (nil, nil, .some(let inline)):
+            guard case .string(let text) = inline, !text.isEmpty else {
+                throw ConfigurationError("\(source).secret must be a non-empty string")
+            }
+            bytes = Array(text.utf8)
+        case (.string(let file)?, nil, nil) where !file.isEmpty:
             let path = resolve(file, baseDirectory)
             guard let contents = readWholeFile(path) else {
                 throw ConfigurationError("\(source).secretFile: can't read the secret file \(path)")
             }
             bytes = Array(contents.reversed().drop { $0 == 0x0A || $0 == 0x0D }.reversed())
-        case (nil, .string(let variable)?) where !variable.isEmpty:
+        case (nil, .string(let variable)?, nil) where !variable.isEmpty:
             guard let text = environment(variable) else {
                 throw ConfigurationError("\(source).secretEnv: the environment variable \(variable) is not set")
             }
             bytes = Array(text.utf8)
-        case (nil, nil), (.some, .some):
-            throw ConfigurationError("\(source): give exactly one of secretFile and secretEnv")
+        case (nil, nil, nil), (.some, .some, _), (.some, _, .some), (_, .some, .some):
+            throw ConfigurationError(
+                allowsInline
+                    ? "\(source): give exactly one of secret, secretFile and secretEnv"
+                    : "\(source): give exactly one of secretFile and secretEnv")
         default:
             throw ConfigurationError("\(source): secretFile and secretEnv must be non-empty strings")
         }
