@@ -127,7 +127,7 @@ public final class HearthServer: Sendable {
             clock: clock,
             counters: { [defaultName = configuration.databases.defaultName, security] name in
                 name.text == defaultName ? security.counters : SecurityCounters()
-            }, triggerLoops: engineGroup, clustered: clustered)
+            }, clustered: clustered)
         let defaultName = try DatabaseName(configuration.databases.defaultName)
         let defaultDatabase = try HostedDatabase.open(
             name: defaultName, directory: configuration.dataDirectory, loop: engineLoops[0], context: databaseContext,

@@ -169,6 +169,7 @@ public struct LogReader {
         guard nextRev <= limit else { return nil }
         if descriptor < 0 { try open(containing: nextRev) }
         var switched = false
+        var refreshed = false
         while true {
             switch parse() {
             case .record(let rev, let payload, let end, _):
@@ -194,6 +195,13 @@ public struct LogReader {
                 if try readMore() { continue }
                 fallthrough
             case .end:
+                // What was read past the last record may be the zeros of a preallocated segment
+                // that the engine has written over since: read it again once.
+                if !refreshed {
+                    refreshed = true
+                    buffer.removeSubrange(position...)
+                    if try readMore() { continue }
+                }
                 // Revision `nextRev` is logged, so the segment that starts with it exists now.
                 guard !switched, let next = archive.files().segments.first(where: { $0.rev == nextRev }),
                     next.path != segmentPath
@@ -240,8 +248,9 @@ public struct LogReader {
         let chunk = 1 << 20
         let old = buffer.count
         buffer.append(contentsOf: repeatElement(0, count: chunk))
-        let read = buffer.withUnsafeMutableBytes { raw in
-            pread(descriptor, raw.baseAddress! + old, chunk, off_t(bufferStart + Int64(old)))
+        let read = buffer.withUnsafeMutableBytes { raw -> Int in
+            guard let base = raw.baseAddress else { return -1 }
+            return pread(descriptor, base + old, chunk, off_t(bufferStart + Int64(old)))
         }
         guard read >= 0 else {
             buffer.removeLast(chunk)

@@ -68,9 +68,6 @@ extension Storage {
         }
         // Make the MANIFEST that was read durable before removing what it made obsolete.
         try fileSystem.fsyncDirectory(directory)
-        if let retained = options.retainedLogDirectory, !fileSystem.fileExists(retained) {
-            try fileSystem.makeDirectory(retained)
-        }
         retain(scan.obsolete, from: directory, options: options, fileSystem: fileSystem, logger: logger)
         removeObsolete(scan.obsolete, directory: directory, fileSystem: fileSystem, logger: logger)
 

@@ -10,7 +10,7 @@ import Darwin
 
 /// Keeping the log a reader behind the engine still needs (a database's trigger runner).
 ///
-/// With `StorageOptions.retainedLogDirectory` set, every snapshot and WAL segment the storage is
+/// With `StorageOptions.retainedLogDirectory` set and existing, every snapshot and WAL segment the storage is
 /// about to drop (after a compaction, a snapshot installed from a leader, or at recovery) is
 /// first hard-linked into that directory, which only the reader reads and prunes
 /// (`LogArchive`). The links are made and the directory fsynced before `MANIFEST` moves on, so
@@ -24,7 +24,8 @@ extension Storage {
     static func retain(
         _ names: [String], from directory: String, options: StorageOptions, fileSystem: any FileSystem, logger: Logger
     ) -> Bool {
-        guard let retained = options.retainedLogDirectory else { return true }
+        // The directory exists only while the database has triggers (their runner makes it).
+        guard let retained = options.retainedLogDirectory, fileSystem.fileExists(retained) else { return true }
         let kept = names.filter { !DataFiles.isTemporary($0) && DataFiles.isLogFile($0) }
         guard !kept.isEmpty else { return true }
         var complete = true

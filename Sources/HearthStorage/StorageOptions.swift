@@ -16,7 +16,8 @@ public struct StorageOptions: Sendable, Equatable {
     /// fdatasync flushes only data, not the file's new size and blocks, which takes less time.
     public var walPreallocationBytes: Int
     /// Where the snapshots and segments the storage drops are hard-linked first, for a reader
-    /// that is behind (a trigger runner, `LogArchive`); nil drops them (`Storage+Retention`).
+    /// that is behind (a trigger runner, `LogArchive`), while that directory exists; nil drops
+    /// them (`Storage+Retention`).
     public var retainedLogDirectory: String?
 
     /// - Parameters:

@@ -152,12 +152,14 @@ final class ThreadBox: @unchecked Sendable {
 
     func start() {
         let box = Unmanaged.passRetained(self).toOpaque()
-        pthread_create(&thread, nil, { pointer in
-            guard let pointer else { return nil }
-            let box = Unmanaged<ThreadBox>.fromOpaque(pointer).takeRetainedValue()
-            box.body()
-            return nil
-        }, box)
+        pthread_create(
+            &thread, nil,
+            { pointer in
+                guard let pointer else { return nil }
+                let box = Unmanaged<ThreadBox>.fromOpaque(pointer).takeRetainedValue()
+                box.body()
+                return nil
+            }, box)
     }
 
     func join() { pthread_join(thread, nil) }

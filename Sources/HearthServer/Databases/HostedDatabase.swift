@@ -43,8 +43,6 @@ final class HostedDatabase: Sendable {
         /// The security counters the database's metrics report: the daemon's for the default
         /// database, fresh ones for the others (so that the daemon's counts show once).
         let counters: @Sendable (DatabaseName) -> SecurityCounters
-        /// The loops trigger runners work on (one per database, not its engine's when others exist).
-        let triggerLoops: any EventLoopGroup
         /// Whether this daemon is a cluster member (only the leader delivers triggers).
         let clustered: Bool
     }
@@ -114,11 +112,10 @@ final class HostedDatabase: Sendable {
                 loop.scheduleRepeatedTask(initialDelay: .seconds(1), delay: .seconds(1)) { _ in engine.syncIfDue() })
         }
         let settings = configuration.databases.settings(for: name.text)
-        let triggerLoop = context.triggerLoops.makeIterator().first { $0 !== loop } ?? context.triggerLoops.next()
         let triggers = try TriggerRunner.start(
             TriggerRunner.Context(
                 database: name.text, dataDirectory: directory,
-                configured: settings.triggers.isEmpty ? configuration.triggers : settings.triggers, loop: triggerLoop,
+                configured: settings.triggers.isEmpty ? configuration.triggers : settings.triggers, loop: TriggerRunner.thread.next(),
                 fileSystem: context.fileSystem, logger: logger, clock: context.clock, registry: metrics.registry,
                 backlogMaxBytes: configuration.triggerBacklogMaxBytes,
                 backlogMaxSeconds: configuration.triggerBacklogMaxSeconds, openedRev: recovered.rev,

@@ -5,8 +5,13 @@ import HearthStorage
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore
+import NIOPosix
 import Prometheus
 import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Delivers one database's triggers from its log (docs/triggers.md).
 ///
@@ -48,6 +53,16 @@ final class TriggerRunner: TriggerControl, @unchecked Sendable {
         let shareCursors: @Sendable (JSONValue) -> Void
     }
 
+    /// The thread every database's trigger work runs on, deliveries included, for the life of
+    /// the process. Its scheduling priority is lowered (nice 10): when the cores are busy the
+    /// engines and connections go first, and triggers take what is left, catching up from the
+    /// log afterwards.
+    static let thread: MultiThreadedEventLoopGroup = {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        group.next().execute { lowerThisThreadsPriority() }
+        return group
+    }()
+
     static let maxDeadLetters = 10_000
     static let maxAnswerBytes = 64 * 1024
     static let tick = TimeAmount.milliseconds(100)
@@ -86,7 +101,6 @@ final class TriggerRunner: TriggerControl, @unchecked Sendable {
     /// Loads the triggers (configured and stored), their cursors and dead letters, and starts.
     static func start(_ context: Context) throws -> TriggerRunner {
         let runner = TriggerRunner(context: context)
-        try runner.files.prepare()
         runner.stored = try runner.files.storedTriggers(source: "triggers.json")
         try runner.lock.withLock { () throws in
             for settings in context.configured { try runner.install(settings, source: .configuration) }
@@ -105,6 +119,8 @@ final class TriggerRunner: TriggerControl, @unchecked Sendable {
 
     /// Makes the worker of a trigger, at its saved cursor or, for a new one, at the log's end.
     private func install(_ settings: TriggerSettings, source: TriggerSource) throws {
+        // The folder (and the log kept in it) exists once the database has a trigger.
+        try files.prepare()
         let url = try HTTPURL(settings.url, source: "trigger \(settings.name)", setting: "url")
         let tls = url.secure ? try HTTPRequester.tlsContext(caFile: settings.caFile) : nil
         var cursor = files.cursor(of: settings.name)
@@ -167,7 +183,9 @@ final class TriggerRunner: TriggerControl, @unchecked Sendable {
             guard !stopped else { return }
             for worker in workers.values { saveCursor(worker, force: false) }
             if context.clustered, delivering { shareCursors(now: now) }
-            if now - lastBacklogCheck >= 1000 {
+            if now - lastBacklogCheck >= 1000,
+                !workers.isEmpty || context.fileSystem.fileExists(files.retainedLogDirectory)
+            {
                 lastBacklogCheck = now
                 enforceBacklog(now: now)
             }
@@ -510,4 +528,12 @@ final class TriggerRunner: TriggerControl, @unchecked Sendable {
         context.loop.execute { self.pump() }
         return count
     }
+}
+
+/// Lowers the calling thread's scheduling priority to nice 10 (on Linux the nice value is a
+/// thread's, and `setpriority` of "the calling process", 0, changes the calling thread's).
+private func lowerThisThreadsPriority() {
+    #if canImport(Glibc)
+    _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, 10)
+    #endif
 }
