@@ -165,7 +165,7 @@ final class ThreadBox: @unchecked Sendable {
     func join() { pthread_join(thread, nil) }
 }
 
-/// An HTTP/1.1 receiver that answers 204 to every POST and records when each event arrived, by
+/// An HTTP/1.1 receiver (connections kept alive) that answers 204 to every POST and records when each event arrived, by
 /// the index at the end of its `Hearth-Event-Id` (`…/bench/trig/<run>-<index>`).
 final class DeliveryReceiver: Sendable {
     private struct State {
@@ -247,11 +247,10 @@ final class DeliveryReceiver: Sendable {
                 break
             case .end:
                 record(id)
-                var head = HTTPResponseHead(version: .http1_1, status: .noContent)
-                head.headers.add(name: "Connection", value: "close")
-                context.write(wrapOutboundOut(.head(head)), promise: nil)
-                let channel = context.channel
-                context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in channel.close(promise: nil) }
+                // Kept alive, as receivers usually are.
+                context.write(
+                    wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .noContent))), promise: nil)
+                context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
             }
         }
     }

@@ -134,7 +134,8 @@ final class TriggerRunner: TriggerControl, @unchecked Sendable {
             dataDirectory: context.dataDirectory, retainedDirectory: files.retainedLogDirectory,
             fileSystem: context.fileSystem)
         let worker = TriggerWorker(
-            settings: settings, source: source, url: url, tls: tls, cursor: saved,
+            settings: settings, source: source, url: url,
+            pool: HTTPConnectionPool(url: url, tls: tls, loop: context.loop), cursor: saved,
             reader: archive.reader(after: saved.rev), tree: nil,
             deadLetters: files.deadLetters(of: settings.name))
         workers[settings.name] = worker
@@ -170,7 +171,10 @@ final class TriggerRunner: TriggerControl, @unchecked Sendable {
         lock.withLock {
             stopped = true
             for worker in workers.values { saveCursor(worker, force: true) }
-            for worker in workers.values { worker.reader.close() }
+            for worker in workers.values {
+                worker.reader.close()
+                worker.pool.close()
+            }
         }
         context.logAuthors(false)
     }
@@ -359,18 +363,15 @@ final class TriggerRunner: TriggerControl, @unchecked Sendable {
         let settings = worker.settings
         let request = settings.request(
             body: event.body, id: event.id, url: worker.url, time: context.clock() / 1000)
-        let tls = worker.tls
-        let loop = context.loop
         let name = settings.name
         let identity = ObjectIdentifier(worker)
         let timeout = TimeAmount.milliseconds(Int64(settings.timeoutMilliseconds))
-        Task {
+        worker.pool.send(request, timeout: timeout, maxBytes: Self.maxAnswerBytes).whenComplete { result in
             var failure: String?
-            do {
-                let answer = try await HTTPRequester.send(
-                    request, tls: tls, group: loop, timeout: timeout, maxBytes: Self.maxAnswerBytes)
+            switch result {
+            case .success(let answer):
                 if !(200..<300).contains(answer.status) { failure = "HTTP \(answer.status)" }
-            } catch {
+            case .failure(let error):
                 failure = "\(error)"
             }
             self.finished(
@@ -479,6 +480,7 @@ final class TriggerRunner: TriggerControl, @unchecked Sendable {
                         .badRequest, "trigger \"\(name)\" is declared in the configuration file: remove it there")
                 }
                 worker.reader.close()
+                worker.pool.close()
                 workers[name] = nil
                 stored.removeAll { $0.name == name }
                 try files.save(storedTriggers: stored)

@@ -37,7 +37,8 @@ final class TriggerWorker {
     var settings: TriggerSettings
     let source: TriggerSource
     let url: HTTPURL
-    let tls: NIOSSLContext?
+    /// Kept-alive connections to the receiver, as many as deliveries in flight.
+    let pool: HTTPConnectionPool
     /// Every event up to here is delivered or dead-lettered.
     var cursor: UInt64
     var lostRevisions: UInt64
@@ -64,13 +65,13 @@ final class TriggerWorker {
     var readAhead: Int { max(64, settings.maxConcurrency * 4) }
 
     init(
-        settings: TriggerSettings, source: TriggerSource, url: HTTPURL, tls: NIOSSLContext?,
+        settings: TriggerSettings, source: TriggerSource, url: HTTPURL, pool: HTTPConnectionPool,
         cursor: TriggerFiles.Cursor, reader: LogReader, tree: Node?, deadLetters: [DeadLetter]
     ) {
         self.settings = settings
         self.source = source
         self.url = url
-        self.tls = tls
+        self.pool = pool
         self.cursor = cursor.rev
         self.lostRevisions = cursor.lostRevisions
         self.savedCursor = cursor
@@ -123,9 +124,11 @@ final class TriggerWorker {
     // MARK: Reading
 
     /// Reads writes up to `head` while the read-ahead has room, turning matching changes into
-    /// events. Throws when the log has a gap.
+    /// events. Nothing is read while the oldest undelivered event waits for a retry: nothing
+    /// after it could be sent, and the log keeps the rest (a receiver that is down costs the
+    /// server no reading). Throws when the log has a gap.
     func read(through head: UInt64, database: String, now: Int64) throws(StorageError) {
-        guard var shadow else { return }
+        guard var shadow, !pending.contains(where: { $0.retryAt != nil }) else { return }
         defer { self.shadow = shadow }
         while pending.count < readAhead, let write = try reader.next(through: head) {
             let before = shadow
