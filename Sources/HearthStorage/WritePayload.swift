@@ -6,8 +6,9 @@ import HearthJSON
 /// (the node is then the priority, or `null` for none). A write that carried a write id starts
 /// with its tag, `[{"wid":"app-1:7","kind":"push","at":1795326318420},["/path",…],…]`; a write
 /// without one is encoded exactly as before write ids existed. On a database with triggers the
-/// leading object also names the writer and the server's time, `"by":<identity or null>` and
-/// `"t":ms` (the identity as onDisconnect records write it), with or without a write id.
+/// leading object also names the server's time of the write, `"t":ms`, and its writer, `"by"`
+/// (the identity as onDisconnect records write it; left out for an unauthenticated one), with or
+/// without a write id.
 enum WritePayload {
     /// Appends the payload of `write` to `buffer`.
     static func encode(_ write: CommittedWrite, into buffer: inout [UInt8]) {
@@ -42,11 +43,9 @@ enum WritePayload {
         if let author {
             JSONWriter.writeLiteral(#""t":"#, into: &buffer)
             JSONWriter.writeInt(author.time, into: &buffer)
-            JSONWriter.writeLiteral(#","by":"#, into: &buffer)
             if let identity = author.identity {
+                JSONWriter.writeLiteral(#","by":"#, into: &buffer)
                 RegistrationPayload.encode(identity, into: &buffer)
-            } else {
-                JSONWriter.writeLiteral("null", into: &buffer)
             }
         }
         buffer.append(UInt8(ascii: "}"))

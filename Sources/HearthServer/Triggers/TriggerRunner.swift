@@ -64,6 +64,8 @@ final class TriggerRunner: TriggerControl, @unchecked Sendable {
     }()
 
     static let maxDeadLetters = 10_000
+    /// Records a trigger reads in one turn of the runner's thread.
+    static let readBudget = 512
     static let maxAnswerBytes = 64 * 1024
     static let tick = TimeAmount.milliseconds(100)
     static let cursorSaveInterval: Int64 = 100
@@ -85,6 +87,9 @@ final class TriggerRunner: TriggerControl, @unchecked Sendable {
     private let head: Synchronization.Atomic<UInt64>
     private let pumpScheduled = Synchronization.Atomic<Bool>(false)
     private let hasTriggers = Synchronization.Atomic<Bool>(false)
+    /// Whether a new record could give some trigger work now: false while every trigger waits
+    /// for a retry (the tick then does the waking), so that the engine's commits wake nothing.
+    private let wantsLogNews = Synchronization.Atomic<Bool>(true)
     private var logger: Logger { context.logger }
 
     private init(context: Context) {
@@ -146,6 +151,7 @@ final class TriggerRunner: TriggerControl, @unchecked Sendable {
     private func triggersChanged() {
         let any = lock.withLock { !workers.isEmpty }
         hasTriggers.store(any, ordering: .relaxed)
+        wantsLogNews.store(true, ordering: .relaxed)
         context.logAuthors(any)
     }
 
@@ -153,7 +159,7 @@ final class TriggerRunner: TriggerControl, @unchecked Sendable {
     /// commit, or the storage's sync thread).
     func loggedThrough(_ rev: UInt64) {
         head.max(rev, ordering: .relaxed)
-        guard hasTriggers.load(ordering: .relaxed) else { return }
+        guard hasTriggers.load(ordering: .relaxed), wantsLogNews.load(ordering: .relaxed) else { return }
         if pumpScheduled.compareExchange(expected: false, desired: true, ordering: .relaxed).exchanged {
             context.loop.execute { self.pump() }
         }
@@ -204,6 +210,7 @@ final class TriggerRunner: TriggerControl, @unchecked Sendable {
         let now = context.clock()
         let delivers = context.delivers()
         var sends: [(worker: TriggerWorker, generation: Int, event: TriggerWorker.Pending, replay: Bool)] = []
+        var more = false
         lock.withLock {
             guard !stopped else { return }
             if delivers != delivering {
@@ -213,13 +220,19 @@ final class TriggerRunner: TriggerControl, @unchecked Sendable {
                 for worker in workers.values { worker.resetToCursor() }
                 if delivers { logger.info("delivering triggers from their cursors", metadata: ["leading": "true"]) }
             }
-            guard delivers else { return }
+            guard delivers else {
+                wantsLogNews.store(false, ordering: .relaxed)
+                return
+            }
             let limit = head.load(ordering: .relaxed)
             var trees: [UInt64: Node] = [:]
+            more = false
             for worker in workers.values {
                 do {
                     if worker.shadow == nil { try rebuild(worker, trees: &trees) }
-                    try worker.read(through: limit, database: context.database, now: now)
+                    if try worker.read(through: limit, database: context.database, now: now, budget: Self.readBudget) {
+                        more = true
+                    }
                 } catch {
                     skipGap(worker, because: "\(error)", trees: &trees)
                 }
@@ -228,8 +241,13 @@ final class TriggerRunner: TriggerControl, @unchecked Sendable {
                     sends.append((worker, worker.generation, event, replaying.contains(event.id) && event.replayed))
                 }
             }
+            wantsLogNews.store(workers.values.contains { !$0.waitsForARetry }, ordering: .relaxed)
         }
         for send in sends { deliver(send.event, of: send.worker, generation: send.generation, replay: send.replay) }
+        // More to read: after the answers that came meanwhile.
+        if more, pumpScheduled.compareExchange(expected: false, desired: true, ordering: .relaxed).exchanged {
+            context.loop.execute { self.pump() }
+        }
     }
 
     /// Builds a worker's tree at its cursor from the log (once per revision per pump).

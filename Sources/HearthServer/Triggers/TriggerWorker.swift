@@ -63,6 +63,9 @@ final class TriggerWorker {
 
     /// How many events are read ahead of the oldest undelivered one.
     var readAhead: Int { max(64, settings.maxConcurrency * 4) }
+    /// How many revisions past the cursor are read at most: while the oldest events are not
+    /// delivered yet, writes that change nothing the trigger watches are not read on and on.
+    static let readAheadRevisions: UInt64 = 4096
 
     init(
         settings: TriggerSettings, source: TriggerSource, url: HTTPURL, pool: HTTPConnectionPool,
@@ -123,14 +126,26 @@ final class TriggerWorker {
 
     // MARK: Reading
 
-    /// Reads writes up to `head` while the read-ahead has room, turning matching changes into
+    /// Reads writes up to `head` while the read-ahead has room (in events and in revisions past
+    /// the cursor), at most `budget` of them (so
+    /// that the thread gets back to its deliveries' answers), turning matching changes into
     /// events. Nothing is read while the oldest undelivered event waits for a retry: nothing
     /// after it could be sent, and the log keeps the rest (a receiver that is down costs the
-    /// server no reading). Throws when the log has a gap.
-    func read(through head: UInt64, database: String, now: Int64) throws(StorageError) {
-        guard var shadow, !pending.contains(where: { $0.retryAt != nil }) else { return }
+    /// server no reading). Returns whether the budget ran out with more to read. Throws when
+    /// the log has a gap.
+    @discardableResult
+    func read(through head: UInt64, database: String, now: Int64, budget: Int = .max) throws(StorageError) -> Bool {
+        guard var shadow, !waitsForARetry else { return false }
         defer { self.shadow = shadow }
-        while pending.count < readAhead, let write = try reader.next(through: head) {
+        var read = 0
+        var more = false
+        while pending.count < readAhead, reader.nextRev <= cursor + Self.readAheadRevisions {
+            guard read < budget else {
+                more = reader.nextRev <= head
+                break
+            }
+            guard let write = try reader.next(through: head) else { break }
+            read += 1
             let before = shadow
             for (path, node) in write.overwrites {
                 if prefix.contains(path) {
@@ -152,7 +167,11 @@ final class TriggerWorker {
             }
         }
         advanceCursor()
+        return more
     }
+
+    /// Whether the oldest undelivered event failed and waits for its next attempt.
+    var waitsForARetry: Bool { pending.contains { $0.retryAt != nil } }
 
     static func auth(_ identity: AuthContext?) -> TriggerAuth {
         guard let identity else { return .none }

@@ -117,4 +117,18 @@ final class HTTPConnectionPoolTests: XCTestCase {
             XCTAssertTrue("\(error)".contains("larger than 1024"), "\(error)")
         }
     }
+
+    func testARefusedConnectionFailsAtOnce() async throws {
+        let url = try HTTPURL("http://127.0.0.1:1/", source: "test", setting: "url")
+        let pool = HTTPConnectionPool(url: url, tls: nil, loop: MultiThreadedEventLoopGroup.singleton.next())
+        defer { pool.close() }
+        let request = HTTPRequester.Request(method: .POST, url: url, headers: [], body: [])
+        let started = ContinuousClock.now
+        do {
+            _ = try await pool.send(request, timeout: .seconds(5), maxBytes: 1024).get()
+            XCTFail("nothing listens on port 1")
+        } catch {
+            XCTAssertLessThan(ContinuousClock.now - started, .seconds(2), "\(error)")
+        }
+    }
 }
