@@ -115,7 +115,8 @@ final class HostedDatabase: Sendable {
         let triggers = try TriggerRunner.start(
             TriggerRunner.Context(
                 database: name.text, dataDirectory: directory,
-                configured: settings.triggers.isEmpty ? configuration.triggers : settings.triggers, loop: TriggerRunner.thread.next(),
+                configured: settings.triggers.isEmpty ? configuration.triggers : settings.triggers,
+                loop: TriggerRunner.thread.next(),
                 fileSystem: context.fileSystem, logger: logger, clock: context.clock, registry: metrics.registry,
                 backlogMaxBytes: configuration.triggerBacklogMaxBytes,
                 backlogMaxSeconds: configuration.triggerBacklogMaxSeconds, openedRev: recovered.rev,

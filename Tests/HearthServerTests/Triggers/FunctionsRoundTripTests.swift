@@ -30,7 +30,7 @@ final class FunctionsRoundTripTests: XCTestCase {
             name: "notify", pattern: try TriggerPattern("/messages/{id}"), kinds: [.create],
             url: "http://127.0.0.1:\(port)/", secret: TriggerSecret(Array(secret.utf8)))
         settings.maxConcurrency = 1
-        try await withLiveServer(configure: { $0.triggers = [settings] }) { server in
+        try await withLiveServer(setting: \.triggers, to: [settings]) { server in
             let client = try TestClient(port: server.port)
             _ = try client.request(#"{"op":"set","id":1,"path":"/messages/hello","value":{"text":"hi"}}"#)
             let deadline = Date().addingTimeInterval(10)

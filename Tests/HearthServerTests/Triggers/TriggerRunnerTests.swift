@@ -48,7 +48,7 @@ final class TriggerRunnerTests: XCTestCase {
         let receiver = try await LoopbackReceiver.start()
         defer { receiver.stop() }
         let settings = try Self.trigger(port: receiver.port, maxConcurrency: 1)
-        try await withLiveServer(configure: { $0.triggers = [settings] }) { server in
+        try await withLiveServer(setting: \.triggers, to: [settings]) { server in
             let client = try TestClient(port: server.port)
             _ = try client.request(#"{"op":"set","id":1,"path":"/other/x","value":1}"#)
             _ = try client.request(#"{"op":"set","id":2,"path":"/messages/m1","value":{"text":"hi"}}"#)
@@ -126,7 +126,7 @@ final class TriggerRunnerTests: XCTestCase {
         defer { receiver.stop() }
         receiver.set(status: 503, body: [])
         let settings = try Self.trigger(port: receiver.port, maxConcurrency: 1)
-        try await withLiveServer(configure: { $0.triggers = [settings] }) { server in
+        try await withLiveServer(setting: \.triggers, to: [settings]) { server in
             let client = try TestClient(port: server.port)
             for index in 1...20 {
                 _ = try client.request(#"{"op":"set","id":\#(index),"path":"/messages/m\#(index)","value":\#(index)}"#)
@@ -155,7 +155,7 @@ final class TriggerRunnerTests: XCTestCase {
         defer { receiver.stop() }
         receiver.set(status: 500, body: [])
         let settings = try Self.trigger(port: receiver.port, maxAgeSeconds: 1, maxConcurrency: 1)
-        try await withLiveServer(configure: { $0.triggers = [settings] }) { server in
+        try await withLiveServer(setting: \.triggers, to: [settings]) { server in
             let client = try TestClient(port: server.port)
             _ = try client.request(#"{"op":"set","id":1,"path":"/messages/lost","value":"x"}"#)
             _ = try client.request(#"{"op":"set","id":2,"path":"/messages/next","value":"y"}"#)
@@ -244,13 +244,14 @@ final class TriggerRunnerTests: XCTestCase {
         defer { receiver.stop() }
         receiver.set(status: 500, body: [])
         let settings = try Self.trigger(port: receiver.port)
-        try await withLiveServer(configure: {
+        let configure: (inout ServerConfiguration) -> Void = {
             $0.triggers = [settings]
             $0.triggerBacklogMaxBytes = 1 << 20
             $0.compactionMinBytes = 64 * 1024
             $0.compactionRatio = 0.1
             $0.metricsCacheMilliseconds = 0
-        }) { server in
+        }
+        try await withLiveServer(configure: configure) { server in
             let client = try TestClient(port: server.port)
             let filler = String(repeating: "x", count: 8 * 1024)
             let retained = server.configuration.dataDirectory + "/triggers/log"
