@@ -345,7 +345,8 @@ final class ClusterProcessTests: XCTestCase {
 
     /// Only the leader delivers triggers; its replicas keep its cursors, so a `kill -9` of the
     /// leader in the middle of deliveries loses no event, and the new leader repeats only those
-    /// the old one had in flight or delivered since it last sent its cursors (every 100 ms).
+    /// the old one had in flight or delivered since it last sent its cursors (at most 10 ms
+    /// before).
     func testTriggersAreDeliveredByTheLeaderAndSurviveItsFailover() async throws {
         let receiver = try await LoopbackReceiver.start()
         defer { receiver.stop() }
@@ -382,7 +383,8 @@ final class ClusterProcessTests: XCTestCase {
         let all = ids()
         XCTAssertTrue(expected.isSubset(of: Set(all)), "\(expected.subtracting(all).count) events never arrived")
         let repeated = all.count - Set(all).count
-        // In flight (4) and delivered in the last cursor interval (100 ms at about 800 a second).
-        XCTAssertLessThanOrEqual(repeated, 120, "the new leader went on from the old one's cursors")
+        // In flight (4) and delivered in the last cursor interval (10 ms at about 800 a second),
+        // with room for a debug build.
+        XCTAssertLessThanOrEqual(repeated, 30, "the new leader went on from the old one's cursors: \(repeated) repeated")
     }
 }

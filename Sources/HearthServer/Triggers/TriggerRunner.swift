@@ -20,7 +20,7 @@ import Glibc
 /// reading the log behind the engine (`LogArchive`), working out each trigger's events, POSTing
 /// them, retrying, dead-lettering and saving cursors. A write never waits for a trigger.
 ///
-/// At least once: a trigger's cursor (saved at most every `cursorSaveInterval`) moves only over
+/// At least once: a trigger's cursor (saved on each `tick` it moved) moves only over
 /// delivered or dead-lettered events, and after a restart everything after it is read again
 /// from the log, which the storage keeps for the triggers behind (`StorageOptions
 /// .retainedLogDirectory`) up to the backlog bound; past it the kept files are dropped, and the
@@ -68,7 +68,9 @@ final class TriggerRunner: TriggerControl, @unchecked Sendable {
     static let readBudget = 512
     static let maxAnswerBytes = 64 * 1024
     static let tick = TimeAmount.milliseconds(100)
-    static let cursorSaveInterval: Int64 = 100
+    /// How often a leader sends its cursors to its replicas at most (ms): what a failover may
+    /// repeat beyond the events in flight is those delivered in the last interval.
+    static let cursorShareInterval: Int64 = 10
 
     let context: Context
     let files: TriggerFiles
@@ -329,9 +331,10 @@ final class TriggerRunner: TriggerControl, @unchecked Sendable {
         }
     }
 
-    /// A leader's cursors to its replicas: when they changed, and every second for a replica
-    /// that joined since.
+    /// A leader's cursors to its replicas: when they changed (at most every
+    /// `cursorShareInterval`), and every second for a replica that joined since.
     private func shareCursors(now: Int64) {
+        guard now - lastShare >= Self.cursorShareInterval else { return }
         let cursors = JSONValue.object(
             workers.values.sorted { $0.settings.name < $1.settings.name }.map { worker in
                 JSONMember(
@@ -430,6 +433,7 @@ final class TriggerRunner: TriggerControl, @unchecked Sendable {
                 worker.deadLetters.removeAll { $0.id == id }
                 saveDeadLetters(worker)
             }
+            if context.clustered, delivering { shareCursors(now: now) }
         }
         pump()
     }
