@@ -385,6 +385,7 @@ final class ClusterProcessTests: XCTestCase {
         let repeated = all.count - Set(all).count
         // In flight (4) and delivered in the last cursor interval (10 ms at about 800 a second),
         // with room for a debug build.
-        XCTAssertLessThanOrEqual(repeated, 30, "the new leader went on from the old one's cursors: \(repeated) repeated")
+        XCTAssertLessThanOrEqual(
+            repeated, 30, "the new leader went on from the old one's cursors: \(repeated) repeated")
     }
 }
