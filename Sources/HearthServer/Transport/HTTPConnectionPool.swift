@@ -64,24 +64,14 @@ final class HTTPConnectionPool: @unchecked Sendable {
                 connection.channel.close(promise: nil)
                 continue
             }
-            let exchange = loop.makePromise(of: HTTPRequester.Response.self)
-            connection.handler.send(request, maxBytes: maxBytes, promise: exchange)
-            // A deadline that passes closes the connection: its answer may still come.
-            promise.futureResult.whenFailure { _ in connection.channel.close(promise: nil) }
-            exchange.futureResult.whenComplete { result in
-                switch result {
-                case .success(let response):
-                    self.keepOrClose(connection, after: response)
-                    promise.succeed(response)
-                case .failure(let error):
-                    connection.channel.close(promise: nil)
-                    if mayRetry, !connection.handler.answerStarted {
-                        self.attempt(request, maxBytes: maxBytes, timeout: timeout, promise: promise, mayRetry: false)
-                    } else {
-                        promise.fail(error)
-                    }
+            // A receiver that had closed it before any of the answer: once more, on a new one.
+            var retry: (@Sendable () -> Void)?
+            if mayRetry {
+                retry = {
+                    self.attempt(request, maxBytes: maxBytes, timeout: timeout, promise: promise, mayRetry: false)
                 }
             }
+            exchange(request, on: connection, maxBytes: maxBytes, promise: promise, retry: retry)
             return
         }
         let handler = KeptConnectionHandler()
@@ -103,21 +93,36 @@ final class HTTPConnectionPool: @unchecked Sendable {
             case .failure(let error):
                 promise.fail(error)
             case .success(let channel):
-                let connection = KeptConnection(channel: channel, handler: handler)
-                let exchange = self.loop.makePromise(of: HTTPRequester.Response.self)
-                handler.send(request, maxBytes: maxBytes, promise: exchange)
-                exchange.futureResult.whenComplete { result in
-                    switch result {
-                    case .success(let response):
-                        self.keepOrClose(connection, after: response)
-                        promise.succeed(response)
-                    case .failure(let error):
-                        channel.close(promise: nil)
-                        promise.fail(error)
-                    }
+                self.exchange(
+                    request, on: KeptConnection(channel: channel, handler: handler), maxBytes: maxBytes,
+                    promise: promise, retry: nil)
+            }
+        }
+    }
+
+    /// Sends `request` on `connection` and completes `promise` with its answer, keeping the
+    /// connection for the next request when it may be. A failure before any of the answer
+    /// arrived runs `retry` instead, when there is one.
+    private func exchange(
+        _ request: HTTPRequester.Request, on connection: KeptConnection, maxBytes: Int,
+        promise: EventLoopPromise<HTTPRequester.Response>, retry: (@Sendable () -> Void)?
+    ) {
+        let exchange = loop.makePromise(of: HTTPRequester.Response.self)
+        connection.handler.send(request, maxBytes: maxBytes, promise: exchange)
+        // A deadline that passes closes the connection: its answer may still come.
+        promise.futureResult.whenFailure { _ in connection.channel.close(promise: nil) }
+        exchange.futureResult.whenComplete { result in
+            switch result {
+            case .success(let response):
+                self.keepOrClose(connection, after: response)
+                promise.succeed(response)
+            case .failure(let error):
+                connection.channel.close(promise: nil)
+                if !connection.handler.answerStarted, let retry {
+                    retry()
+                } else {
+                    promise.fail(error)
                 }
-                // A deadline that passes closes the connection: its answer may still come.
-                promise.futureResult.whenFailure { _ in channel.close(promise: nil) }
             }
         }
     }
