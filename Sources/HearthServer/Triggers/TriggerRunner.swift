@@ -80,6 +80,8 @@ final class TriggerRunner: TriggerControl, @unchecked Sendable {
     private var stored: [TriggerSettings] = []
     private var timer: RepeatedTask?
     private var lastBacklogCheck: Int64 = 0
+    /// The newest writes, read once for every trigger near the head.
+    private var tail: LogTail?
     private var lastShare: Int64 = 0
     private var sharedCursors: JSONValue?
     /// Whether this node delivered at the last pump (a cluster member changes role).
@@ -137,15 +139,12 @@ final class TriggerRunner: TriggerControl, @unchecked Sendable {
             cursor = start
         }
         let saved = cursor ?? TriggerFiles.Cursor(rev: 0, lostRevisions: 0)
-        let archive = LogArchive(
-            dataDirectory: context.dataDirectory, retainedDirectory: files.retainedLogDirectory,
-            fileSystem: context.fileSystem)
         let worker = TriggerWorker(
             settings: settings, source: source, url: url,
             pool: HTTPConnectionPool(url: url, tls: tls, loop: context.loop), cursor: saved,
-            reader: archive.reader(after: saved.rev), tree: nil,
             deadLetters: files.deadLetters(of: settings.name))
         workers[settings.name] = worker
+        dropTail()
         metrics[settings.name] =
             metrics[settings.name] ?? TriggerMetrics(registry: context.registry, trigger: settings.name)
     }
@@ -180,9 +179,10 @@ final class TriggerRunner: TriggerControl, @unchecked Sendable {
             stopped = true
             for worker in workers.values { saveCursor(worker, force: true) }
             for worker in workers.values {
-                worker.reader.close()
+                worker.close()
                 worker.pool.close()
             }
+            dropTail()
         }
         context.logAuthors(false)
     }
@@ -220,6 +220,7 @@ final class TriggerRunner: TriggerControl, @unchecked Sendable {
                 // kept as its leader sent them; answers to what was in flight are ignored.
                 delivering = delivers
                 for worker in workers.values { worker.resetToCursor() }
+                dropTail()
                 if delivers { logger.info("delivering triggers from their cursors", metadata: ["leading": "true"]) }
             }
             guard delivers else {
@@ -228,14 +229,18 @@ final class TriggerRunner: TriggerControl, @unchecked Sendable {
             }
             let limit = head.load(ordering: .relaxed)
             var trees: [UInt64: Node] = [:]
+            let archive = archive
             more = false
+            if tail == nil, !workers.isEmpty { tail = makeTail(archive: archive, trees: &trees) }
             for worker in workers.values {
                 do {
-                    if worker.shadow == nil { try rebuild(worker, trees: &trees) }
-                    if try worker.read(through: limit, database: context.database, now: now, budget: Self.readBudget) {
-                        more = true
-                    }
+                    let reading = try worker.read(
+                        through: limit, tail: tail, archive: archive, trees: &trees, database: context.database,
+                        now: now, budget: Self.readBudget)
+                    if reading { more = true }
                 } catch {
+                    // The tail's reader may have failed too: it starts again on the next pass.
+                    dropTail()
                     skipGap(worker, because: "\(error)", trees: &trees)
                 }
                 let replaying = Set(worker.replays.map(\.id))
@@ -252,19 +257,20 @@ final class TriggerRunner: TriggerControl, @unchecked Sendable {
         }
     }
 
-    /// Builds a worker's tree at its cursor from the log (once per revision per pump).
-    private func rebuild(_ worker: TriggerWorker, trees: inout [UInt64: Node]) throws {
-        if let tree = trees[worker.cursor] {
-            worker.restart(at: worker.cursor, tree: tree, archive: archive)
-            return
-        }
-        guard let tree = try archive.tree(at: worker.cursor) else {
-            throw StorageError.corrupt(
-                file: files.retainedLogDirectory, offset: 0,
-                reason: "the log files after rev \(worker.cursor) are gone", directory: context.dataDirectory)
-        }
-        trees[worker.cursor] = tree
-        worker.restart(at: worker.cursor, tree: tree, archive: archive)
+    /// A tail at the revision the furthest trigger has read to, covering every trigger's
+    /// prefix; nil when the log cannot rebuild the tree there (the triggers then read on their
+    /// own).
+    private func makeTail(archive: LogArchive, trees: inout [UInt64: Node]) -> LogTail? {
+        guard let rev = workers.values.map({ $0.nextRev - 1 }).max() else { return nil }
+        if trees[rev] == nil { trees[rev] = try? archive.tree(at: rev) }
+        guard let tree = trees[rev] else { return nil }
+        return LogTail(rev: rev, tree: tree, prefixes: workers.values.map(\.prefix), archive: archive)
+    }
+
+    /// Forgets the tail (the triggers changed, or its log is gone): the next pass makes another.
+    private func dropTail() {
+        tail?.close()
+        tail = nil
     }
 
     private var archive: LogArchive {
@@ -289,7 +295,7 @@ final class TriggerRunner: TriggerControl, @unchecked Sendable {
             logger.error(
                 "trigger cannot read the log; retrying",
                 metadata: ["trigger": "\(worker.settings.name)", "error": "\(reason)"])
-            worker.shadow = nil
+            worker.close()
             return
         }
         let skipped = base - worker.cursor
@@ -324,6 +330,7 @@ final class TriggerRunner: TriggerControl, @unchecked Sendable {
                 "maxSeconds": "\(context.backlogMaxSeconds)",
             ])
         archive.dropRetained()
+        dropTail()
         let base = archive.currentSnapshotRev
         var trees: [UInt64: Node] = [:]
         for worker in workers.values where worker.cursor < base {
@@ -501,9 +508,10 @@ final class TriggerRunner: TriggerControl, @unchecked Sendable {
                     throw DatabaseError(
                         .badRequest, "trigger \"\(name)\" is declared in the configuration file: remove it there")
                 }
-                worker.reader.close()
+                worker.close()
                 worker.pool.close()
                 workers[name] = nil
+                dropTail()
                 stored.removeAll { $0.name == name }
                 try files.save(storedTriggers: stored)
                 files.forget(name)

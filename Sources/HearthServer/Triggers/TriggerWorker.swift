@@ -3,10 +3,10 @@ import HearthStorage
 import NIOCore
 import NIOSSL
 
-/// One trigger's progress through the log: it reads the writes after its cursor, keeps the part
-/// of the tree its pattern covers to know each location's value before and after, turns each
-/// matching change into an event, and delivers the events in log order, at most
-/// `maxConcurrency` at once.
+/// One trigger's progress through the log: it reads the writes after its cursor with each
+/// location's value before and after — from its database's `LogTail` when it is near the head,
+/// otherwise on its own, keeping the part of the tree its pattern covers — turns each matching
+/// change into an event, and delivers the events in log order, at most `maxConcurrency` at once.
 ///
 /// Ordering: events are sent in log order. Up to `maxConcurrency` consecutive ones are in flight
 /// together and may arrive in any order among themselves. Once one fails, nothing after it is
@@ -44,10 +44,11 @@ final class TriggerWorker {
     var lostRevisions: UInt64
     /// The cursor as last saved.
     var savedCursor: TriggerFiles.Cursor?
-    var reader: LogReader
-    /// The part of the tree under the pattern's literal prefix, at `reader.nextRev - 1`; nil
-    /// until the runner builds it from the log.
-    var shadow: Node?
+    /// The next revision to read.
+    var nextRev: UInt64
+    /// Reading on its own, behind the tail: its reader at `nextRev` and the part of the tree
+    /// under the pattern's literal prefix at `nextRev - 1`. Nil while it reads from the tail.
+    var own: (reader: LogReader, shadow: Node)?
     let prefix: Path
     var pending: [Pending] = []
     /// Dead letters sent again, ahead of new events.
@@ -69,7 +70,7 @@ final class TriggerWorker {
 
     init(
         settings: TriggerSettings, source: TriggerSource, url: HTTPURL, pool: HTTPConnectionPool,
-        cursor: TriggerFiles.Cursor, reader: LogReader, tree: Node?, deadLetters: [DeadLetter]
+        cursor: TriggerFiles.Cursor, deadLetters: [DeadLetter]
     ) {
         self.settings = settings
         self.source = source
@@ -78,9 +79,8 @@ final class TriggerWorker {
         self.cursor = cursor.rev
         self.lostRevisions = cursor.lostRevisions
         self.savedCursor = cursor
-        self.reader = reader
+        self.nextRev = cursor.rev + 1
         self.prefix = Self.literalPrefix(of: settings.pattern)
-        self.shadow = tree.map { Self.pruned($0, to: Self.literalPrefix(of: settings.pattern)) }
         self.deadLetters = deadLetters
     }
 
@@ -102,22 +102,27 @@ final class TriggerWorker {
     /// Starts over at `rev` with the tree at it: what was read ahead is dropped, and answers to
     /// deliveries in flight are ignored (`generation`).
     func restart(at rev: UInt64, tree: Node, archive: LogArchive) {
-        reader.close()
-        reader = archive.reader(after: rev)
-        shadow = Self.pruned(tree, to: prefix)
+        own?.reader.close()
+        own = (archive.reader(after: rev), Self.pruned(tree, to: prefix))
+        nextRev = rev + 1
         pending.removeAll()
         replays.removeAll { $0.inFlight }
         generation += 1
     }
 
-    /// Forgets what was read ahead and in flight and the tree: the next pump rebuilds the tree
-    /// at the cursor and reads on from there.
+    /// Forgets what was read ahead and in flight: the next read starts again after the cursor.
     func resetToCursor() {
-        reader.close()
-        shadow = nil
+        close()
+        nextRev = cursor + 1
         pending.removeAll()
         for index in replays.indices { replays[index].inFlight = false }
         generation += 1
+    }
+
+    /// Lets go of its own reading.
+    func close() {
+        own?.reader.close()
+        own = nil
     }
 
     var cursorRecord: TriggerFiles.Cursor { TriggerFiles.Cursor(rev: cursor, lostRevisions: lostRevisions) }
@@ -134,29 +139,46 @@ final class TriggerWorker {
     /// server no reading). Returns whether the budget ran out with more to read. Throws when
     /// the log has a gap.
     @discardableResult
-    func read(through head: UInt64, database: String, now: Int64, budget: Int = .max) throws(StorageError) -> Bool {
-        guard var shadow, !waitsForARetry else { return false }
-        defer { self.shadow = shadow }
+    func read(
+        through head: UInt64, tail: LogTail?, archive: LogArchive, trees: inout [UInt64: Node], database: String,
+        now: Int64, budget: Int = .max
+    ) throws(StorageError) -> Bool {
+        guard !waitsForARetry else { return false }
         var read = 0
         var more = false
-        while pending.count < readAhead, reader.nextRev <= cursor + Self.readAheadRevisions {
+        while pending.count < readAhead, nextRev <= cursor + Self.readAheadRevisions, nextRev <= head {
             guard read < budget else {
-                more = reader.nextRev <= head
+                more = true
                 break
             }
-            guard let write = try reader.next(through: head) else { break }
-            read += 1
-            let before = shadow
-            for (path, node) in write.overwrites {
-                if prefix.contains(path) {
-                    shadow = shadow.setting(path, to: node)
-                } else if path.contains(prefix) {
-                    shadow = Self.pruned(shadow.setting(path, to: node), to: prefix)
+            let write: CommittedWrite
+            let before: Node
+            let after: Node
+            if let entry = try tail?.entry(nextRev, head: head) {
+                close()
+                (write, before, after) = entry
+            } else {
+                if own == nil { own = try ownReading(at: nextRev - 1, archive: archive, trees: &trees) }
+                guard var reading = own else { break }
+                let next = try reading.reader.next(through: head)
+                own = reading
+                guard let next else { break }
+                write = next
+                before = reading.shadow
+                for (path, node) in write.overwrites {
+                    if prefix.contains(path) {
+                        reading.shadow = reading.shadow.setting(path, to: node)
+                    } else if path.contains(prefix) {
+                        reading.shadow = Self.pruned(reading.shadow.setting(path, to: node), to: prefix)
+                    }
                 }
+                after = reading.shadow
+                own = reading
             }
-            if before.isIdentical(to: shadow) { continue }
-            let changes = settings.changes(at: write.overwrites.map(\.path), before: before, after: shadow)
-            for change in changes {
+            read += 1
+            nextRev += 1
+            if before.isIdentical(to: after) { continue }
+            for change in settings.changes(at: write.overwrites.map(\.path), before: before, after: after) {
                 let event = TriggerEvent(
                     database: database, trigger: settings.name, change: change, revision: Int64(clamping: write.rev),
                     timestamp: write.author?.time ?? now, auth: Self.auth(write.author?.identity))
@@ -168,6 +190,20 @@ final class TriggerWorker {
         }
         advanceCursor()
         return more
+    }
+
+    /// A reader at `rev` and the tree then (memoized per revision in `trees` for the triggers of
+    /// one pass); throws when the log can no longer rebuild it.
+    private func ownReading(
+        at rev: UInt64, archive: LogArchive, trees: inout [UInt64: Node]
+    ) throws(StorageError) -> (reader: LogReader, shadow: Node) {
+        if trees[rev] == nil { trees[rev] = try archive.tree(at: rev) }
+        guard let tree = trees[rev] else {
+            throw StorageError.corrupt(
+                file: archive.retainedDirectory, offset: 0, reason: "the log files after rev \(rev) are gone",
+                directory: archive.dataDirectory)
+        }
+        return (archive.reader(after: rev), Self.pruned(tree, to: prefix))
     }
 
     /// Whether the oldest undelivered event failed and waits for its next attempt.
@@ -182,7 +218,7 @@ final class TriggerWorker {
     /// undelivered one (or to what was read).
     func advanceCursor() {
         while pending.first?.done == true { pending.removeFirst() }
-        cursor = max(cursor, pending.first.map { $0.rev - 1 } ?? (reader.nextRev - 1))
+        cursor = max(cursor, pending.first.map { $0.rev - 1 } ?? (nextRev - 1))
     }
 
     // MARK: Sending

@@ -282,4 +282,43 @@ final class TriggerRunnerTests: XCTestCase {
             XCTAssertEqual(try Self.control(server).statuses().first?.state, .idle)
         }
     }
+
+    /// Two triggers, one delivering and one whose receiver is down while 5,000 writes go by: the
+    /// first reads the newest writes from the database's shared tail; the second falls behind
+    /// it, reads the log on its own once its receiver is back, and catches up: both get every
+    /// event, with the values before and after.
+    func testATriggerFarBehindCatchesUpBesideOneAtTheHead() async throws {
+        let live = try await LoopbackReceiver.start()
+        defer { live.stop() }
+        let down = try await LoopbackReceiver.start()
+        defer { down.stop() }
+        down.set(status: 503, body: [])
+        let fast = try Self.trigger("fast", path: "/rooms/{room}/messages/{id}", port: live.port, maxConcurrency: 16)
+        let slow = try Self.trigger("slow", path: "/rooms/{room}/messages/{id}", port: down.port, maxConcurrency: 16)
+        let count = 5000
+        try await withLiveServer(setting: \.triggers, to: [fast, slow]) { server in
+            let client = try TestClient(port: server.port)
+            var lines = ""
+            for index in 1...count {
+                lines +=
+                    #"{"op":"set","id":\#(index),"path":"/rooms/r\#(index % 3)/messages/m\#(index)","value":\#(index)}"#
+                lines += "\n"
+            }
+            try client.send(String(lines.dropLast()))
+            for _ in 1...count { _ = try client.readResponse() }
+            _ = try await Self.waitForRequests(live, count: count, seconds: 60)
+            XCTAssertEqual(try Self.control(server).statuses().first { $0.name == "slow" }?.deliveredRev, 0)
+            down.set(status: 200, body: [])
+            _ = try await Self.waitForStatus(server, seconds: 60) { _ in
+                (try? Self.control(server).statuses().first { $0.name == "slow" }?.deliveredRev) == UInt64(count)
+            }
+            let expected = Set((1...count).map { "/rooms/r\($0 % 3)/messages/m\($0)" })
+            for receiver in [live, down] {
+                let events = try Self.bodies(receiver.requests)
+                XCTAssertEqual(Set(events.compactMap { $0["path"]?.stringValue }), expected)
+                XCTAssertTrue(events.allSatisfy { $0["kind"] == "create" && $0["before"] == .null })
+                XCTAssertTrue(events.allSatisfy { $0["after"] == $0["rev"] }, "each message's value is its revision")
+            }
+        }
+    }
 }
