@@ -58,6 +58,9 @@ final class HTTPConnectionPool: @unchecked Sendable {
         promise: EventLoopPromise<HTTPRequester.Response>, mayRetry: Bool
     ) {
         guard !closed else { return promise.fail(HTTPRequester.Failure("the trigger was removed")) }
+        guard tls != nil || !url.secure else {
+            return promise.fail(HTTPRequester.Failure("an https URL needs a TLS context"))
+        }
         let now = NIODeadline.now()
         while let (connection, since) = idle.popLast() {
             guard connection.channel.isActive, now - since < idleTimeout else {

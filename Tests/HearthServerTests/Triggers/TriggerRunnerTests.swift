@@ -1,6 +1,8 @@
 import Foundation
 import HearthCore
 import HearthJSON
+import HearthTestSupport
+import NIOSSL
 import XCTest
 
 @testable import HearthServer
@@ -319,6 +321,35 @@ final class TriggerRunnerTests: XCTestCase {
                 XCTAssertTrue(events.allSatisfy { $0["kind"] == "create" && $0["before"] == .null })
                 XCTAssertTrue(events.allSatisfy { $0["after"] == $0["rev"] }, "each message's value is its revision")
             }
+        }
+    }
+
+    /// An https receiver is verified against the trigger's `caFile`: delivered to when its
+    /// certificate chains to it, refused (and retried) by a trigger that trusts only the system.
+    func testHTTPSReceiversAreVerifiedAgainstTheCAFile() async throws {
+        let pki = try TestPKI.serverPKI()
+        defer { pki.remove() }
+        var tls = TLSConfiguration.makeServerConfiguration(
+            certificateChain: try NIOSSLCertificate.fromPEMFile(pki.path("server.crt")).map { .certificate($0) },
+            privateKey: .privateKey(try NIOSSLPrivateKey(file: pki.path("server.key"), format: .pem)))
+        tls.minimumTLSVersion = .tlsv12
+        let receiver = try await LoopbackReceiver.start(tls: try NIOSSLContext(configuration: tls))
+        defer { receiver.stop() }
+        var trusting = try Self.trigger("trusting", port: receiver.port)
+        trusting.url = "https://localhost:\(receiver.port)/hook"
+        trusting.caFile = pki.path("ca.crt")
+        var system = try Self.trigger("system", port: receiver.port)
+        system.url = "https://localhost:\(receiver.port)/hook"
+        try await withLiveServer(setting: \.triggers, to: [trusting, system]) { server in
+            let client = try TestClient(port: server.port)
+            _ = try client.request(#"{"op":"set","id":1,"path":"/messages/tls","value":1}"#)
+            let requests = try await Self.waitForRequests(receiver, count: 1)
+            XCTAssertEqual(try Self.bodies(requests).first?["trigger"], "trusting")
+            let refused = try await Self.waitForStatus(server) { _ in
+                (try? Self.control(server).statuses().first { $0.name == "system" }?.failed) ?? 0 > 0
+            }
+            XCTAssertNotNil(refused)
+            XCTAssertEqual(receiver.requests.count, 1, "nothing reached the receiver without a verified chain")
         }
     }
 }
