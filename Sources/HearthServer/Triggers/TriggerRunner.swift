@@ -177,7 +177,7 @@ final class TriggerRunner: TriggerControl, @unchecked Sendable {
         timer?.cancel()
         lock.withLock {
             stopped = true
-            for worker in workers.values { saveCursor(worker, force: true) }
+            for worker in workers.values { saveCursor(worker) }
             for worker in workers.values {
                 worker.close()
                 worker.pool.close()
@@ -193,7 +193,7 @@ final class TriggerRunner: TriggerControl, @unchecked Sendable {
         let now = context.clock()
         lock.withLock {
             guard !stopped else { return }
-            for worker in workers.values { saveCursor(worker, force: false) }
+            for worker in workers.values { saveCursor(worker) }
             if context.clustered, delivering { shareCursors(now: now) }
             if now - lastBacklogCheck >= 1000,
                 !workers.isEmpty || context.fileSystem.fileExists(files.retainedLogDirectory)
@@ -310,7 +310,7 @@ final class TriggerRunner: TriggerControl, @unchecked Sendable {
             ])
         worker.cursor = base
         worker.restart(at: base, tree: tree, archive: archive)
-        saveCursor(worker, force: true)
+        saveCursor(worker)
     }
 
     /// Past the backlog bound (bytes or age of the kept log files), drops them; the triggers
@@ -374,7 +374,8 @@ final class TriggerRunner: TriggerControl, @unchecked Sendable {
         }
     }
 
-    private func saveCursor(_ worker: TriggerWorker, force: Bool) {
+    /// Saves the cursor when it moved since it was last saved.
+    private func saveCursor(_ worker: TriggerWorker) {
         let record = worker.cursorRecord
         guard record != worker.savedCursor else { return }
         do {
