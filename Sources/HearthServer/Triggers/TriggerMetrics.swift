@@ -55,6 +55,12 @@ struct TriggerMetrics {
         MetricNameDescriptor(namespace: "hearth", metricName: name, unitName: unit, helpText: help)
     }
 
+    /// Takes the series out of `registry` (the trigger was removed).
+    func unregister(from registry: PrometheusCollectorRegistry) {
+        for counter in [delivered, failed, retried] { registry.unregisterCounter(counter) }
+        for gauge in [lagRevisions, lagSeconds, deadLetters, lostRevisions, lost] { registry.unregisterGauge(gauge) }
+    }
+
     func update(_ status: TriggerStatus) {
         lagRevisions.set(to: Double(status.lagRevisions))
         lagSeconds.set(to: status.lagSeconds)

@@ -512,6 +512,7 @@ final class TriggerRunner: TriggerControl, @unchecked Sendable {
                 worker.close()
                 worker.pool.close()
                 workers[name] = nil
+                metrics.removeValue(forKey: name)?.unregister(from: context.registry)
                 dropTail()
                 stored.removeAll { $0.name == name }
                 try files.save(storedTriggers: stored)
