@@ -16,8 +16,9 @@ final class TriggerAdminServerTests: XCTestCase {
         #"{"name":"\#(name)","path":"/messages/{id}","on":["create","update"],"url":"http://127.0.0.1:9/hook","secret":"\#(hookSecret)"}"#
     }
 
-    func testAnAdminManagesTheTriggersOfItsConnectionsDatabase() async throws {
-        let rules = try temporaryFile(#"{"rules":{".read":false,".write":false}}"#)
+    /// A server with the admin secret, database `shop` (with its own admin secret) created, and
+    /// `rules`.
+    private func withShopServer(rules: String, _ body: (HearthServer) async throws -> Void) async throws {
         var shop = DatabaseSettings.PerDatabase()
         shop.adminSecrets = [databaseSecret]
         let configure: (inout ServerConfiguration) -> Void = {
@@ -29,6 +30,13 @@ final class TriggerAdminServerTests: XCTestCase {
             let setup = try TestClient(port: server.port)
             XCTAssertEqual(try setup.request(#"{"op":"auth","id":1,"token":"\#(adminSecret)"}"#)["ok"], .bool(true))
             XCTAssertEqual(try setup.request(#"{"op":"createDatabase","id":2,"db":"shop"}"#)["ok"], .bool(true))
+            try await body(server)
+        }
+    }
+
+    func testAnAdminManagesTheTriggersOfItsConnectionsDatabase() async throws {
+        let rules = try temporaryFile(#"{"rules":{".read":false,".write":false}}"#)
+        try await withShopServer(rules: rules) { server in
 
             let admin = try TestClient(port: server.port)
             XCTAssertEqual(try admin.request(#"{"op":"use","id":1,"db":"shop"}"#)["ok"], .bool(true))
@@ -84,17 +92,7 @@ final class TriggerAdminServerTests: XCTestCase {
 
     func testNobodyButAServerAdminIsServed() async throws {
         let rules = try temporaryFile(#"{"rules":{".read":true,".write":true}}"#)
-        var shop = DatabaseSettings.PerDatabase()
-        shop.adminSecrets = [databaseSecret]
-        let configure: (inout ServerConfiguration) -> Void = {
-            $0.rulesFile = rules
-            $0.tokens.adminSecrets = [self.adminSecret]
-            $0.databases.perDatabase["shop"] = shop
-        }
-        try await withLiveServer(configure: configure) { server in
-            let setup = try TestClient(port: server.port)
-            XCTAssertEqual(try setup.request(#"{"op":"auth","id":1,"token":"\#(adminSecret)"}"#)["ok"], .bool(true))
-            XCTAssertEqual(try setup.request(#"{"op":"createDatabase","id":2,"db":"shop"}"#)["ok"], .bool(true))
+        try await withShopServer(rules: rules) { server in
             let requests = [
                 #"{"op":"triggers","id":1}"#, #"{"op":"addTrigger","id":1,"trigger":\#(triggerObject("x"))}"#,
                 #"{"op":"removeTrigger","id":1,"name":"x"}"#, #"{"op":"deadLetters","id":1,"name":"x"}"#,
@@ -126,7 +124,9 @@ final class TriggerAdminServerTests: XCTestCase {
                     "\(method) \(target) as the database's admin")
             }
             // Nothing was added.
-            XCTAssertEqual(try setup.request(#"{"op":"triggers","id":3}"#)["triggers"], .array([]))
+            let admin = try TestClient(port: server.port)
+            XCTAssertEqual(try admin.request(#"{"op":"auth","id":1,"token":"\#(adminSecret)"}"#)["ok"], .bool(true))
+            XCTAssertEqual(try admin.request(#"{"op":"triggers","id":3}"#)["triggers"], .array([]))
         }
     }
 
