@@ -67,10 +67,12 @@ extension ClusterReplicator {
             let rev = engine.database.rev
             let registrations = engine.storage?.onDisconnect ?? OnDisconnectLog()
             let window = engine.writeIDs
+            let confirmedRev = engine.releasedRev
             batch.append(
                 .computed({
                     Self.snapshotLines(
-                        root: root, rev: rev, epoch: epoch, onDisconnect: registrations, writeIDs: window.log())
+                        root: root, rev: rev, epoch: epoch, onDisconnect: registrations, writeIDs: window.log(),
+                        confirmedRev: confirmedRev)
                 }), for: session)
         }
         sendRules(to: [session], batch: &batch)
@@ -88,9 +90,13 @@ extension ClusterReplicator {
         flushWaitingForReplicas(now: now, batch: &batch)
     }
 
-    /// The snapshot at `rev` as `snapshot` lines: the on-disk snapshot file, base64, in chunks.
+    /// The snapshot at `rev` as `snapshot` lines: the on-disk snapshot file, base64, in chunks;
+    /// the last line carries the leader's confirmed revision, as records and heartbeats do (a
+    /// replica elected right after installing it would otherwise hold every answer, its
+    /// replicas' handshakes included, until a replica confirmed what the old leader had).
     static func snapshotLines(
-        root: Node, rev: UInt64, epoch: UInt64, onDisconnect: OnDisconnectLog, writeIDs: WriteIDLog
+        root: Node, rev: UInt64, epoch: UInt64, onDisconnect: OnDisconnectLog, writeIDs: WriteIDLog,
+        confirmedRev: UInt64
     ) -> [[UInt8]] {
         guard let file = Storage.snapshotFile(root: root, rev: rev, onDisconnect: onDisconnect, writeIDs: writeIDs)
         else { return [] }
@@ -109,7 +115,9 @@ extension ClusterReplicator {
         }
         var done = Array(#"{"event":"snapshot","rev":"#.utf8)
         JSONWriter.writeInt(Int64(clamping: rev), into: &done)
-        JSONWriter.writeLiteral(#","done":true}"#, into: &done)
+        JSONWriter.writeLiteral(#","done":true,"confirmedRev":"#, into: &done)
+        JSONWriter.writeInt(Int64(clamping: confirmedRev), into: &done)
+        done.append(UInt8(ascii: "}"))
         JSONWriter.writeLiteral("\n", into: &done)
         lines.append(done)
         return lines

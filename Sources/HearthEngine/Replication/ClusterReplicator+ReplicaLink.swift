@@ -48,13 +48,14 @@ extension ClusterReplicator {
                 guard link.id == replication.replica.link?.id else { return }  // as for each message
                 handleRecord(index, of: run, link: link, advanced: &advanced, now: now, batch: &batch)
             }
-        case .snapshotChunk(let rev, let data, let done):
+        case .snapshotChunk(let rev, let data, let done, let confirmedRev):
             guard var incoming = replication.replica.incomingSnapshot, incoming.rev == rev else { return }
             if let data, let bytes = try? Base64.decode(string: data) { incoming.bytes += bytes }
             replication.replica.incomingSnapshot = incoming
             if done {
                 replication.replica.incomingSnapshot = nil
                 installSnapshot(incoming.bytes, rev: rev, now: now, batch: &batch)
+                if engine.database.rev == rev { engine.confirmations.advance(to: confirmedRev, now: engine.clock()) }
                 noteCaughtUp()
             }
         case .heartbeat(let confirmedRev):

@@ -14,7 +14,7 @@ package enum LinkMessage: Sendable {
     /// logged them.
     case records(LinkRecords)
     /// A chunk of the snapshot at `rev` (`data` base64), or its end (`done`).
-    case snapshotChunk(rev: UInt64, data: String?, done: Bool)
+    case snapshotChunk(rev: UInt64, data: String?, done: Bool, confirmedRev: UInt64)
     /// Nothing new; the leader's confirmed revision.
     case heartbeat(confirmedRev: UInt64)
     /// The leader's rules document, in force on this node from now on.

@@ -318,7 +318,9 @@ final class LinkHandler: ChannelInboundHandler {
             case "snapshot":
                 var data: String?
                 if case .string(let text)? = json["data"] { data = text }
-                return .snapshotChunk(rev: rev(json["rev"]), data: data, done: json["done"] == .bool(true))
+                return .snapshotChunk(
+                    rev: rev(json["rev"]), data: data, done: json["done"] == .bool(true),
+                    confirmedRev: rev(json["confirmedRev"]))
             case "heartbeat":
                 return .heartbeat(confirmedRev: rev(json["confirmedRev"]))
             case "rules":
