@@ -98,24 +98,6 @@ public enum TriggerSignature {
         "t=\(time),v1=\(hex(mac(body: body, secret: secret, time: time)))"
     }
 
-    /// Whether `header` signs `body` with `secret` at a time within `tolerance` seconds of `now`.
-    public static func verify(header: String, body: [UInt8], secret: [UInt8], now: Int64, tolerance: Int64) -> Bool {
-        var time: Int64?
-        var signatures: [String] = []
-        for part in header.split(separator: ",") {
-            if part.hasPrefix("t=") {
-                time = Int64(part.dropFirst(2))
-            } else if part.hasPrefix("v1=") {
-                signatures.append(String(part.dropFirst(3)))
-            }
-        }
-        guard let time else { return false }
-        let (age, overflow) = now.subtractingReportingOverflow(time)
-        guard !overflow, age.magnitude <= tolerance.magnitude else { return false }
-        let expected = Array(hex(mac(body: body, secret: secret, time: time)).utf8)
-        return signatures.contains { constantTimeEqual(Array($0.utf8), expected) }
-    }
-
     private static func mac(body: [UInt8], secret: [UInt8], time: Int64) -> [UInt8] {
         var signed = Array("\(time).".utf8)
         signed.append(contentsOf: body)
@@ -136,13 +118,6 @@ public enum TriggerSignature {
             out.append(digits[Int(byte & 0x0F)])
         }
         return String(decoding: out, as: UTF8.self)
-    }
-
-    private static func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
-        guard a.count == b.count else { return false }
-        var difference: UInt8 = 0
-        for i in a.indices { difference |= a[i] ^ b[i] }
-        return difference == 0
     }
 }
 

@@ -65,12 +65,12 @@ final class TriggerDeliveryTests: XCTestCase {
         let signature = try XCTUnwrap(received.headers.first(name: "Hearth-Signature"))
         XCTAssertTrue(signature.hasPrefix("t=1765000001,v1="))
         XCTAssertTrue(
-            TriggerSignature.verify(
+            signatureVerifies(
                 header: signature, body: received.body, secret: Array(secret.utf8), now: 1_765_000_010, tolerance: 300))
         var tampered = received.body
         tampered[tampered.count - 2] ^= 0x01
         XCTAssertFalse(
-            TriggerSignature.verify(
+            signatureVerifies(
                 header: signature, body: tampered, secret: Array(secret.utf8), now: 1_765_000_010, tolerance: 300))
         let body = try JSONParser.parse(received.body)
         XCTAssertEqual(body["kind"], .string("create"))

@@ -65,17 +65,17 @@ final class TriggerEventTests: XCTestCase {
             "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843")
 
         XCTAssertTrue(
-            TriggerSignature.verify(header: header, body: body, secret: secret, now: 1_765_000_100, tolerance: 300))
+            signatureVerifies(header: header, body: body, secret: secret, now: 1_765_000_100, tolerance: 300))
         var tampered = body
         tampered[tampered.count - 3] ^= 1
         XCTAssertFalse(
-            TriggerSignature.verify(header: header, body: tampered, secret: secret, now: 1_765_000_100, tolerance: 300))
+            signatureVerifies(header: header, body: tampered, secret: secret, now: 1_765_000_100, tolerance: 300))
         XCTAssertFalse(
-            TriggerSignature.verify(
+            signatureVerifies(
                 header: header, body: body, secret: Array("another secret".utf8), now: 1_765_000_100, tolerance: 300))
         XCTAssertFalse(
-            TriggerSignature.verify(header: header, body: body, secret: secret, now: 1_765_000_301, tolerance: 300),
+            signatureVerifies(header: header, body: body, secret: secret, now: 1_765_000_301, tolerance: 300),
             "a replay older than the tolerance")
-        XCTAssertFalse(TriggerSignature.verify(header: "v1=00", body: body, secret: secret, now: 0, tolerance: 300))
+        XCTAssertFalse(signatureVerifies(header: "v1=00", body: body, secret: secret, now: 0, tolerance: 300))
     }
 }

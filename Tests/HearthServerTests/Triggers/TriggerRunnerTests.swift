@@ -89,10 +89,10 @@ final class TriggerRunnerTests: XCTestCase {
                 let signature = try XCTUnwrap(request.headers.first(name: "Hearth-Signature"))
                 let now = Int64(Date().timeIntervalSince1970)
                 XCTAssertTrue(
-                    TriggerSignature.verify(
+                    signatureVerifies(
                         header: signature, body: request.body, secret: Self.secret, now: now, tolerance: 300))
                 XCTAssertFalse(
-                    TriggerSignature.verify(
+                    signatureVerifies(
                         header: signature, body: request.body + [0x20], secret: Self.secret, now: now, tolerance: 300),
                     "a tampered body does not verify")
                 let id = try JSONParser.parse(request.body)["id"]?.stringValue
